@@ -1,0 +1,5 @@
+"""skrank: scikit-learn compatible ranking and similarity learners with a PyTorch core."""
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["__version__"]

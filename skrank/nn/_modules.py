@@ -1,0 +1,112 @@
+"""Torch modules shared by the torch estimators."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "leaky_relu": nn.LeakyReLU}
+
+
+class MLP(nn.Module):
+    """Multi-layer perceptron with an optionally L2-normalised output.
+
+    Parameters
+    ----------
+    n_features : int
+        Input dimension.
+    hidden_layer_sizes : tuple of int, default=(256,)
+        Width of each hidden layer; ``()`` gives a linear map.
+    n_outputs : int, default=64
+        Output dimension.
+    activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
+        Non-linearity after each hidden layer.
+    dropout : float, default=0.0
+        Dropout probability after each hidden activation.
+    batch_norm : bool, default=False
+        Whether to insert batch normalisation before each hidden activation.
+    normalize : bool, default=True
+        Whether to L2-normalise the output rows (cosine geometry).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skrank.nn import MLP
+    >>> module = MLP(n_features=10, hidden_layer_sizes=(32,), n_outputs=4)
+    >>> out = module(torch.randn(5, 10))
+    >>> tuple(out.shape), bool(torch.allclose(out.norm(dim=1), torch.ones(5)))
+    ((5, 4), True)
+    """
+
+    def __init__(
+        self,
+        n_features,
+        hidden_layer_sizes=(256,),
+        n_outputs=64,
+        *,
+        activation="relu",
+        dropout=0.0,
+        batch_norm=False,
+        normalize=True,
+    ):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}."
+            )
+        layers = []
+        width = n_features
+        for hidden in hidden_layer_sizes:
+            layers.append(nn.Linear(width, hidden))
+            if batch_norm:
+                layers.append(nn.BatchNorm1d(hidden))
+            layers.append(_ACTIVATIONS[activation]())
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
+            width = hidden
+        layers.append(nn.Linear(width, n_outputs))
+        self.layers = nn.Sequential(*layers)
+        self.normalize = normalize
+
+    def forward(self, x):
+        """Map a batch of inputs to outputs.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch_size, n_features)
+            Inputs.
+
+        Returns
+        -------
+        out : torch.Tensor of shape (batch_size, n_outputs)
+            Outputs, L2-normalised rows if ``normalize``.
+        """
+        out = self.layers(x)
+        if self.normalize:
+            out = F.normalize(out, dim=1)
+        return out
+
+
+def module_output_dim(module, n_features, device):
+    """Run a two-row dummy batch through ``module`` and check its output is 2-D.
+
+    Returns the output dimension; raises ``ValueError`` if the module does not map
+    ``(batch, n_features)`` to ``(batch, n_outputs)``.
+    """
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            out = module(torch.zeros(2, n_features, device=device))
+    except Exception as exc:
+        raise ValueError(
+            f"The module could not process a batch of shape (2, {n_features}): {exc}"
+        ) from exc
+    finally:
+        module.train(was_training)
+    if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 2:
+        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(
+            "The module must map a batch of shape (batch_size, n_features) to a 2-D tensor of "
+            f"shape (batch_size, n_outputs); for a batch of 2 it returned {shape}."
+        )
+    return int(out.shape[1])

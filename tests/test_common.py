@@ -1,0 +1,54 @@
+"""scikit-learn's common estimator checks on every public skrank estimator.
+
+Estimators are discovered from ``skrank.__all__``, so a new estimator is checked as soon as it is
+exported. ``CHECK_PARAMS`` gives small settings that keep the checks fast; ``EXPECTED_FAILED_CHECKS``
+lists, per estimator, each check that is expected to fail and why.
+"""
+
+import inspect
+
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import skrank
+
+# Fast settings used only by the common checks.
+CHECK_PARAMS = {}
+
+# {estimator class name: {check name: reason}}
+EXPECTED_FAILED_CHECKS = {}
+
+
+def public_estimator_classes():
+    """Public estimator classes exported by ``skrank``, sorted by name."""
+    return [
+        obj
+        for name in sorted(skrank.__all__)
+        if inspect.isclass(obj := getattr(skrank, name)) and issubclass(obj, BaseEstimator)
+    ]
+
+
+def _checked_instances():
+    return [cls(**CHECK_PARAMS.get(cls.__name__, {})) for cls in public_estimator_classes()]
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(_checked_instances(), expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_settings_name_only_public_estimators():
+    names = {cls.__name__ for cls in public_estimator_classes()}
+    assert set(CHECK_PARAMS) <= names
+    assert set(EXPECTED_FAILED_CHECKS) <= names
+
+
+@pytest.mark.parametrize("cls", public_estimator_classes(), ids=lambda cls: cls.__name__)
+def test_expected_failures_have_reasons(cls):
+    for check, reason in EXPECTED_FAILED_CHECKS.get(cls.__name__, {}).items():
+        assert check.startswith("check_") and len(reason) > 20, (check, reason)

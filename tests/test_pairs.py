@@ -1,0 +1,186 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from skrank.pairs import (
+    PairStatistics,
+    count_pairs,
+    iter_negative_pairs,
+    negative_pair_outer_mean,
+    sample_negative_pairs,
+    sample_negative_tuples,
+    similar_pair_scatter,
+)
+
+
+def _tiny_problem(seed=0, n=13, d=4, n_classes=3):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    y = rng.randint(n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)  # every class present
+    return X, y
+
+
+def _brute_force_pairs(y, same):
+    return [
+        (i, j)
+        for i, j in itertools.combinations(range(len(y)), 2)
+        if (y[i] == y[j]) == same
+    ]
+
+
+def _brute_force_outer_mean(X, pairs):
+    total = sum(np.outer(X[i], X[j]) + np.outer(X[j], X[i]) for i, j in pairs)
+    return total / (2 * len(pairs))
+
+
+def test_count_pairs_matches_loop():
+    _, y = _tiny_problem()
+    expected = (len(_brute_force_pairs(y, True)), len(_brute_force_pairs(y, False)))
+    assert count_pairs(y) == expected
+    assert count_pairs(np.array(["a", "b", "a"])) == (1, 2)
+
+
+def test_pair_statistics_match_pair_loops():
+    X, y = _tiny_problem()
+    stats = PairStatistics(X.shape[1]).update(X, y)
+    np.testing.assert_allclose(
+        stats.positive_matrix(), _brute_force_outer_mean(X, _brute_force_pairs(y, True)), atol=1e-12
+    )
+    np.testing.assert_allclose(
+        stats.negative_matrix(), _brute_force_outer_mean(X, _brute_force_pairs(y, False)), atol=1e-12
+    )
+    assert (stats.n_positive_pairs, stats.n_negative_pairs) == count_pairs(y)
+
+
+def test_pair_statistics_stream_equals_one_pass():
+    X, y = _tiny_problem(n=40)
+    one_pass = PairStatistics(X.shape[1]).update(X, y)
+    streamed = PairStatistics(X.shape[1])
+    # Chunks in which the highest class code appears late exercise the growth of the class arrays.
+    order = np.argsort(y, kind="stable")
+    for chunk in np.array_split(order, 5):
+        streamed.update(X[chunk], y[chunk])
+    np.testing.assert_allclose(streamed.positive_matrix(), one_pass.positive_matrix())
+    np.testing.assert_allclose(streamed.negative_matrix(), one_pass.negative_matrix())
+
+
+def test_pair_statistics_errors():
+    stats = PairStatistics(2)
+    with pytest.raises(ValueError, match="shape"):
+        stats.update(np.ones((3, 3)), np.zeros(3, dtype=int))
+    with pytest.raises(ValueError, match="class_codes"):
+        stats.update(np.ones((3, 2)), np.zeros(2, dtype=int))
+    with pytest.raises(ValueError, match="non-negative"):
+        stats.update(np.ones((2, 2)), np.array([0, -1]))
+    stats.update(np.ones((2, 2)), np.array([0, 0]))
+    with pytest.raises(ValueError, match="one class"):
+        stats.negative_matrix()
+    single = PairStatistics(2).update(np.ones((2, 2)), np.array([0, 1]))
+    with pytest.raises(ValueError, match="positive"):
+        single.positive_matrix()
+
+
+def test_similar_pair_scatter_matches_pair_loop():
+    X, y = _tiny_problem()
+    pairs = _brute_force_pairs(y, True)
+    expected = sum(np.outer(X[i] - X[j], X[i] - X[j]) for i, j in pairs) / len(pairs)
+    scatter, n_positive = similar_pair_scatter(X, y)
+    assert n_positive == len(pairs)
+    np.testing.assert_allclose(scatter, expected, atol=1e-12)
+
+
+def test_sample_negative_pairs_are_negative_and_uniform_over_pairs():
+    # Unbalanced classes: sampling uniform over anchors would over-weight the small classes.
+    y = np.repeat([0, 1, 2], [2, 5, 13])
+    n_draws = 200_000
+    sample = sample_negative_pairs(y, n_draws, random_state=0)
+    assert np.all(y[sample.first] != y[sample.second])
+    np.testing.assert_allclose(sample.weight, 1 / n_draws)
+    _, n_negative = count_pairs(y)
+    counts = np.bincount(y)
+    for k, l in itertools.combinations(range(3), 2):
+        observed = np.mean(
+            ((y[sample.first] == k) & (y[sample.second] == l))
+            | ((y[sample.first] == l) & (y[sample.second] == k))
+        )
+        expected = counts[k] * counts[l] / n_negative
+        # binomial standard error is below 0.0012 here: 5 sigma
+        assert abs(observed - expected) < 0.006, (k, l, observed, expected)
+    # every unordered negative pair equally likely
+    unordered = np.sort(np.column_stack([sample.first, sample.second]), axis=1)
+    _, pair_counts = np.unique(unordered, axis=0, return_counts=True)
+    assert pair_counts.shape[0] == n_negative
+    expected_per_pair = n_draws / n_negative
+    assert np.abs(pair_counts - expected_per_pair).max() < 5 * np.sqrt(expected_per_pair)
+
+
+def test_sample_negative_tuples_structure_and_unbiasedness():
+    X, y = _tiny_problem(n=15, n_classes=4)
+    sample = sample_negative_tuples(y, n_tuples=3, random_state=0)
+    assert sample.first.shape[0] == 3 * 4 * 3 // 2
+    assert np.all(y[sample.first] != y[sample.second])
+    np.testing.assert_allclose(sample.weight.sum(), 1.0)
+    # one item per class in every tuple: the first tuple's pairs cover each class pair once
+    first_tuple_pairs = {
+        tuple(sorted((y[i], y[j]))) for i, j in zip(sample.first[:6], sample.second[:6])
+    }
+    assert first_tuple_pairs == set(itertools.combinations(range(4), 2))
+
+    exact = PairStatistics(X.shape[1]).update(X, y).negative_matrix()
+    rng = np.random.RandomState(1)
+    estimates = [
+        negative_pair_outer_mean(X, sample_negative_tuples(y, 5, random_state=rng))
+        for _ in range(4000)
+    ]
+    mean = np.mean(estimates, axis=0)
+    standard_error = np.std(estimates, axis=0) / np.sqrt(len(estimates))
+    assert np.all(np.abs(mean - exact) < 5 * standard_error + 1e-12)
+
+
+def test_sampled_pairs_estimate_is_unbiased():
+    X, y = _tiny_problem(n=15, n_classes=4)
+    exact = PairStatistics(X.shape[1]).update(X, y).negative_matrix()
+    rng = np.random.RandomState(2)
+    estimates = [
+        negative_pair_outer_mean(X, sample_negative_pairs(y, 20, random_state=rng))
+        for _ in range(4000)
+    ]
+    mean = np.mean(estimates, axis=0)
+    standard_error = np.std(estimates, axis=0) / np.sqrt(len(estimates))
+    assert np.all(np.abs(mean - exact) < 5 * standard_error + 1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 7, 50, 10_000])
+def test_iter_negative_pairs_covers_every_pair_once(block):
+    X, y = _tiny_problem(n=17)
+    blocks = list(iter_negative_pairs(y, max_pairs_per_block=block))
+    pairs = [
+        (int(i), int(j)) for b in blocks for i, j in zip(b.first, b.second)
+    ]
+    assert sorted(pairs) == _brute_force_pairs(y, False)
+    np.testing.assert_allclose(sum(b.weight.sum() for b in blocks), 1.0)
+    full = [negative_pair_outer_mean(X, b) for b in blocks]
+    np.testing.assert_allclose(
+        sum(full), PairStatistics(X.shape[1]).update(X, y).negative_matrix(), atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("sampler", [sample_negative_pairs, sample_negative_tuples])
+def test_sampler_errors(sampler):
+    with pytest.raises(ValueError, match="one class"):
+        sampler([1, 1, 1], 5)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            sampler([0, 1], bad)
+    with pytest.raises(ValueError, match="empty"):
+        sampler([], 5)
+
+
+def test_samplers_are_deterministic_under_random_state():
+    y = np.repeat([0, 1, 2], 5)
+    for sampler in (sample_negative_pairs, sample_negative_tuples):
+        a, b = sampler(y, 10, random_state=3), sampler(y, 10, random_state=3)
+        np.testing.assert_array_equal(a.first, b.first)
+        np.testing.assert_array_equal(a.second, b.second)

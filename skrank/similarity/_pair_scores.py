@@ -13,7 +13,7 @@ from ..pairs import count_pairs, iter_negative_pairs, sample_negative_pairs
 
 # Threshold calibration: the exact quantile over all negative pairs up to this many pairs, beyond
 # it the quantile over this many pairs drawn uniformly with replacement.
-CALIBRATION_PAIRS = 1_000_000
+CALIBRATION_PAIRS = 250_000
 # Items kept from a stream to calibrate the threshold after partial_fit.
 RESERVOIR_ITEMS = 2_000
 # Bound on the entries of the score blocks computed at once.

@@ -63,6 +63,11 @@ class NeymanPearsonSolution(NamedTuple):
     case: str
 
 
+def _frobenius(matrix):
+    """Frobenius norm (``np.linalg.norm`` makes a squared copy; this does not)."""
+    return float(np.sqrt(np.vdot(matrix, matrix)))
+
+
 def _check_problem(P, N, beta):
     P = np.asarray(P, dtype=np.float64)
     N = np.asarray(N, dtype=np.float64)
@@ -109,12 +114,12 @@ def feasible_alpha_range(N, tolerance=0.0):
     >>> feasible_alpha_range(np.diag([0.3, 0.4]))
     (0.25, 1.0)
     """
-    low = (1.0 - np.linalg.norm(np.asarray(N, dtype=np.float64))) / 2.0 - tolerance
+    low = (1.0 - _frobenius(np.asarray(N, dtype=np.float64))) / 2.0 - tolerance
     return max(0.0, float(low)), 1.0
 
 
 def _check_feasible(N, beta):
-    norm_N = np.linalg.norm(N)
+    norm_N = _frobenius(N)
     if beta < -norm_N:
         low = (1.0 - norm_N) / 2.0
         raise ValueError(
@@ -125,9 +130,9 @@ def _check_feasible(N, beta):
 
 
 def _active_constraints(N, beta, A):
-    scale = max(np.linalg.norm(N), abs(beta))
+    scale = max(_frobenius(N), abs(beta))
     risk_active = bool(np.vdot(N, A) >= beta - _ACTIVE_RTOL * scale)
-    norm_active = bool(np.linalg.norm(A) >= 1.0 - _ACTIVE_RTOL)
+    norm_active = bool(_frobenius(A) >= 1.0 - _ACTIVE_RTOL)
     return risk_active, norm_active
 
 
@@ -190,7 +195,7 @@ def solve_kkt(P, N, beta):
     """
     P, N, beta = _check_problem(P, N, beta)
     _check_feasible(N, beta)
-    norm_P, norm_N = np.linalg.norm(P), np.linalg.norm(N)
+    norm_P, norm_N = _frobenius(P), _frobenius(N)
     rho = min(1.0, beta / norm_N) if norm_N > 0 else 1.0
     if norm_P <= _COLLINEAR_RTOL * norm_N or norm_P == 0:
         A = np.zeros_like(P) if beta >= 0 else rho * N / norm_N
@@ -200,7 +205,7 @@ def solve_kkt(P, N, beta):
     u = N / norm_N
     along_u = np.vdot(P, u)
     P_perp = P - along_u * u
-    norm_perp = np.linalg.norm(P_perp)
+    norm_perp = _frobenius(P_perp)
     if norm_perp <= _COLLINEAR_RTOL * norm_P:
         return _solution(N, beta, rho * u, along_u / norm_N, 0.0, "collinear")
     across = np.sqrt(max(0.0, 1.0 - rho**2))

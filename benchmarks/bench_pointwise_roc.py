@@ -12,6 +12,10 @@ L2-normalised, as ``PointwiseROCSimilarity`` uses it:
    (``solve_cvxpy``, duality-gap tolerances 1e-10, and Clarabel's defaults 1e-8) on the same
    problem, at a level where the constraint is active. Same optimum (relative Frobenius
    difference of A); the ratio of times (target: KKT >= 100x faster at d >= 256).
+3. The cost of calibrating the decision threshold of ``PointwiseROCSimilarity`` at a 5%
+   false-positive rate: scoring all negative pairs in blocks against the 250,000 uniformly
+   sampled negative pairs the estimator uses beyond that many, and the false-positive rate the
+   sampled threshold achieves on all negative pairs.
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_pointwise_roc.py``
 (``--quick`` for a smoke run).
@@ -26,6 +30,11 @@ from sklearn.decomposition import PCA
 from skrank.datasets import load_mnist
 from skrank.pairs import PairStatistics
 from skrank.similarity import solve_cvxpy, solve_kkt
+from skrank.similarity._pair_scores import (
+    CALIBRATION_PAIRS,
+    negative_pair_similarities,
+    threshold_at_fpr,
+)
 
 
 def median_time(repeats, function, *args, **kwargs):
@@ -140,12 +149,35 @@ def table_solvers(quick):
         )
 
 
+def table_calibration(quick):
+    print("\n3. Threshold at FPR 5%: all negative pairs (blocks) vs 250,000 sampled pairs (MNIST)")
+    print(
+        f"{'n':>6} {'d':>4} {'pairs':>10} {'exact s':>9} {'sample s':>9} {'ratio':>7} "
+        f"{'FPR of sampled threshold':>25}"
+    )
+    cases = [(2000, 64)] if quick else [(5000, 64), (10000, 64), (10000, 784)]
+    for n, d in cases:
+        X, y = mnist_features(d, n)
+        P, N = statistics_from_sums(X, y)
+        A = solve_kkt(P, N, (-np.linalg.norm(N) + np.vdot(N, P) / np.linalg.norm(P)) / 2).A
+        exact_time, _, exact = median_time(1, negative_pair_similarities, X, y, A, max_pairs=n * n)
+        sample_time, _, sample = median_time(
+            1, negative_pair_similarities, X, y, A, max_pairs=CALIBRATION_PAIRS, random_state=0
+        )
+        achieved = np.mean(exact > threshold_at_fpr(sample, 0.05))
+        print(
+            f"{n:>6} {d:>4} {exact.shape[0]:>10} {exact_time:>9.2f} {sample_time:>9.2f} "
+            f"{exact_time / sample_time:>6.1f}x {achieved:>25.5f}"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args()
     table_statistics(args.quick)
     table_solvers(args.quick)
+    table_calibration(args.quick)
 
 
 if __name__ == "__main__":

@@ -381,12 +381,14 @@ class SampledPairs:
             (pair_weight[self._order], self._indices, self._indptr),
             shape=(self.n_samples, self.n_samples),
         )
-        weighted = pairs @ U
         degree = np.bincount(first, pair_weight, self.n_samples) + np.bincount(
             second, pair_weight, self.n_samples
         )
-        cross = np.einsum("ij,ij->j", U, weighted) if diagonal else U.T @ weighted
-        return float(weight @ distances), _laplacian_quadratic(U, degree, cross, diagonal)
+        # (Diag(C 1 + C^T 1) - C - C^T) U, then U^T times it.
+        laplacian_U = degree[:, None] * U - pairs @ U - pairs.T @ U
+        if diagonal:
+            return float(weight @ distances), np.einsum("ij,ij->j", U, laplacian_U)
+        return float(weight @ distances), _symmetrize(U.T @ laplacian_U)
 
 
 class SolverResult(NamedTuple):

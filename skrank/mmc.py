@@ -288,6 +288,32 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return functools.partial(_mahalanobis_distance, components=self.components_.copy())
 
+    def objective_and_constraint(self, X, y):
+        """MMC's objective and constraint in the learned metric, over all pairs of ``(X, y)``.
+
+        On held-out data these measure generalisation (Figure 4 of Vogel, Bellet & Clémençon,
+        2018); on the training data the constraint is at most one and the objective is the
+        optimum when ``negatives="all"``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes, and a class with two items).
+
+        Returns
+        -------
+        objective : float
+            Mean ``d_A`` over dissimilar pairs.
+        constraint : float
+            Mean ``d_A^2`` over similar pairs.
+        """
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
+        _, objective, constraint = figure_of_merit(X @ self.components_.T, y)
+        return float(objective), float(constraint)
+
     def score(self, X, y):
         """Scale-invariant figure of merit over all pairs of ``(X, y)``.
 

@@ -71,6 +71,10 @@ def test_score_is_the_figure_of_merit_over_all_pairs():
         squared = (X[i] - X[j]) @ A @ (X[i] - X[j])
         (similar if y[i] == y[j] else dissimilar).append(squared)
     expected = np.mean(np.sqrt(dissimilar)) / np.sqrt(np.mean(similar))
+    objective, constraint = mmc.objective_and_constraint(X, y)
+    assert objective == pytest.approx(np.mean(np.sqrt(dissimilar)), rel=1e-10)
+    assert constraint == pytest.approx(np.mean(similar), rel=1e-10)
+    assert constraint <= 1 + 1e-9
     assert mmc.score(X, y) == pytest.approx(expected, rel=1e-10)
     # The optimum has the constraint active: the training objective is the figure of merit.
     assert mmc.score(X, y) == pytest.approx(mmc.objective_[-1], rel=1e-6)

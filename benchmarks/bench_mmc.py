@@ -205,7 +205,7 @@ def mnist_split(n_components, n_train=None, quick=False):
         X_train, y_train = X_train[:n_train], y_train[:n_train]
     if quick:
         X_test, y_test = X_test[:500], y_test[:500]
-    pca = PCA(n_components=n_components, random_state=0).fit(X_train)
+    pca = PCA(n_components=n_components, svd_solver="covariance_eigh").fit(X_train)
     return pca.transform(X_train), pca.transform(X_test), y_train, y_test
 
 

@@ -33,7 +33,7 @@ def mnist_pca_split(variance=0.9, test_size=2000):
     X_train, X_test, y_train, y_test = train_test_split(
         X.astype(np.float64), y, test_size=test_size, stratify=y, random_state=0
     )
-    pca = PCA(n_components=variance, random_state=0).fit(X_train)
+    pca = PCA(n_components=variance, svd_solver="covariance_eigh").fit(X_train)
     return pca.transform(X_train), pca.transform(X_test), y_train, y_test
 
 

@@ -39,7 +39,7 @@ X, y = load_mnist(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(
     X.astype(np.float64), y, test_size=1000 if quick else 2000, stratify=y, random_state=0
 )
-pca = PCA(n_components=0.9, random_state=0).fit(X_train)
+pca = PCA(n_components=0.9, svd_solver="covariance_eigh").fit(X_train)
 X_train, X_test = pca.transform(X_train), pca.transform(X_test)
 print(f"{X_train.shape[0]} training and {X_test.shape[0]} test items, {X_train.shape[1]} dims")
 

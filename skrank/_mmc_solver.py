@@ -491,7 +491,7 @@ def maximize_mean_distance(
     n_iter, converged = 0, False
     while True:
         gap = max(geometry.linear_oracle(gradient) - float(np.vdot(gradient, point.value)), 0.0)
-        converged = gap <= tol * value
+        converged = bool(gap <= tol * value)
         if verbose and (n_iter % 10 == 0 or converged):
             print(f"MMC iteration {n_iter:4d}: objective {value:.6g}, duality gap {gap:.3g}")
         if converged or n_iter >= max_iter:
@@ -614,7 +614,7 @@ def fit_mmc(
     init : {"identity", "covariance"} or ndarray, default="identity"
         Starting metric (see :func:`initial_metric`); it is rescaled onto the constraint.
     max_iter : int, default=1000
-        Maximum number of iterations.
+        Maximum number of steps (see :func:`maximize_mean_distance`).
     tol : float, default=1e-5
         Relative duality gap at which to stop.
     scatter_ridge : float, default=1e-8

@@ -51,7 +51,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Number ``B`` of pairs or tuples drawn when ``negatives`` is ``"pairs"`` or ``"tuples"``;
         ``None`` means as many as training items. Must be ``None`` when ``negatives="all"``.
     max_iter : int, default=1000
-        Maximum number of solver iterations.
+        Maximum number of solver iterations (each a projected gradient or a minorize-maximize
+        step, alternately).
     tol : float, default=1e-5
         Stop when the duality gap (an upper bound on the distance to the optimal objective) is at
         most ``tol`` times the objective.
@@ -90,6 +91,18 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of features seen during fit, when ``X`` has string feature names.
 
+    Notes
+    -----
+    MMC's optimum often has a low rank: a few directions that spread the classes apart (rank 3 on
+    digits and MNIST). That maximises the mean distance between classes, not the purity of
+    neighbourhoods: on MNIST (PCA 90%) the 5-NN accuracy in the learned metric is lower than in
+    the Euclidean one (``python -m skrank``). For nearest-neighbour classification prefer
+    :class:`~sklearn.neighbors.NeighborhoodComponentsAnalysis`.
+
+    Cost per iteration: ``O(n_- r + n^2 d)`` with ``n_-`` negative pairs for ``negatives="all"``
+    (dense BLAS blocks), ``O(B K^2 d + n d^2)`` for ``B`` tuples; plus an eigendecomposition of a
+    ``d x d`` matrix. Typically 10 to 30 iterations.
+
     See Also
     --------
     sklearn.neighbors.NeighborhoodComponentsAnalysis : A linear metric learned for kNN.
@@ -113,8 +126,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     >>> mmc = MMC().fit(X, y)
     >>> mmc.converged_
     True
-    >>> bool(mmc.score(X, y) > MMC(max_iter=1).fit(X, y).score(X, y))
-    True
+    >>> round(mmc.score(X, y), 2)
+    6.31
     >>> mmc.transform(X[:2]).shape
     (2, 4)
     """

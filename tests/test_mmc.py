@@ -176,3 +176,11 @@ def test_wrong_number_of_features_after_fit():
         mmc.pair_distance(X[:3], X[:4])
     with pytest.raises(NotFittedError):
         MMC().get_metric()
+
+
+def test_verbose_prints_objective_and_duality_gap(capsys):
+    X, y = load_iris(return_X_y=True)
+    MMC(verbose=1).fit(X, y)
+    assert "duality gap" in capsys.readouterr().out
+    MMC().fit(X, y)
+    assert capsys.readouterr().out == ""

@@ -124,7 +124,7 @@ def print_table(title, header, rows):
     lines = [header] + [[str(cell) for cell in row] for row in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for index, line in enumerate(lines):
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)))
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
         if index == 0:
             print("  ".join("-" * width for width in widths))
     sys.stdout.flush()

@@ -18,6 +18,7 @@ import argparse
 import time
 
 import numpy as np
+from bench_mmc import print_table
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 
@@ -84,12 +85,8 @@ def summarise(records, sizes):
                 f"{reference[2] / mean[2]:.1f}",
                 converged,
             ])
-    lines = [header] + [[str(cell) for cell in row] for row in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for index, line in enumerate(lines):
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)))
-        if index == 0:
-            print("  ".join("-" * width for width in widths))
+    print_table("Test objective and constraint versus all pairs (mean ± std over runs)",
+                header, rows)
 
 
 def main(argv=None):

@@ -55,7 +55,9 @@ for n in sizes:
     for seed in range(n_runs):
         subset = np.random.RandomState(seed).choice(X_train.shape[0], n, replace=False)
         for label, fraction in settings.items():
-            params = {} if fraction is None else {"negatives": "tuples", "n_samples": int(fraction * n)}
+            params = {}
+            if fraction is not None:
+                params = {"negatives": "tuples", "n_samples": int(fraction * n)}
             start = time.perf_counter()
             mmc = MMC(random_state=seed, **params).fit(X_train[subset], y_train[subset])
             seconds = time.perf_counter() - start
@@ -81,9 +83,9 @@ for label in settings:
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
 for label in settings:
     style = "k-o" if label == "all pairs" else "--o"
-    for ax, column in zip(axes, (1, 2, 3)):
+    for ax, column in zip(axes, (1, 2, 3), strict=True):
         ax.plot(sizes, mean_by_size(label, column), style, label=label)
-for ax, title in zip(axes, ("test objective", "test constraint", "fit time (s)")):
+for ax, title in zip(axes, ("test objective", "test constraint", "fit time (s)"), strict=True):
     ax.set_xscale("log")
     ax.set_xlabel("training size n")
     ax.set_title(title)

@@ -12,8 +12,8 @@ over similar pairs (:func:`skrank.pairs.similar_pair_scatter`, exact in ``O(n d^
 How it is solved
 ----------------
 *Change of variables.* With ``S_r = S + ridge I`` positive definite and ``W`` such that
-``W^T S_r W = I``, put ``B = W^{-1} A W^{-T}`` and ``u = W^T (x - x')``: then ``<S_r, A> = tr B`` and
-``d_A(x, x') = sqrt(u^T B u)``. The feasible set becomes the *spectraplex*
+``W^T S_r W = I``, put ``B = W^{-1} A W^{-T}`` and ``u = W^T (x - x')``: then
+``<S_r, A> = tr B`` and ``d_A(x, x') = sqrt(u^T B u)``. The feasible set becomes the *spectraplex*
 ``{B >= 0, tr B <= 1}`` (for a diagonal ``A``, the capped simplex ``{b >= 0, sum b <= 1}``), onto
 which the Euclidean projection is exact: an eigendecomposition and the projection of the
 eigenvalues onto the capped simplex. The objective is concave and positively homogeneous of degree
@@ -373,7 +373,7 @@ class SampledPairs:
         return float(self.sample.weight @ self._distances(Z))
 
     def value_and_gradient(self, Z, U, floor, diagonal):
-        """Weighted distance sum and its gradient (see :meth:`AllNegativePairs.value_and_gradient`)."""
+        """Weighted distance sum and its gradient (as ``AllNegativePairs.value_and_gradient``)."""
         first, second, weight = self.sample
         distances = self._distances(Z)
         pair_weight = weight / (2 * np.maximum(distances, floor))
@@ -468,7 +468,9 @@ def maximize_mean_distance(
         reference = max(history[-memory:])
         fraction = 1.0
         while True:
-            candidate = trial if fraction == 1.0 else geometry.point(point.value + fraction * direction)
+            candidate = trial
+            if fraction < 1.0:
+                candidate = geometry.point(point.value + fraction * direction)
             new_value, new_gradient = evaluate(candidate)
             if new_value >= reference + sufficient_increase * fraction * slope:
                 break

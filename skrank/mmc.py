@@ -24,7 +24,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     mean distance between items of different classes while the mean squared distance between
     items of the same class is at most one::
 
-        max_A  mean_{y_i != y_j} d_A(x_i, x_j)   s.t.  mean_{y_i = y_j} d_A(x_i, x_j)^2 <= 1,  A PSD.
+        max_A  mean_{y_i != y_j} d_A(x_i, x_j)
+        s.t.   mean_{y_i = y_j} d_A(x_i, x_j)^2 <= 1,  A positive semi-definite.
 
     The similar-pair constraint is computed exactly from the within-class scatter in
     ``O(n d^2)``; the dissimilar-pair objective is averaged over all negative pairs (in blocks of
@@ -216,6 +217,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"is set by scatter_ridge={self.scatter_ridge}. Reduce the dimension (e.g. PCA) "
                 "or raise scatter_ridge.",
                 UserWarning,
+                stacklevel=2,
             )
         if not fit.converged:
             warnings.warn(
@@ -223,6 +225,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"{fit.duality_gap / max(fit.objective[-1], np.finfo(float).tiny):.3g} > "
                 f"tol={self.tol}. Increase max_iter.",
                 ConvergenceWarning,
+                stacklevel=2,
             )
         self.components_ = fit.components
         self.objective_ = fit.objective

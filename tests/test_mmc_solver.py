@@ -37,12 +37,13 @@ def _problem(seed=0, n=30, d=4, n_classes=3):
 
 def _negative_pairs(y):
     pairs = [(i, j) for i, j in itertools.combinations(range(len(y)), 2) if y[i] != y[j]]
-    return PairSample(*map(np.array, zip(*pairs)), np.full(len(pairs), 1.0 / len(pairs)))
+    first, second = np.array(pairs).T
+    return PairSample(first, second, np.full(len(pairs), 1.0 / len(pairs)))
 
 
 def _loop_value_and_gradient(U, B, sample):
     value, gradient = 0.0, np.zeros_like(B)
-    for i, j, weight in zip(*sample):
+    for i, j, weight in zip(*sample, strict=True):
         difference = U[i] - U[j]
         distance = np.sqrt(difference @ B @ difference)
         value += weight * distance
@@ -143,7 +144,7 @@ def test_gradient_matches_finite_differences():
     def value_at(matrix):
         return pairs.value(SpectraplexGeometry.embed(X, SpectraplexGeometry().point(matrix)))
 
-    numerical = (value_at(point.value + step * direction) - value_at(point.value - step * direction))
+    numerical = value_at(point.value + step * direction) - value_at(point.value - step * direction)
     assert numerical / (2 * step) == pytest.approx(np.vdot(gradient, direction), rel=1e-6)
 
 
@@ -245,7 +246,7 @@ def test_diagonal_geometry_solves_the_diagonal_problem():
 
 def test_figure_of_merit_matches_pair_loop():
     X, y = _problem(seed=8, n=17)
-    dissimilar = [np.linalg.norm(X[i] - X[j]) for i, j in zip(*_negative_pairs(y)[:2])]
+    dissimilar = [np.linalg.norm(X[i] - X[j]) for i, j in zip(*_negative_pairs(y)[:2], strict=True)]
     similar = [
         np.sum((X[i] - X[j]) ** 2)
         for i, j in itertools.combinations(range(len(y)), 2)

@@ -102,7 +102,9 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     Cost per iteration: ``O(n_- r + n^2 d)`` with ``n_-`` negative pairs for ``negatives="all"``
     (dense BLAS blocks), ``O(B K^2 d + n d^2)`` for ``B`` tuples; plus an eigendecomposition of a
-    ``d x d`` matrix. Typically 10 to 30 iterations.
+    ``d x d`` matrix. Typically 10 to 30 iterations. The fit runs BLAS on one thread (its matrix
+    products are small or memory-bound; multi-threaded BLAS was 3 to 20 times slower on a shared
+    2-core machine).
 
     See Also
     --------

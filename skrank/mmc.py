@@ -327,9 +327,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         constraint : float
             Mean ``d_A^2`` over similar pairs.
         """
-        check_is_fitted(self)
-        X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
-        _, objective, constraint = figure_of_merit(X @ self.components_.T, y)
+        _, objective, constraint = self._figure_of_merit(X, y)
         return float(objective), float(constraint)
 
     def score(self, X, y):
@@ -350,9 +348,12 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         -------
         score : float
         """
+        return float(self._figure_of_merit(X, y)[0])
+
+    def _figure_of_merit(self, X, y):
         check_is_fitted(self)
         X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
-        return float(figure_of_merit(X @ self.components_.T, y)[0])
+        return figure_of_merit(X @ self.components_.T, y)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -3,5 +3,6 @@
 __version__ = "0.1.0.dev0"
 
 from .mmc import MMC
+from .similarity import PointwiseROCSimilarity
 
-__all__ = ["MMC", "__version__"]
+__all__ = ["MMC", "PointwiseROCSimilarity", "__version__"]

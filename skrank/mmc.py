@@ -50,7 +50,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         are few).
     n_samples : int or None, default=None
         Number ``B`` of pairs or tuples drawn when ``negatives`` is ``"pairs"`` or ``"tuples"``;
-        ``None`` means as many as training items. Must be ``None`` when ``negatives="all"``.
+        ``None`` means as many as training items. Ignored when ``negatives="all"``.
     max_iter : int, default=1000
         Maximum number of solver iterations (each a projected gradient or a minorize-maximize
         step, alternately).
@@ -192,11 +192,6 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if np.unique(y).shape[0] < 2:
             raise ValueError(
                 "MMC needs at least two classes in y (dissimilar pairs); got 1 class."
-            )
-        if self.negatives == "all" and self.n_samples is not None:
-            raise ValueError(
-                f"n_samples={self.n_samples!r} is only used with negatives='pairs' or 'tuples'; "
-                "with negatives='all' leave it as None."
             )
         fit = fit_mmc(
             X,

@@ -32,6 +32,8 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils import check_random_state
 
+from ._utils import encode_labels
+
 __all__ = [
     "PairSample",
     "PairStatistics",
@@ -65,13 +67,12 @@ class PairSample(NamedTuple):
 
 def _class_codes(y):
     """Encode labels as integers ``0..K-1`` and return ``(codes, counts)``."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional, got an array of shape {y.shape}.")
-    if y.shape[0] == 0:
+    if np.ndim(y) != 1:
+        raise ValueError(f"y must be 1-dimensional, got an array of shape {np.shape(y)}.")
+    if len(y) == 0:
         raise ValueError("y is empty: at least two items of two different classes are needed.")
-    _, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
-    return codes.ravel(), counts
+    codes = encode_labels(y)
+    return codes, np.bincount(codes)
 
 
 def count_pairs(y):
@@ -429,7 +430,7 @@ def iter_negative_pairs(y, max_pairs_per_block=1_000_000):
             yield PairSample(rows[first], second, np.full(first.shape[0], weight))
 
 
-def negative_pair_outer_mean(X, sample):
+def negative_pair_outer_mean(X, sample, *, max_gathered=2**24):
     """Weighted mean of ``(x_i x_j^T + x_j x_i^T) / 2`` over sampled pairs.
 
     With a sample from :func:`sample_negative_pairs` or :func:`sample_negative_tuples` this is an
@@ -441,6 +442,9 @@ def negative_pair_outer_mean(X, sample):
         Items.
     sample : PairSample
         Pairs and weights (weights summing to one).
+    max_gathered : int, default=2**24
+        Bound on the number of values gathered from ``X`` at once: pairs are processed in chunks
+        of ``max_gathered // n_features`` (16M values, 128 MiB per gathered side by default).
 
     Returns
     -------
@@ -448,9 +452,13 @@ def negative_pair_outer_mean(X, sample):
         Symmetric matrix.
     """
     X = np.asarray(X, dtype=np.float64)
-    weighted_first = X[sample.first] * sample.weight[:, None]
-    return _symmetrize(weighted_first.T @ X[sample.second])
-
+    chunk = max(1, max_gathered // max(X.shape[1], 1))
+    total = np.zeros((X.shape[1], X.shape[1]))
+    for start in range(0, sample.first.shape[0], chunk):
+        part = slice(start, start + chunk)
+        weighted_first = X[sample.first[part]] * sample.weight[part, None]
+        total += weighted_first.T @ X[sample.second[part]]
+    return _symmetrize(total)
 
 def dissimilar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the negative pairs ``i < j``.

@@ -157,7 +157,6 @@ def test_grid_search_uses_the_figure_of_merit():
         ({"init": [[1.0, 2.0], [2.0, 1.0]]}, np.eye(4)[:, :2], [0, 0, 1, 1], "semi-definite"),
         ({"n_samples": 0, "negatives": "pairs"}, np.eye(4), [0, 0, 1, 1], "n_samples"),
         ({"n_samples": -3, "negatives": "tuples"}, np.eye(4), [0, 0, 1, 1], "n_samples"),
-        ({"n_samples": 10}, np.eye(4), [0, 0, 1, 1], "negatives='all'"),
         ({"negatives": "triplets"}, np.eye(4), [0, 0, 1, 1], "negatives"),
     ],
 )
@@ -184,3 +183,11 @@ def test_verbose_prints_objective_and_duality_gap(capsys):
     assert "duality gap" in capsys.readouterr().out
     MMC().fit(X, y)
     assert capsys.readouterr().out == ""
+
+
+def test_n_samples_is_ignored_with_all_negatives():
+    """As in PointwiseROCSimilarity: a grid over ``negatives`` may keep one ``n_samples``."""
+    X, y = load_iris(return_X_y=True)
+    exact = MMC().fit(X, y)
+    with_n_samples = MMC(n_samples=10).fit(X, y)
+    np.testing.assert_array_equal(exact.components_, with_n_samples.components_)

@@ -6,6 +6,8 @@ import numpy as np
 from sklearn import get_config
 from sklearn.utils.validation import check_array, column_or_1d
 
+from .._utils import encode_labels  # noqa: F401  (re-exported for the metrics modules)
+
 
 def check_scores(y_score, *, input_name="y_score"):
     """Return ``y_score`` as a finite 1-D float64 array (ValueError on NaN, inf or empty)."""
@@ -104,16 +106,6 @@ def auto_chunk_size(n_rows, bytes_per_row):
     """
     budget = get_config()["working_memory"] * 2**20
     return int(max(1, min(n_rows, budget // max(bytes_per_row, 1))))
-
-
-def encode_labels(y, *, input_name="y"):
-    """Integer codes (0..n_classes-1) of the 1-D labels ``y`` (any hashable values)."""
-    y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name=input_name))
-    try:
-        return np.unique(y, return_inverse=True)[1].astype(np.int64, copy=False)
-    except TypeError:  # labels of mixed types that cannot be sorted
-        codes = {}
-        return np.array([codes.setdefault(label, len(codes)) for label in y.tolist()])
 
 
 def _preview(values, limit=5):

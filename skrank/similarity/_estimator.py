@@ -14,7 +14,6 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..pairs import (
-    PairSample,
     PairStatistics,
     negative_pair_outer_mean,
     sample_negative_pairs,
@@ -30,9 +29,6 @@ from ._pair_scores import (
     threshold_at_fpr,
 )
 from ._solvers import feasible_alpha_range, solve_cvxpy, solve_kkt
-
-# Bound on the entries gathered at once when averaging outer products over sampled pairs.
-_GATHER_ENTRIES = 1 << 24
 
 
 class PointwiseROCSimilarity(BaseEstimator):
@@ -317,14 +313,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         if self.negatives == "all":
             return statistics.negative_matrix()
         sampler = sample_negative_pairs if self.negatives == "pairs" else sample_negative_tuples
-        sample = sampler(codes, self.n_samples, random_state=rng)
-        chunk = max(1, _GATHER_ENTRIES // X.shape[1])
-        parts = (slice(start, start + chunk) for start in range(0, sample.first.shape[0], chunk))
-        # The weights are absolute (they sum to one over the whole sample): chunk sums add up.
-        return sum(
-            negative_pair_outer_mean(X, PairSample(*(field[part] for field in sample)))
-            for part in parts
-        )
+        return negative_pair_outer_mean(X, sampler(codes, self.n_samples, random_state=rng))
 
     def _solve(self, statistics, N):
         P = statistics.positive_matrix()

@@ -4,7 +4,8 @@
   :func:`pointwise_roc_score` (TPR at a given FPR on the interpolated ROC curve).
 - Retrieval over embeddings, exact and chunked (bounded memory at any n):
   :func:`mean_auprc_score` (mAP), :func:`recall_at_k_score`, :func:`precision_at_k_score`,
-  and :func:`retrieval_scores` for all of them in one pass.
+  and :func:`retrieval_scores` for all of them in one pass; :func:`mean_precision_recall_curve`
+  (mean interpolated precision over queries at given recall levels).
 - Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`.
 - Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
 - Scorers for ``GridSearchCV``: :func:`get_scorer` ("mean_auprc", "recall@10",
@@ -20,6 +21,7 @@ from ._ranking import (
 )
 from ._retrieval import (
     mean_auprc_score,
+    mean_precision_recall_curve,
     precision_at_k_score,
     recall_at_k_score,
     retrieval_scores,
@@ -31,6 +33,7 @@ __all__ = [
     "get_scorer",
     "make_retrieval_scorer",
     "mean_auprc_score",
+    "mean_precision_recall_curve",
     "pair_scores_and_labels",
     "pairwise_roc_score",
     "pointwise_roc_score",

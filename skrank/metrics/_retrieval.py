@@ -1,4 +1,5 @@
-"""Exact retrieval metrics over embeddings: mean AUPRC (mAP), Recall@k and Precision@k.
+"""Exact retrieval metrics over embeddings: mean AUPRC (mAP), Recall@k, Precision@k and the
+mean precision-recall curve.
 
 Every item is a query against all the others; its positives are the other items of its class.
 Queries are processed in chunks, so memory is bounded by one (chunk, n) block of similarities.
@@ -100,17 +101,26 @@ def similarity_matrix(X, metric):
     return _similarity_function(X, _check_metric(metric))(slice(None))
 
 
-def _average_precision_rows(similarity, positive):
-    """AUPRC of each row (NaN where a row has no positive); sorts ``similarity`` in place.
+def _precision_at_positives(similarity, positive):
+    """Precision and recall of each query at the score of each of its positives.
 
-    ``similarity`` (c, n) holds ``-inf`` at excluded entries (the query itself); ``positive``
-    (c, n) marks the positives. For a positive scored ``t``: precision = (# positives scored
-    ``>= t``) / (# items scored ``>= t``), both counted by binary search in sorted rows.
+    ``similarity`` (c, n) holds ``-inf`` at excluded entries (the query itself) and is sorted
+    in place; ``positive`` (c, n) marks the positives. For a positive scored ``t``: precision =
+    (# positives scored ``>= t``) / (# items scored ``>= t``), recall = (# positives scored
+    ``>= t``) / (# positives), both counted by binary search in sorted rows.
+
+    Returns
+    -------
+    precision, recall : ndarray of shape (c, width), or None when no row has a positive
+        ``width`` is the largest number of positives of a row. Each row lists its positives by
+        increasing score (so recall does not increase along it) after ``width - n_positives``
+        padding entries of precision 0 and recall ``width / n_positives``.
+    n_positives : ndarray of shape (c,)
     """
     n_positives = positive.sum(axis=1)
     width = int(n_positives.max(initial=0))
     if width == 0:
-        return np.full(len(similarity), np.nan)
+        return None, None, n_positives
     rows, columns = np.nonzero(positive)
     slot = np.arange(len(rows)) - np.repeat(np.cumsum(n_positives) - n_positives, n_positives)
     positive_scores = np.full((len(similarity), width), -np.inf)
@@ -124,21 +134,53 @@ def _average_precision_rows(similarity, positive):
     precision = positives_at_least / n_at_least
     precision[positive_scores == -np.inf] = 0.0
     with np.errstate(invalid="ignore", divide="ignore"):
+        recall = positives_at_least / n_positives[:, None]
+    return precision, recall, n_positives
+
+
+def _average_precision_rows(precision, n_positives):
+    """AUPRC of each row of :func:`_precision_at_positives` (NaN where a row has no positive)."""
+    if precision is None:
+        return np.full(len(n_positives), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
         return precision.sum(axis=1) / n_positives
+
+
+def _interpolated_precision_rows(precision, recall, n_positives, recall_levels):
+    """Interpolated precision of each row at each recall level (NaN where no positive).
+
+    The interpolated precision at level ``r`` is the largest precision over the thresholds
+    whose recall is at least ``r``; it is reached at the score of a positive.
+    """
+    result = np.full((len(n_positives), len(recall_levels)), np.nan)
+    if precision is None:
+        return result
+    # Best precision among the positives up to each column: recall >= that column's recall.
+    best_precision = np.maximum.accumulate(precision, axis=1)
+    ascending_recall = torch.from_numpy(recall[:, ::-1].copy())
+    levels = torch.from_numpy(np.tile(recall_levels, (len(recall), 1)))
+    n_reaching = recall.shape[1] - torch.searchsorted(ascending_recall, levels).numpy()
+    has_positive = n_positives > 0
+    result[has_positive] = np.take_along_axis(
+        best_precision[has_positive], n_reaching[has_positive] - 1, axis=1
+    )
+    return result
 
 
 def _bytes_per_entry(codes):
     """Estimated bytes of work arrays per (query, item) entry of a chunk.
 
     Similarities (8) and the positive mask (1), plus, per positive entry, its coordinates,
-    padded score, two search results and precision (about 64 bytes). The largest class bounds
-    the fraction of positive entries.
+    padded score, two search results, precision, recall and their running maximum (about 88
+    bytes). The largest class bounds the fraction of positive entries.
     """
     largest_class_fraction = np.bincount(codes).max() / len(codes)
-    return 16 + int(64 * largest_class_fraction)
+    return 16 + int(88 * largest_class_fraction)
 
 
-def _retrieval_statistics(X, codes, *, ks, metric, chunk_size, average_precision):
+def _retrieval_statistics(
+    X, codes, *, ks, metric, chunk_size, average_precision, recall_levels=None
+):
     """Per-query statistics of the exact retrieval, computed chunk by chunk.
 
     Returns
@@ -149,6 +191,9 @@ def _retrieval_statistics(X, codes, *, ks, metric, chunk_size, average_precision
         AUPRC of each query (NaN without positives); None unless ``average_precision``.
     positives_in_top_k : ndarray of shape (n, len(ks))
         Positives among the ``ks[j]`` most similar other items (ties by index).
+    query_precision : ndarray of shape (n, len(recall_levels)) or None
+        Interpolated precision of each query at each recall level (NaN without positives);
+        None when ``recall_levels`` is None.
     """
     similarity = _similarity_function(X, metric)
     n_samples = len(X)
@@ -156,6 +201,9 @@ def _retrieval_statistics(X, codes, *, ks, metric, chunk_size, average_precision
     n_positives = np.bincount(codes)[codes] - 1
     query_auprc = np.empty(n_samples) if average_precision else None
     positives_in_top_k = np.zeros((n_samples, len(ks)), dtype=np.int64)
+    query_precision = None
+    if recall_levels is not None:
+        query_precision = np.empty((n_samples, len(recall_levels)))
     for start in range(0, n_samples, chunk_size):
         rows = slice(start, min(start + chunk_size, n_samples))
         block = np.ascontiguousarray(similarity(rows))
@@ -167,9 +215,16 @@ def _retrieval_statistics(X, codes, *, ks, metric, chunk_size, average_precision
             top = top_k_indices(block, int(ks.max()))
             hits = np.take_along_axis(positive, top, axis=1).cumsum(axis=1)
             positives_in_top_k[rows] = hits[:, ks - 1]
+        if not average_precision and recall_levels is None:
+            continue
+        precision, recall, block_positives = _precision_at_positives(block, positive)
         if average_precision:
-            query_auprc[rows] = _average_precision_rows(block, positive)
-    return n_positives, query_auprc, positives_in_top_k
+            query_auprc[rows] = _average_precision_rows(precision, block_positives)
+        if recall_levels is not None:
+            query_precision[rows] = _interpolated_precision_rows(
+                precision, recall, block_positives, recall_levels
+            )
+    return n_positives, query_auprc, positives_in_top_k, query_precision
 
 
 def _queries_with_positives(n_positives):
@@ -198,7 +253,7 @@ def _retrieval_scores(X, y, ks, metric, chunk_size, average_precision):
     """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
     codes = encode_labels(y)
     check_consistent_length(X, codes)
-    n_positives, query_auprc, positives_in_top_k = _retrieval_statistics(
+    n_positives, query_auprc, positives_in_top_k, _ = _retrieval_statistics(
         X,
         codes,
         ks=ks,
@@ -394,3 +449,91 @@ def precision_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
     0.5
     """
     return _at_k_score(X, y, k, metric, chunk_size, "precision")
+
+
+def _check_recall_levels(recall_levels):
+    if recall_levels is None:
+        return np.linspace(0.0, 1.0, 101)
+    levels = np.asarray(recall_levels, dtype=np.float64)
+    if levels.ndim != 1 or levels.size == 0:
+        raise ValueError(
+            f"recall_levels must be a non-empty 1-D array of numbers; got {recall_levels!r}."
+        )
+    if not np.all((levels >= 0) & (levels <= 1)):
+        raise ValueError(f"recall_levels must lie in [0, 1]; got {recall_levels!r}.")
+    return levels
+
+
+def _mean_interpolated_precision(X, y, metric, recall_levels, chunk_size):
+    codes = encode_labels(y)
+    check_consistent_length(X, codes)
+    n_positives, _, _, query_precision = _retrieval_statistics(
+        X,
+        codes,
+        ks=np.zeros(0, dtype=np.int64),
+        metric=_check_metric(metric),
+        chunk_size=check_chunk_size(chunk_size),
+        average_precision=False,
+        recall_levels=recall_levels,
+    )
+    has_positive = _queries_with_positives(n_positives)
+    return query_precision[has_positive].mean(axis=0)
+
+
+def mean_precision_recall_curve(X, y, *, metric="cosine", recall_levels=None, chunk_size=None):
+    """Mean over retrieval queries of their interpolated precision at given recall levels.
+
+    Every item of ``X`` is a query against all the others (itself excluded); its positives
+    are the other items of its class. For one query, a threshold ``t`` retrieves the items
+    scored ``>= t`` (tied similarities count fully, as in :func:`auprc_score`), with precision
+    and recall as in :func:`sklearn.metrics.precision_recall_curve`. The *interpolated*
+    precision at recall level ``r`` is the largest precision over the thresholds whose recall
+    is at least ``r``: a non-increasing function of ``r``. The curve returned is its mean over
+    the queries with at least one positive (the mean PR curves of the SOPRC paper's Figure 2);
+    queries without a positive are excluded and counted in a ``UserWarning``.
+
+    Computed exactly in chunks of queries, like :func:`mean_auprc_score`: memory is
+    O(chunk_size * n_samples), time one sort per query.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Embeddings; finite, at least two rows.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items, as in :func:`retrieval_scores`.
+    recall_levels : array-like of shape (n_levels,), default=None
+        Recall levels in [0, 1] at which to read the curves; None means the 101 levels
+        ``0, 0.01, ..., 1``.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+
+    Returns
+    -------
+    precision : ndarray of shape (n_levels,)
+        Mean interpolated precision at each recall level.
+    recall : ndarray of shape (n_levels,)
+        The recall levels.
+
+    Raises
+    ------
+    ValueError
+        On bad input as in :func:`mean_auprc_score`, or recall levels outside [0, 1].
+
+    See Also
+    --------
+    skrank.plotting.PrecisionRecallDisplay : Plots these curves for several estimators.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import mean_precision_recall_curve
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.2], [0.0, 1.0], [0.5, 0.5]])
+    >>> precision, recall = mean_precision_recall_curve(X, [0, 0, 1, 1], recall_levels=[0, 1])
+    >>> precision.round(4).tolist()
+    [0.8333, 0.8333]
+    """
+    X = _check_embedding(X)
+    levels = _check_recall_levels(recall_levels)
+    return _mean_interpolated_precision(X, y, metric, levels, chunk_size), levels

@@ -464,20 +464,31 @@ def _check_recall_levels(recall_levels):
     return levels
 
 
-def _mean_interpolated_precision(X, y, metric, recall_levels, chunk_size):
+def mean_precision_curve_and_auprc(X, y, *, metric, recall_levels, chunk_size):
+    """:func:`mean_precision_recall_curve` and :func:`mean_auprc_score` from one pass.
+
+    Returns
+    -------
+    precision, recall : ndarray of shape (n_levels,)
+        As returned by :func:`mean_precision_recall_curve`.
+    mean_auprc : float
+    """
+    X = _check_embedding(X)
+    recall_levels = _check_recall_levels(recall_levels)
     codes = encode_labels(y)
     check_consistent_length(X, codes)
-    n_positives, _, _, query_precision = _retrieval_statistics(
+    n_positives, query_auprc, _, query_precision = _retrieval_statistics(
         X,
         codes,
         ks=np.zeros(0, dtype=np.int64),
         metric=_check_metric(metric),
         chunk_size=check_chunk_size(chunk_size),
-        average_precision=False,
+        average_precision=True,
         recall_levels=recall_levels,
     )
     has_positive = _queries_with_positives(n_positives)
-    return query_precision[has_positive].mean(axis=0)
+    precision = query_precision[has_positive].mean(axis=0)
+    return precision, recall_levels, float(query_auprc[has_positive].mean())
 
 
 def mean_precision_recall_curve(X, y, *, metric="cosine", recall_levels=None, chunk_size=None):
@@ -534,6 +545,7 @@ def mean_precision_recall_curve(X, y, *, metric="cosine", recall_levels=None, ch
     >>> precision.round(4).tolist()
     [0.8333, 0.8333]
     """
-    X = _check_embedding(X)
-    levels = _check_recall_levels(recall_levels)
-    return _mean_interpolated_precision(X, y, metric, levels, chunk_size), levels
+    precision, recall, _ = mean_precision_curve_and_auprc(
+        X, y, metric=metric, recall_levels=recall_levels, chunk_size=chunk_size
+    )
+    return precision, recall

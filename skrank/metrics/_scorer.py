@@ -160,12 +160,22 @@ class _PairROCScorer(_RankingScorer):
         self.fpr = fpr
 
     def _score(self, estimator, X, y):
-        if hasattr(estimator, "pairwise_similarity"):
-            similarity = estimator.pairwise_similarity(X)
-        else:
-            embedding = _embed(estimator, X, self.name)
-            similarity = similarity_matrix(embedding, _retrieval_metric(estimator, self.metric))
+        similarity = pair_similarity_matrix(estimator, X, self.metric, name=self.name)
         return pairwise_roc_score(similarity, y, self.fpr)
+
+
+def pair_similarity_matrix(estimator, X, metric=None, *, name="pair ROC"):
+    """The (n, n) similarities of the items of ``X`` by which a fitted estimator ranks pairs.
+
+    ``estimator.pairwise_similarity(X)`` if it has that method, else the similarity of its
+    embedding ``transform(X)`` in the metric space of the protocol above ("euclidean" gives
+    negative squared distances: the ranking, hence the ROC curve, of negative distances).
+    ``name`` names the caller in errors.
+    """
+    if hasattr(estimator, "pairwise_similarity"):
+        return estimator.pairwise_similarity(X)
+    embedding = _embed(estimator, X, name)
+    return similarity_matrix(embedding, _retrieval_metric(estimator, metric))
 
 
 def _parse_tpr_name(name, match):

@@ -1,0 +1,32 @@
+"""What the displays share: the optional matplotlib import and the axes to draw on."""
+
+
+def import_pyplot():
+    """``matplotlib.pyplot``, or an ImportError saying how to install it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError(
+            'skrank.plotting needs matplotlib: pip install "skrank[plot]" (or pip install '
+            "matplotlib)."
+        ) from error
+    return plt
+
+
+def axes_to_draw_on(ax):
+    """``(figure, ax)``: a new figure and axes when ``ax`` is None, else ``ax`` and its figure."""
+    plt = import_pyplot()
+    if ax is None:
+        return plt.subplots()
+    return ax.figure, ax
+
+
+def final_step(estimator):
+    """The estimator itself, or a pipeline's final step."""
+    steps = getattr(estimator, "steps", None)
+    return steps[-1][1] if steps else estimator
+
+
+def estimator_name(estimator):
+    """Default legend name of an estimator: its class, or a pipeline's final step's class."""
+    return type(final_step(estimator)).__name__

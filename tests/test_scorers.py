@@ -270,6 +270,21 @@ def test_tpr_at_fpr_scorer():
     )
 
 
+def test_tpr_at_fpr_scorer_on_a_pipeline_ending_with_a_pair_similarity():
+    from skrank import PointwiseROCSimilarity
+
+    X, y = clustered()
+    # The final step has decision_function (on pairs) and pairwise_similarity: the scorer
+    # must use the latter, on X transformed by the other steps.
+    model = make_pipeline(StandardScaler(), PointwiseROCSimilarity(alpha=0.45)).fit(X, y)
+    expected = pairwise_roc_score(model[-1].pairwise_similarity(model[0].transform(X)), y, 0.1)
+    assert get_scorer("tpr@fpr=0.1")(model, X, y) == pytest.approx(expected)
+    single_step = make_pipeline(PairSimilarity()).fit(X, y)
+    assert get_scorer("tpr@fpr=0.1")(single_step, X, y) == pytest.approx(
+        pairwise_roc_score(PairSimilarity().pairwise_similarity(X), y, 0.1)
+    )
+
+
 # ---------------------------------------------------------------- model selection
 
 

@@ -15,8 +15,9 @@ A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = 
   ``predict_top_k(X, k)``, returning an (n, k) array of labels from ``classes_`` (best
   first), that is used instead of the full score matrix.
 - "tpr@fpr=a" scores all pairs ``i < j`` of ``X`` (positive pair: same class): pair scores
-  are ``estimator.pairwise_similarity(X)`` (an (n, n) matrix) if the estimator has it,
-  else the similarity of ``transform(X)`` in the metric space above.
+  are ``estimator.pairwise_similarity(X)`` (an (n, n) matrix) if the estimator (or a
+  pipeline's final step, after the other steps' ``transform``) has it, else the similarity
+  of ``transform(X)`` in the metric space above.
 """
 
 import re
@@ -48,11 +49,15 @@ _TPR_NAME = re.compile(r"tpr@fpr=(.+)")
 _NAME_FORMS = "'mean_auprc', 'recall@K', 'precision@K' (K a positive integer), 'tpr@fpr=A'"
 
 
+def final_estimator(estimator):
+    """The estimator itself, or the final step of a ``Pipeline``."""
+    return estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+
+
 def _retrieval_metric(estimator, metric):
     if metric is not None:
         return metric
-    final = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    return getattr(final, "_retrieval_metric", "euclidean")
+    return getattr(final_estimator(estimator), "_retrieval_metric", "euclidean")
 
 
 def _scores_labels(estimator):
@@ -170,10 +175,14 @@ def pair_similarity_matrix(estimator, X, metric=None, *, name="pair ROC"):
     ``estimator.pairwise_similarity(X)`` if it has that method, else the similarity of its
     embedding ``transform(X)`` in the metric space of the protocol above ("euclidean" gives
     negative squared distances: the ranking, hence the ROC curve, of negative distances).
-    ``name`` names the caller in errors.
+    For a ``Pipeline`` whose final step has ``pairwise_similarity``, ``X`` first goes through
+    the other steps. ``name`` names the caller in errors.
     """
-    if hasattr(estimator, "pairwise_similarity"):
-        return estimator.pairwise_similarity(X)
+    final = final_estimator(estimator)
+    if hasattr(final, "pairwise_similarity"):
+        if final is not estimator and len(estimator.steps) > 1:
+            X = estimator[:-1].transform(X)
+        return final.pairwise_similarity(X)
     embedding = _embed(estimator, X, name)
     return similarity_matrix(embedding, _retrieval_metric(estimator, metric))
 

@@ -1,5 +1,7 @@
 """What the displays share: the optional matplotlib import and the axes to draw on."""
 
+from ..metrics._scorer import final_estimator
+
 
 def import_pyplot():
     """``matplotlib.pyplot``, or an ImportError saying how to install it."""
@@ -21,12 +23,6 @@ def axes_to_draw_on(ax):
     return ax.figure, ax
 
 
-def final_step(estimator):
-    """The estimator itself, or a pipeline's final step."""
-    steps = getattr(estimator, "steps", None)
-    return steps[-1][1] if steps else estimator
-
-
 def estimator_name(estimator):
     """Default legend name of an estimator: its class, or a pipeline's final step's class."""
-    return type(final_step(estimator)).__name__
+    return type(final_estimator(estimator)).__name__

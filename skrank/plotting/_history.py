@@ -3,7 +3,8 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import estimator_name, final_step, import_pyplot
+from ..metrics._scorer import final_estimator
+from ._base import estimator_name, import_pyplot
 
 
 class TrainingHistoryDisplay:
@@ -142,7 +143,7 @@ class TrainingHistoryDisplay:
         -------
         display : TrainingHistoryDisplay
         """
-        final = final_step(estimator)
+        final = final_estimator(estimator)
         check_is_fitted(final, "history_")
         name = estimator_name(estimator) if name is None else name
         return cls.from_history(final.history_, name=name, ax=ax, **kwargs)

@@ -4,9 +4,9 @@ import numpy as np
 from sklearn.metrics import auc, roc_curve
 
 from ..metrics import pair_scores_and_labels, pointwise_roc_score
-from ..metrics._scorer import pair_similarity_matrix
+from ..metrics._scorer import final_estimator, pair_similarity_matrix
 from ..metrics._validation import check_fpr, check_scores, positive_mask
-from ._base import axes_to_draw_on, estimator_name, final_step
+from ._base import axes_to_draw_on, estimator_name
 
 
 class PairROCDisplay:
@@ -181,7 +181,7 @@ class PairROCDisplay:
         """
         similarity = pair_similarity_matrix(estimator, X, metric, name="PairROCDisplay")
         scores, same_class = pair_scores_and_labels(similarity, y)
-        final = final_step(estimator)
+        final = final_estimator(estimator)
         if target_fpr is None:
             target_fpr = getattr(final, "threshold_fpr", None)
         return cls.from_predictions(

@@ -1,7 +1,7 @@
 """
-==================================================
+====================================================
 MMC in a grid search: retrieval scorers and pitfalls
-==================================================
+====================================================
 
 :class:`~skrank.MMC` learns a Mahalanobis distance that pushes items of different classes
 apart. Here it is the last step of a :class:`~sklearn.pipeline.Pipeline` (standardisation,

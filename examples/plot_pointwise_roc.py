@@ -1,7 +1,7 @@
 """
-=====================================================
+======================================================
 Pointwise ROC optimisation: alpha picks the ROC region
-=====================================================
+======================================================
 
 Reproduces Section 5.1 of Vogel, Bellet & Clémençon (2018). Three classes live on spherical caps
 of the unit sphere of R^3 (two of them overlap). :class:`~skrank.PointwiseROCSimilarity` learns a

@@ -1,7 +1,7 @@
 """
-======================================================
+=======================================================
 PointwiseROCSimilarity in a grid search: choosing alpha
-======================================================
+=======================================================
 
 :class:`~skrank.PointwiseROCSimilarity` maximises the mean similarity of same-class pairs under
 a bound ``alpha`` on the mean similarity of different-class pairs. ``alpha`` is not a

@@ -78,7 +78,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     components_ : ndarray of shape (n_features, n_features)
         ``L`` with ``A = L^T L``; rows by decreasing importance (trailing rows are zero when ``A``
         has low rank, as MMC's optimum often has).
-    objective_ : ndarray of shape (n_iter_ + 1,)
+    objective_ : ndarray of shape (`n_iter_` + 1,)
         Training objective (mean dissimilar-pair distance, or its sampled estimate) at the start and
         after each iteration.
     duality_gap_ : float
@@ -89,7 +89,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Whether the relative duality gap reached ``tol``.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string feature names.
 
     Notes

@@ -100,11 +100,11 @@ class PointwiseROCSimilarity(BaseEstimator):
 
     Attributes
     ----------
-    A_ : ndarray of shape (n_features_in_, n_features_in_)
+    A_ : ndarray of shape (`n_features_in_`, `n_features_in_`)
         The matrix of the learned similarity (symmetric, ``||A_||_F <= 1``).
-    P_ : ndarray of shape (n_features_in_, n_features_in_)
+    P_ : ndarray of shape (`n_features_in_`, `n_features_in_`)
         Mean symmetrised outer product over the positive training pairs (exact).
-    N_ : ndarray of shape (n_features_in_, n_features_in_)
+    N_ : ndarray of shape (`n_features_in_`, `n_features_in_`)
         The estimate of the same over negative pairs used in the constraint (exact, or sampled
         per ``negatives``).
     beta_ : float
@@ -138,7 +138,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         Class counts, class sums and Gram matrix of the (normalised) training items.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string feature names.
 
     See Also

@@ -31,7 +31,7 @@ _CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10}
 
 
 class NeymanPearsonSolution(NamedTuple):
-    """Solution of ``max <P, A> s.t. <N, A> <= beta, ||A||_F <= 1``.
+    """Solution of ``max <P, A>`` subject to ``<N, A> <= beta`` and ``||A||_F <= 1``.
 
     Attributes
     ----------

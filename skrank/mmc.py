@@ -37,7 +37,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     duality gap certifies that the objective is within ``tol`` (relative) of the optimum; see
     :mod:`skrank._mmc_solver` for the mathematics.
 
-    Read more in DESIGN.md, section 8.
+    Read more in the :ref:`User Guide <mmc>`.
 
     Parameters
     ----------

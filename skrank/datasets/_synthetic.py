@@ -1,4 +1,5 @@
-"""Synthetic data of the papers behind skrank (DESIGN.md sections 5-7)."""
+"""Synthetic data of the papers behind skrank: the SOPRC score simulation, the spherical classes
+of the pointwise ROC paper and large-output classification problems."""
 
 from numbers import Integral, Real
 

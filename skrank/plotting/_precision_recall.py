@@ -16,6 +16,8 @@ class MeanPrecisionRecallDisplay:
     :meth:`from_predictions` to create it; pass ``ax=display.ax_`` to draw several estimators
     on one axis.
 
+    Read more in the :ref:`User Guide <plotting>`.
+
     Parameters
     ----------
     precision : ndarray of shape (n_levels,)

@@ -64,6 +64,8 @@ class PointwiseROCSimilarity(BaseEstimator):
     centred, normalised data (e.g. after PCA) negative pairs average near zero, ``||N||_F`` is
     small and the interesting range of ``alpha`` is a narrow interval just below 0.5.
 
+    Read more in the :ref:`User Guide <pointwise_roc>`.
+
     Parameters
     ----------
     alpha : float, default=0.5

@@ -506,6 +506,8 @@ def mean_precision_recall_curve(X, y, *, metric="cosine", recall_levels=None, ch
     Computed exactly in chunks of queries, like :func:`mean_auprc_score`: memory is
     O(chunk_size * n_samples), time one sort per query.
 
+    Read more in the :ref:`User Guide <metrics>`.
+
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)

@@ -18,6 +18,8 @@ class TrainingHistoryDisplay:
     :meth:`from_history` to create it; pass ``ax=display.axes_`` to draw several runs on the
     same panels.
 
+    Read more in the :ref:`User Guide <plotting>`.
+
     Parameters
     ----------
     epoch : ndarray of shape (n_epochs,)

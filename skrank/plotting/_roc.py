@@ -24,6 +24,8 @@ class PairROCDisplay:
     Use :meth:`from_estimator` or :meth:`from_predictions` to create it; pass
     ``ax=display.ax_`` to draw several estimators on one axis.
 
+    Read more in the :ref:`User Guide <plotting>`.
+
     Parameters
     ----------
     fpr, tpr : ndarray of shape (n_points,)

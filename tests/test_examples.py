@@ -5,6 +5,7 @@ from pathlib import Path
 
 import matplotlib
 import pytest
+import torch
 from threadpoolctl import threadpool_limits
 
 matplotlib.use("Agg")
@@ -21,6 +22,7 @@ def test_there_are_examples():
 def test_example_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("SKRANK_EXAMPLE_QUICK", "1")
     monkeypatch.chdir(tmp_path)  # anything an example writes lands here
+    torch_threads = torch.get_num_threads()
     try:
         # One BLAS thread: the examples' matrices are small, and on a shared 2-core machine
         # multi-threaded BLAS made them several times slower.
@@ -29,3 +31,4 @@ def test_example_runs(path, monkeypatch, tmp_path):
         assert plt.get_fignums(), f"{path.name} draws no figure"
     finally:
         plt.close("all")
+        torch.set_num_threads(torch_threads)  # an example may change it

@@ -57,7 +57,7 @@ def simulate(batch_sizes, n_batches, n_samples=100_000, seed=0):
         )
         target = 1 - average_precision_score(y_true, y_score)
         positives, negatives = y_score[y_true == 1], y_score[y_true == 0]
-        rng = np.random.RandomState(seed)
+        rng = np.random.default_rng(seed)
         for batch_size in batch_sizes:
             for rate in BATCH_RATES:
                 soprc, ap = batch_estimates(positives, negatives, batch_size, rate, n_batches, rng)

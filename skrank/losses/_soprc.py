@@ -256,10 +256,15 @@ def soprc_query_loss(
 
 
 def _exact_exceedance(thresholds, scores):
-    """For each threshold, how many ``scores`` are ``>=`` it (by sorting, no pairwise tensor)."""
-    ordered = scores.detach().sort().values
-    below = torch.searchsorted(ordered, thresholds.detach().contiguous(), right=False)
-    return (scores.shape[0] - below).to(thresholds.dtype)
+    """For each threshold, how many ``scores`` are ``>=`` it; sorts only the thresholds."""
+    ordered, order = thresholds.detach().sort()
+    # rank[i]: number of thresholds <= scores[i]; scores[i] >= ordered[k] iff rank[i] > k.
+    rank = torch.searchsorted(ordered, scores.detach().to(ordered.dtype).contiguous(), right=True)
+    histogram = torch.bincount(rank, minlength=ordered.shape[0] + 1)
+    at_least = histogram.flip(0).cumsum(0).flip(0)[1:]
+    counts = torch.empty_like(at_least)
+    counts[order] = at_least
+    return counts.to(thresholds.dtype)
 
 
 def _check_temperatures(tau1, tau2):

@@ -497,10 +497,11 @@ class SOPRCLoss(nn.Module):
             torch.lerp(self._auxiliary_rows(classes, padding=0.0), mean, self.beta),
             mean,
         )
-        columns = torch.arange(mean.shape[1], device=codes.device)
-        inside = columns[None, :] < lengths[:, None]
-        positions = self.auxiliary_offsets[classes][:, None] + columns[None, :]
-        self.auxiliary[positions[inside]] = blended[inside]
+        positions, inside = self._auxiliary_positions(classes)
+        if inside is None:
+            self.auxiliary.index_copy_(0, positions.view(-1), blended.view(-1))
+        else:
+            self.auxiliary[positions[inside]] = blended[inside]
         self.class_seen[classes] = True
 
     def _query_losses(self, batch):
@@ -539,11 +540,24 @@ class SOPRCLoss(nn.Module):
 
     def _auxiliary_rows(self, labels, padding):
         """``v_c`` of the class of each label as rows ``(n, max L_c)`` padded with ``padding``."""
+        index, inside = self._auxiliary_positions(labels)
+        if inside is None:
+            return self.auxiliary.index_select(0, index.view(-1)).view(index.shape)
+        # Positions past a row's length read a sentinel appended to the vectors.
+        padded = torch.cat([self.auxiliary, self.auxiliary.new_full((1,), padding)])
+        index = torch.where(inside, index, self.auxiliary.shape[0])
+        return padded.index_select(0, index.view(-1)).view(index.shape)
+
+    def _auxiliary_positions(self, labels):
+        """Flat positions ``(n, max L_c)`` of the vectors of ``labels`` and the mask of the
+        positions inside each vector (``None`` when all have the same length)."""
         lengths = self.auxiliary_lengths[labels]
-        columns = torch.arange(int(lengths.max()), device=labels.device)
-        outside = columns[None, :] >= lengths[:, None]
-        index = (self.auxiliary_offsets[labels][:, None] + columns[None, :]).masked_fill(outside, 0)
-        return self.auxiliary[index].masked_fill(outside, padding)
+        width = int(lengths.max())
+        columns = torch.arange(width, device=labels.device)
+        index = self.auxiliary_offsets[labels][:, None] + columns[None, :]
+        if int(lengths.min()) == width:
+            return index, None
+        return index, columns[None, :] < lengths[:, None]
 
     def _semivariance(self, batch):
         """The semi-variance regulariser of every query."""
@@ -580,9 +594,10 @@ class _FalsePositiveSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, positive, negatives, tau):
-        ratio = (positive[:, :, None] - negatives[:, None, :]).div_(-tau).add_(1).clamp_(min=0)
+        ratio = (1 - positive / tau)[:, :, None] + (negatives / tau)[:, None, :]
+        ratio = ratio.clamp_(min=0)
         capped = ratio.clamp(max=1)
-        values = (ratio.mul_(2).sub_(capped)).mul_(capped).sum(dim=2)
+        values = ratio.mul_(2).sub_(capped).mul_(capped).sum(dim=2)
         ctx.save_for_backward(capped.mul_(-2 / tau))
         return values
 
@@ -602,12 +617,13 @@ class _TruePositiveSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, positive, reference, tau):
-        gap = (reference[:, None, :] - positive[:, :, None]).div_(2 * tau)
-        n_above = (gap > 0).sum(dim=2)
+        scale = 1 / (2 * tau)
+        gap = (reference * scale)[:, None, :] - (positive * scale)[:, :, None]
         values = gap.clamp_(min=0).tanh_()
         total = values.sum(dim=2)
-        # sum over u > s of (1 - tanh^2); terms with u <= s have tanh = 0 and are left out
-        slope = (n_above - values.square_().sum(dim=2)) / (-2 * tau)
+        # tanh > 0 exactly where u > s: the derivative sums 1 - tanh^2 over those terms only.
+        n_above = torch.sign(values).sum(dim=2)
+        slope = (n_above - values.square_().sum(dim=2)) * -scale
         ctx.save_for_backward(slope)
         return total
 

@@ -17,6 +17,9 @@ Second part: time of one loss step (forward + backward of the loss alone, on ran
 at batch 224 (56 classes x 4) x 512 dims, SOPRC against SmoothAP and FastAP, interleaved
 repetitions in one thread.
 
+Everything runs in one torch thread: on a shared, busy machine torch's thread pool made these
+small steps up to ten times slower, and one thread keeps the rows comparable.
+
 Usage: ``python benchmarks/bench_soprc.py [--quick]``.
 """
 
@@ -138,9 +141,7 @@ def print_table(title, results, raw):
 
 
 def step_times(repeats, batch_size=224, n_dims=512, samples_per_class=4):
-    """Median and spread (ms) of forward + backward of each loss, interleaved, one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    """Forward + backward times (ms) of each loss, interleaved repetitions."""
     torch.manual_seed(0)
     labels = torch.arange(batch_size // samples_per_class).repeat_interleave(samples_per_class)
     soprc = SOPRCLoss(np.full(batch_size // samples_per_class, 1000))
@@ -156,7 +157,6 @@ def step_times(repeats, batch_size=224, n_dims=512, samples_per_class=4):
             start = time.perf_counter()
             loss_fn(embeddings, labels).backward()
             times[name].append(1000 * (time.perf_counter() - start))
-    torch.set_num_threads(threads)
     return {name: np.array(values) for name, values in times.items()}
 
 
@@ -164,6 +164,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, 2 epochs, 5 step repeats")
     args = parser.parse_args()
+    torch.set_num_threads(1)
     seeds = [0] if args.quick else [0, 1, 2]
     budget = {**BUDGET, "max_epochs": 2, "lr_milestones": None} if args.quick else BUDGET
     start = time.perf_counter()

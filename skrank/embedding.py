@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._compat import Interval, StrOptions, _fit_context
 from .losses import SOPRCLoss
 from .metrics import mean_auprc_score
-from .nn import MLP, BaseTorchEstimator, ClassBalancedBatchSampler
+from .nn import MLP, BaseTorchEstimator, ClassBalancedBatchSampler, resolve_device
 from .nn._modules import module_output_dim
 
 __all__ = ["SOPRCEmbedder"]
@@ -259,7 +259,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             module = MLP(n_features, tuple(self.hidden_layer_sizes), self.n_components)
         else:
             module = copy.deepcopy(self.module)
-        self.n_components_ = module_output_dim(module, n_features, "cpu")
+        device = resolve_device(self.device)
+        self.n_components_ = module_output_dim(module.to(device), n_features, device)
         return module
 
     def _build_criterion(self, targets):

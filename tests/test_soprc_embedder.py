@@ -6,6 +6,7 @@ import warnings
 import joblib
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
@@ -53,6 +54,7 @@ def test_transform_returns_unit_rows_and_labels_can_be_any_hashable():
     assert embedding.shape == (X.shape[0], 8) and embedding.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1, rtol=1e-5)
     assert model.score(X, names) == pytest.approx(mean_auprc_score(embedding, names))
+    np.testing.assert_allclose(model.transform(sp.csr_matrix(X)), embedding, rtol=1e-5)
     assert SOPRCEmbedder._retrieval_metric == "cosine"
 
 

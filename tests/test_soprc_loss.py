@@ -89,6 +89,28 @@ def batch_loss_reference(loss_fn, scores, labels, auxiliary):
     return float(np.mean(totals))
 
 
+def torch_reference(loss_fn, scores, labels):
+    """SOPRCLoss by a loop over queries of :func:`soprc_query_loss` (plain autograd)."""
+    totals = []
+    for q in range(labels.shape[0]):
+        others = torch.arange(labels.shape[0]) != q
+        positives = scores[q, others & (labels == labels[q])]
+        negatives = scores[q, labels != labels[q]]
+        if positives.numel() == 0 or negatives.numel() == 0:
+            continue
+        c = int(labels[q])
+        prior = float(loss_fn.priors[c]) if loss_fn.prior == "dataset" else None
+        auxiliary = loss_fn.auxiliary_vector(c) if loss_fn.tpr_source == "auxiliary" else None
+        value = soprc_query_loss(
+            positives, negatives, auxiliary, prior, tau1=TAU1, tau2=TAU2, exact=loss_fn.exact
+        )
+        mu_pos, mu_neg = positives.mean(), negatives.mean()
+        below = ((mu_pos - positives).clamp(min=0) ** 2).sum() / positives.numel()
+        above = ((negatives - mu_neg).clamp(min=0) ** 2).sum() / negatives.numel()
+        totals.append(value + loss_fn.lambda_pos * below + loss_fn.lambda_neg * above)
+    return torch.stack(totals).mean()
+
+
 def random_batch(seed, sizes=(3, 4, 2, 5)):
     """A batch with groups of unequal sizes, in shuffled order, and its cosine scores."""
     rng = np.random.RandomState(seed)
@@ -246,6 +268,34 @@ def test_batch_loss_matches_brute_force(settings):
     expected = batch_loss_reference(loss_fn, scores, labels.numpy(), auxiliary)
     assert float(got) == pytest.approx(expected, rel=1e-5)
     assert float(loss_fn.score_loss(scores, labels)) == pytest.approx(expected, rel=1e-5)
+    if not loss_fn.exact:  # gradients of the fused passes and the pair shortcut
+        leaf = embeddings.clone().requires_grad_(True)
+        loss_fn(leaf, labels).backward()
+        reference_leaf = embeddings.clone().requires_grad_(True)
+        unit = torch.nn.functional.normalize(reference_leaf, dim=1)
+        torch_reference(loss_fn, unit @ unit.T, labels).backward()
+        torch.testing.assert_close(leaf.grad, reference_leaf.grad)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_asymmetric_scores_use_each_query_row(exact):
+    """``score_loss`` accepts any score matrix: row q holds the scores for query q."""
+    embeddings, labels = random_batch(8)
+    loss_fn = SOPRCLoss([7, 9, 4, 12], tau1=TAU1, tau2=TAU2, exact=exact).double().eval()
+    rng = np.random.RandomState(2)
+    for c in range(4):
+        vector = np.sort(rng.uniform(-1, 1, size=int(loss_fn.auxiliary_lengths[c])))
+        loss_fn.auxiliary_vector(c).copy_(torch.as_tensor(vector))
+    scores = embeddings @ embeddings.T + 0.1 * torch.as_tensor(rng.normal(size=(14, 14)))
+    scores.requires_grad_(True)
+    got = loss_fn.score_loss(scores, labels)
+    reference_scores = scores.detach().clone().requires_grad_(True)
+    expected = torch_reference(loss_fn, reference_scores, labels)
+    torch.testing.assert_close(got, expected)
+    if not exact:
+        got.backward()
+        expected.backward()
+        torch.testing.assert_close(scores.grad, reference_scores.grad)
 
 
 def test_auxiliary_update_interpolates_averages_and_blends():

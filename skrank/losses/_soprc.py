@@ -429,7 +429,9 @@ class SOPRCLoss(nn.Module):
                 f"embeddings must be 2-D (batch_size, n_dims), got {tuple(embeddings.shape)}."
             )
         normalized = F.normalize(embeddings, dim=1)
-        return self.score_loss(normalized @ normalized.T, labels)
+        scores = normalized @ normalized.T
+        # Matrix products need not be exactly symmetric; the pair shortcut needs s_qp == s_pq.
+        return self.score_loss((scores + scores.T) / 2, labels)
 
     def score_loss(self, scores, labels):
         """Loss of a batch given its ``(batch_size, batch_size)`` similarity matrix.
@@ -516,18 +518,15 @@ class SOPRCLoss(nn.Module):
         fpr = fpr / batch.n_negatives.clamp(min=1)[:, None]
 
         if self.tpr_source == "auxiliary":
-            reference = self._auxiliary_rows(batch.labels, padding=float("-inf"))
+            tpr = self._auxiliary_true_positive_sums(batch)
             n_reference = self.auxiliary_lengths[batch.labels]
         else:
             reference = positive.masked_fill(~batch.positive_valid, float("-inf"))
-            n_reference = batch.n_positives
-        if self.exact:
-            tpr = _indicator(positive[:, :, None] - reference[:, None, :]).sum(dim=2)
-        elif self.tpr_source == "auxiliary":
-            tpr = _TruePositiveSum.apply(positive, reference, self.tau2)
-        else:
-            tpr = one_sided_sigmoid(positive[:, :, None] - reference[:, None, :], self.tau2)
-            tpr = tpr.sum(dim=2)
+            differences = positive[:, :, None] - reference[:, None, :]
+            terms = (
+                _indicator(differences) if self.exact else one_sided_sigmoid(differences, self.tau2)
+            )
+            tpr, n_reference = terms.sum(dim=2), batch.n_positives
         tpr = (1 + tpr) / (n_reference[:, None] + 1)
 
         if self.prior == "dataset":
@@ -537,6 +536,29 @@ class SOPRCLoss(nn.Module):
         prior = prior.to(batch.scores.dtype).clamp(min=1e-12)[:, None]
         per_positive = _precision_loss(fpr, tpr, prior) * batch.positive_valid
         return per_positive.sum(dim=1) / batch.n_positives.clamp(min=1)
+
+    def _auxiliary_true_positive_sums(self, batch):
+        """``sum_{u in v_c} l2(s_qp - u)`` for every query ``q`` and positive ``p``: ``(B, K)``."""
+        if not batch.symmetric:
+            reference = self._auxiliary_rows(batch.labels, padding=float("-inf"))
+            return self._true_positive_sums(batch.positive_scores, reference)
+        # s_qp = s_pq and q, p share the class, hence v_c: one term per unordered pair, with
+        # the pairs of a class against its vector v_c (+inf pads thresholds; their terms vanish).
+        first, second = batch.unordered_pairs
+        classes, pair_class = batch.labels[first].unique(return_inverse=True)
+        slot = _rank_within_groups(pair_class, classes.shape[0])
+        thresholds = batch.scores.new_full((classes.shape[0], int(slot.max()) + 1), float("inf"))
+        thresholds = thresholds.index_put((pair_class, slot), batch.scores[first, second])
+        reference = self._auxiliary_rows(classes, padding=float("-inf"))
+        pair_sums = self._true_positive_sums(thresholds, reference)[pair_class, slot]
+        return pair_sums[batch.pair_ids(pair_sums.shape[0])]
+
+    def _true_positive_sums(self, thresholds, reference):
+        """Row-wise ``sum_u l2(t - u)`` (or ``1{t <= u}``) of thresholds ``(R, W)`` against
+        reference rows ``(R, L)`` padded with ``-inf``."""
+        if self.exact:
+            return _indicator(thresholds[:, :, None] - reference[:, None, :]).sum(dim=2)
+        return _TruePositiveSum.apply(thresholds, reference, self.tau2)
 
     def _auxiliary_rows(self, labels, padding):
         """``v_c`` of the class of each label as rows ``(n, max L_c)`` padded with ``padding``."""
@@ -652,6 +674,29 @@ class _BatchPairs:
         self.positive_scores = scores.gather(1, order)
         columns = torch.arange(width, device=scores.device)
         self.positive_valid = columns[None, :] < self.n_positives[:, None]
+        self.positive_index = order
+        self.symmetric = bool(torch.equal(scores, scores.T))
+        self.unordered_pairs = torch.triu(positive_mask, diagonal=1).nonzero(as_tuple=True)
+
+    def pair_ids(self, n_pairs):
+        """``(B, K)`` index of the unordered pair ``{q, p}`` of each query and padded positive."""
+        first, second = self.unordered_pairs
+        size = self.scores.shape[0]
+        ids = torch.zeros(size, size, dtype=torch.long, device=self.scores.device)
+        numbers = torch.arange(n_pairs, device=self.scores.device)
+        ids[first, second] = numbers
+        ids[second, first] = numbers
+        return ids.gather(1, self.positive_index)
+
+
+def _rank_within_groups(groups, n_groups):
+    """Position of each element among the elements of its group (in order of appearance)."""
+    order = torch.sort(groups, stable=True).indices
+    sizes = torch.bincount(groups, minlength=n_groups)
+    starts = torch.cumsum(sizes, 0) - sizes
+    ranks = torch.empty_like(groups)
+    ranks[order] = torch.arange(groups.shape[0], device=groups.device) - starts[groups[order]]
+    return ranks
 
 
 def _check_class_counts(class_counts):

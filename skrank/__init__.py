@@ -3,5 +3,7 @@
 __version__ = "0.1.0.dev0"
 
 from .embedding import SOPRCEmbedder
+from .mmc import MMC
+from .similarity import PointwiseROCSimilarity
 
-__all__ = ["SOPRCEmbedder", "__version__"]
+__all__ = ["MMC", "PointwiseROCSimilarity", "SOPRCEmbedder", "__version__"]

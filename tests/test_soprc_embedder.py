@@ -47,11 +47,11 @@ def _data(n_samples=240, seed=0):
 def test_learns_an_embedding_better_than_the_raw_features():
     X, y = _data(400)
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0, stratify=y)
-    model = SOPRCEmbedder(**{**FAST, "max_epochs": 15}, random_state=0).fit(X_train, y_train)
+    model = SOPRCEmbedder(**{**FAST, "max_epochs": 8}, random_state=0).fit(X_train, y_train)
     raw = mean_auprc_score(X_test, y_test, metric="cosine")
     learned = model.score(X_test, y_test)
-    assert learned > raw + 0.05, (raw, learned)
-    assert model.n_iter_ == 15 and len(model.history_) == 15
+    assert learned > raw + 0.1, (raw, learned)
+    assert model.n_iter_ == 8 and len(model.history_) == 8
     assert model.history_[-1]["loss"] < model.history_[0]["loss"]
 
 

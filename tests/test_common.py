@@ -16,7 +16,7 @@ import skrank
 # Fast settings used only by the common checks.
 CHECK_PARAMS = {
     "SOPRCEmbedder": dict(
-        hidden_layer_sizes=(8,), n_components=4, batch_size=16, max_epochs=2, device="cpu"
+        hidden_layer_sizes=(8,), n_components=4, batch_size=16, max_epochs=1, device="cpu"
     ),
 }
 

@@ -30,7 +30,7 @@ from skrank.metrics import mean_auprc_score
 quick = os.environ.get("SKRANK_EXAMPLE_QUICK") == "1"
 X, y = load_mnist(return_X_y=True)
 if quick:
-    X, y = X[:2000], y[:2000]
+    X, y = X[:1000], y[:1000]
 X_train, X_test, y_train, y_test = train_test_split(
     X, y, test_size=0.5, stratify=y, random_state=0
 )
@@ -41,7 +41,7 @@ X_train, X_test, y_train, y_test = train_test_split(
 # ``validation_fraction`` holds out part of the training half; its mean AUPRC is recorded in
 # ``history_`` after every epoch, next to the training loss.
 embedder = SOPRCEmbedder(
-    max_epochs=3 if quick else 15, validation_fraction=0.1, random_state=0
+    max_epochs=2 if quick else 10, validation_fraction=0.1, random_state=0
 ).fit(X_train, y_train)
 
 epochs = [record["epoch"] for record in embedder.history_]
@@ -60,7 +60,7 @@ fig.tight_layout()
 # recall or beyond) and averaged over the queries.
 
 
-def mean_precision_recall(embedding, labels, recall_grid, n_queries=300, seed=0):
+def mean_precision_recall(embedding, labels, recall_grid, n_queries=200, seed=0):
     embedding = embedding / np.linalg.norm(embedding, axis=1, keepdims=True)
     queries = np.random.RandomState(seed).choice(labels.shape[0], n_queries, replace=False)
     curves = []

@@ -251,6 +251,11 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         _check_retrieval_classes(
             np.bincount(codes_train, minlength=classes.shape[0]), "the training part of y"
         )
+        if validation is not None and np.bincount(validation[1]).max() < 2:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves no class with two items "
+                "in the validation set, so it has no query with a positive; hold out more."
+            )
         self._run_training(X_train, codes_train, validation)
         return self
 

@@ -176,6 +176,10 @@ def test_bad_input_gets_clear_errors():
         model.transform(X_inf)
     with pytest.raises(ValueError, match="2-D tensor"):
         SOPRCEmbedder(nn.Flatten(0), **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="validation set"):
+        # two singletons held out (classes of one item prevent stratification)
+        one_pair = np.r_[0, 0, np.arange(1, 11)]
+        SOPRCEmbedder(**FAST, validation_fraction=0.2, random_state=0).fit(X[:12], one_pair)
     with pytest.raises(ValueError, match="batch_size"):
         SOPRCEmbedder(**{**FAST, "batch_size": 6}).fit(X, y)
 

@@ -431,7 +431,8 @@ class SOPRCLoss(nn.Module):
         normalized = F.normalize(embeddings, dim=1)
         scores = normalized @ normalized.T
         # Matrix products need not be exactly symmetric; the pair shortcut needs s_qp == s_pq.
-        return self.score_loss((scores + scores.T) / 2, labels)
+        scores = (scores + scores.T) / 2
+        return self._loss(scores, self._check_batch(scores, labels), symmetric=True)
 
     def score_loss(self, scores, labels):
         """Loss of a batch given its ``(batch_size, batch_size)`` similarity matrix.
@@ -450,7 +451,10 @@ class SOPRCLoss(nn.Module):
             Scalar loss.
         """
         labels = self._check_batch(scores, labels)
-        batch = _BatchPairs(scores, labels)
+        return self._loss(scores, labels, symmetric=bool(torch.equal(scores, scores.T)))
+
+    def _loss(self, scores, labels, symmetric):
+        batch = _BatchPairs(scores, labels, symmetric)
         n_valid = int(batch.valid.sum())
         if n_valid == 0:
             return scores.sum() * 0.0
@@ -658,25 +662,29 @@ class _TruePositiveSum(torch.autograd.Function):
 class _BatchPairs:
     """Positives (padded per query) and negatives of every query of a batch."""
 
-    def __init__(self, scores, labels):
+    def __init__(self, scores, labels, symmetric):
         size = scores.shape[0]
         same = labels[:, None] == labels[None, :]
-        eye = torch.eye(size, dtype=torch.bool, device=scores.device)
-        positive_mask = same & ~eye
-        self.scores, self.labels = scores, labels
-        self.negative_mask = ~same
+        positive_mask = same.fill_diagonal_(False)
+        self.scores, self.labels, self.symmetric = scores, labels, symmetric
+        self.negative_mask = labels[:, None] != labels[None, :]
         self.n_positives = positive_mask.sum(dim=1)
-        self.n_negatives = (~same).sum(dim=1)
+        self.n_negatives = size - 1 - self.n_positives
         self.valid = (self.n_positives > 0) & (self.n_negatives > 0)
         width = max(int(self.n_positives.max()), 1)
-        # Column indices of each query's positives first (stable: in batch order).
-        order = torch.sort((~positive_mask).to(torch.int8), dim=1, stable=True).indices[:, :width]
-        self.positive_scores = scores.gather(1, order)
+        # Column indices of each query's positives, in batch order, padded with column 0.
+        rows, positive_columns = positive_mask.nonzero(as_tuple=True)
         columns = torch.arange(width, device=scores.device)
         self.positive_valid = columns[None, :] < self.n_positives[:, None]
-        self.positive_index = order
-        self.symmetric = bool(torch.equal(scores, scores.T))
-        self.unordered_pairs = torch.triu(positive_mask, diagonal=1).nonzero(as_tuple=True)
+        starts = torch.cumsum(self.n_positives, 0) - self.n_positives
+        flat = (starts[:, None] + columns[None, :]).clamp(max=max(rows.shape[0] - 1, 0))
+        if rows.shape[0] == 0:
+            self.positive_index = torch.zeros(size, width, dtype=torch.long, device=scores.device)
+        else:
+            self.positive_index = positive_columns[flat].masked_fill(~self.positive_valid, 0)
+        self.positive_scores = scores.gather(1, self.positive_index)
+        upper = rows < positive_columns
+        self.unordered_pairs = (rows[upper], positive_columns[upper])
 
     def pair_ids(self, n_pairs):
         """``(B, K)`` index of the unordered pair ``{q, p}`` of each query and padded positive."""

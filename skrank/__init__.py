@@ -2,7 +2,8 @@
 
 __version__ = "0.1.0.dev0"
 
+from .embedding import SOPRCEmbedder
 from .mmc import MMC
 from .similarity import PointwiseROCSimilarity
 
-__all__ = ["MMC", "PointwiseROCSimilarity", "__version__"]
+__all__ = ["MMC", "PointwiseROCSimilarity", "SOPRCEmbedder", "__version__"]

@@ -14,7 +14,11 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import skrank
 
 # Fast settings used only by the common checks.
-CHECK_PARAMS = {}
+CHECK_PARAMS = {
+    "SOPRCEmbedder": dict(
+        hidden_layer_sizes=(8,), n_components=4, batch_size=16, max_epochs=1, device="cpu"
+    ),
+}
 
 _PAIRS_INPUT = (
     "predict and decision_function take pairs of shape (n_pairs, 2, n_features) while fit takes "

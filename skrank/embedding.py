@@ -29,6 +29,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     samples_per_class`` classes of ``samples_per_class`` items each (fewer classes when the data
     has fewer); every item is seen once per epoch.
 
+    Read more in the :ref:`User Guide <soprc>`.
+
     Parameters
     ----------
     module : torch.nn.Module or None, default=None
@@ -116,7 +118,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Device the model was trained on.
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen in ``fit``, when they are all strings.
 
     See Also
@@ -311,7 +313,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
         Returns
         -------
-        embedding : ndarray of float32 of shape (n_samples, n_components_)
+        embedding : ndarray of float32 of shape (n_samples, `n_components_`)
             Unit-norm embeddings.
         """
         check_is_fitted(self)

@@ -3,10 +3,7 @@
 import re
 from pathlib import Path
 
-import matplotlib
 import pytest
-
-matplotlib.use("Agg")
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
@@ -14,11 +11,10 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
 
 def test_readme_has_a_quick_start_per_estimator():
     code = "\n".join(BLOCKS)
-    for estimator in ("PointwiseROCSimilarity", "MMC"):
+    for estimator in ("SOPRCEmbedder", "PointwiseROCSimilarity", "MMC"):
         assert f"from skrank import {estimator}" in code
 
 
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_python_block_runs(code, monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
+def test_readme_python_block_runs(code, documentation_run):
     exec(compile(code, "README.md", "exec"), {"__name__": "__main__"})

@@ -1,6 +1,6 @@
 """SOPRC: the sampling-rate-invariant stochastic estimator of 1 - AUPRC (Wen et al., NeurIPS 2022).
 
-The mathematics follows section 5 of skrank's design notes, which corrects the paper's printed
+The mathematics (read more in the :ref:`User Guide <soprc>`) corrects the paper's printed
 formulas: ``l1`` is the one-sided Huber loss that is continuous at 0, the TPR estimate counts the
 positive itself (``+1``) so it never divides by zero, and the auxiliary vector of a class is updated
 by interpolating the batch's sorted positive scores onto ``L_c`` evenly spaced quantile positions.
@@ -300,6 +300,8 @@ class SOPRCLoss(nn.Module):
     batch's classes; cap ``L_c`` with ``max_auxiliary_length`` when classes are very large. The
     auxiliary vectors take ``sum_c L_c <= N`` floats, stored flat in the buffer ``auxiliary``
     with ``auxiliary_offsets`` and ``auxiliary_lengths``; ``state_dict`` round-trips.
+
+    Read more in the :ref:`User Guide <losses>`.
 
     Parameters
     ----------

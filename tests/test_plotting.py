@@ -205,6 +205,30 @@ def test_history_rejects_malformed_records(records, message):
         TrainingHistoryDisplay.from_history(records)
 
 
+def test_history_of_a_torch_estimator_in_a_pipeline(iris):
+    from skrank import SOPRCEmbedder
+
+    X, y = iris
+    embedder = SOPRCEmbedder(
+        hidden_layer_sizes=(8,),
+        n_components=4,
+        batch_size=24,
+        max_epochs=3,
+        validation_fraction=0.3,
+        device="cpu",
+        random_state=0,
+    )
+    model = make_pipeline(StandardScaler(), embedder).fit(X, y)
+    display = TrainingHistoryDisplay.from_estimator(model)
+    history = embedder.history_
+    np.testing.assert_array_equal(display.loss_line_.get_xdata(), [1, 2, 3])
+    np.testing.assert_allclose(display.loss_line_.get_ydata(), [r["loss"] for r in history])
+    np.testing.assert_allclose(
+        display.validation_line_.get_ydata(), [r["validation_score"] for r in history]
+    )
+    assert legend_labels(display.axes_[1]) == ["SOPRCEmbedder"]
+
+
 def test_history_of_an_unfitted_estimator_raises():
     with pytest.raises(NotFittedError):
         TrainingHistoryDisplay.from_estimator(MMC())

@@ -240,6 +240,18 @@ def test_classifier_with_only_predict_top_k():
         get_scorer("recall@2")(OnlyTopK(width=3).fit(X, y), X, y)
 
 
+def test_top_k_scorer_uses_predict_top_k_of_a_pipeline_final_step():
+    X, y = clustered()
+    model = make_pipeline(StandardScaler(), TopKCentroidClassifier()).fit(X, y)
+    reference = CentroidClassifier().fit(model[0].transform(X), y)
+    expected = top_k_recall_score(y, reference.decision_function(model[0].transform(X)), k=2)
+    assert get_scorer("recall@2")(model, X, y) == pytest.approx(expected)
+    only_top_k = make_pipeline(StandardScaler(), OnlyTopK()).fit(X, y)
+    assert get_scorer("precision@1")(only_top_k, X, y) == pytest.approx(
+        get_scorer("precision@1")(only_top_k[-1], only_top_k[0].transform(X), y)
+    )
+
+
 def test_classifier_with_non_finite_scores():
     class NaNScores(CentroidClassifier):
         def decision_function(self, X):

@@ -13,7 +13,8 @@ A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = 
   ``predict_top_k``, and ``classes_``. "recall@k" and "precision@k" are then
   :func:`top_k_recall_score` and :func:`top_k_precision_score`. If it has
   ``predict_top_k(X, k)``, returning an (n, k) array of labels from ``classes_`` (best
-  first), that is used instead of the full score matrix.
+  first), that is used instead of the full score matrix. For a ``Pipeline`` these methods
+  are looked up on its final step, which receives ``X`` transformed by the other steps.
 - "tpr@fpr=a" scores all pairs ``i < j`` of ``X`` (positive pair: same class): pair scores
   are ``estimator.pairwise_similarity(X)`` (an (n, n) matrix) if the estimator (or a
   pipeline's final step, after the other steps' ``transform``) has it, else the similarity
@@ -60,9 +61,17 @@ def _retrieval_metric(estimator, metric):
     return getattr(final_estimator(estimator), "_retrieval_metric", "euclidean")
 
 
+def _final_step_input(estimator, X):
+    """``X`` as the final step of a ``Pipeline`` receives it (``X`` itself otherwise)."""
+    if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
+        return estimator[:-1].transform(X)
+    return X
+
+
 def _scores_labels(estimator):
-    """Whether the estimator ranks labels (a classifier) rather than embedding items."""
-    return hasattr(estimator, "decision_function") or hasattr(estimator, "predict_top_k")
+    """Whether the estimator (a pipeline's final step) ranks labels rather than embedding items."""
+    final = final_estimator(estimator)
+    return hasattr(final, "decision_function") or hasattr(final, "predict_top_k")
 
 
 def _embed(estimator, X, name):
@@ -132,9 +141,10 @@ class _TopKScorer(_EmbeddingScorer):
     def _score(self, estimator, X, y):
         if not _scores_labels(estimator):
             return super()._score(estimator, X, y)
-        classes = np.asarray(estimator.classes_)
-        if hasattr(estimator, "predict_top_k"):
-            top_labels = np.asarray(estimator.predict_top_k(X, self.k))
+        final = final_estimator(estimator)
+        classes = np.asarray(final.classes_)
+        if hasattr(final, "predict_top_k"):
+            top_labels = np.asarray(final.predict_top_k(_final_step_input(estimator, X), self.k))
             if top_labels.ndim != 2 or top_labels.shape[1] != self.k:
                 raise ValueError(
                     f"predict_top_k(X, {self.k}) must return an array of shape "
@@ -180,9 +190,7 @@ def pair_similarity_matrix(estimator, X, metric=None, *, name="pair ROC"):
     """
     final = final_estimator(estimator)
     if hasattr(final, "pairwise_similarity"):
-        if final is not estimator and len(estimator.steps) > 1:
-            X = estimator[:-1].transform(X)
-        return final.pairwise_similarity(X)
+        return final.pairwise_similarity(_final_step_input(estimator, X))
     embedding = _embed(estimator, X, name)
     return similarity_matrix(embedding, _retrieval_metric(estimator, metric))
 

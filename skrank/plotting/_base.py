@@ -26,3 +26,11 @@ def axes_to_draw_on(ax):
 def estimator_name(estimator):
     """Default legend name of an estimator: its class, or a pipeline's final step's class."""
     return type(final_estimator(estimator)).__name__
+
+
+def curve_label(name, summary_name, summary):
+    """Legend label ``"name (summary_name = summary)"``, without the parts that are None."""
+    if summary is None:
+        return name
+    text = f"{summary_name} = {summary:.3f}"
+    return f"{name} ({text})" if name else text

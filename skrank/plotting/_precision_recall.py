@@ -4,7 +4,7 @@ import numpy as np
 
 from ..metrics._retrieval import mean_precision_curve_and_auprc
 from ..metrics._scorer import _embed, _retrieval_metric
-from ._base import axes_to_draw_on, estimator_name
+from ._base import axes_to_draw_on, curve_label, estimator_name
 
 
 class MeanPrecisionRecallDisplay:
@@ -81,11 +81,7 @@ class MeanPrecisionRecallDisplay:
         """
         self.figure_, self.ax_ = axes_to_draw_on(ax)
         name = self.estimator_name if name is None else name
-        label = name
-        if self.mean_auprc is not None:
-            label = (
-                f"{name} (mAP = {self.mean_auprc:.3f})" if name else f"mAP = {self.mean_auprc:.3f}"
-            )
+        label = curve_label(name, "mAP", self.mean_auprc)
         (self.line_,) = self.ax_.plot(self.recall, self.precision, label=label, **kwargs)
         self.ax_.set(
             xlabel="recall",

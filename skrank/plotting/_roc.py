@@ -6,7 +6,7 @@ from sklearn.metrics import auc, roc_curve
 from ..metrics import pair_scores_and_labels, pointwise_roc_score
 from ..metrics._scorer import final_estimator, pair_similarity_matrix
 from ..metrics._validation import check_fpr, check_scores, positive_mask
-from ._base import axes_to_draw_on, estimator_name
+from ._base import axes_to_draw_on, curve_label, estimator_name
 
 
 class PairROCDisplay:
@@ -112,10 +112,8 @@ class PairROCDisplay:
         """
         self.figure_, self.ax_ = axes_to_draw_on(ax)
         name = self.estimator_name if name is None else name
-        parts = [name] if name else []
-        if self.roc_auc is not None:
-            parts.append(f"(AUC = {self.roc_auc:.3f})" if name else f"AUC = {self.roc_auc:.3f}")
-        (self.line_,) = self.ax_.plot(self.fpr, self.tpr, label=" ".join(parts), **kwargs)
+        label = curve_label(name, "AUC", self.roc_auc)
+        (self.line_,) = self.ax_.plot(self.fpr, self.tpr, label=label, **kwargs)
         color = self.line_.get_color()
         self.target_point_ = self.threshold_point_ = None
         if self.target_fpr is not None:

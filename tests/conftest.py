@@ -1,4 +1,4 @@
-"""Fixtures shared by the tests that run documentation code (examples, README)."""
+"""Shared test fixtures."""
 
 import matplotlib
 import pytest
@@ -10,18 +10,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 @pytest.fixture
-def documentation_run(monkeypatch, tmp_path):
-    """Run documentation code as a user would, quickly: Agg backend, small example settings,
-    a scratch working directory, and one BLAS and torch thread (the code's matrices and
-    networks are small, and on a shared 2-core machine more threads made it several times
-    slower). Figures are closed and torch's thread count restored afterwards."""
+def one_torch_thread():
+    """Run a test on one torch thread: tiny models train faster than on a busy thread pool."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def documentation_run(one_torch_thread, monkeypatch, tmp_path):
+    """Run documentation code (examples, README) as a user would, quickly: Agg backend, small
+    example settings (``SKRANK_EXAMPLE_QUICK=1``), a scratch working directory, one torch and
+    one BLAS thread; figures are closed afterwards."""
     monkeypatch.setenv("SKRANK_EXAMPLE_QUICK", "1")
     monkeypatch.chdir(tmp_path)
-    torch_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     try:
         with threadpool_limits(limits=1, user_api="blas"):
             yield
     finally:
         plt.close("all")
-        torch.set_num_threads(torch_threads)

@@ -2,4 +2,6 @@
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__"]
+from .snm import SNMClassifier
+
+__all__ = ["SNMClassifier", "__version__"]

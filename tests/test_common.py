@@ -14,7 +14,17 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import skrank
 
 # Fast settings used only by the common checks.
-CHECK_PARAMS = {}
+CHECK_PARAMS = {
+    "SNMClassifier": dict(
+        n_negatives=1,
+        embedding_dim=8,
+        hidden_layer_sizes=(16,),
+        learning_rate=0.05,
+        max_epochs=8,
+        batch_size=100,
+        device="cpu",
+    ),
+}
 
 # {estimator class name: {check name: reason}}
 EXPECTED_FAILED_CHECKS = {}

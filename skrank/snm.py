@@ -267,7 +267,6 @@ default="hinge"
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
         )
-        check_classification_targets(y)
         classes, positives, self._multilabel_output = _encode_targets(y)
         if (
             self.warm_start
@@ -471,7 +470,10 @@ default="hinge"
         table = self.module_.label_table().cpu()
         rows_per_chunk = max(1, 2**23 // n_labels)
         scores = torch.cat(
-            [embeddings[i : i + rows_per_chunk] @ table.T for i in range(0, len(X), rows_per_chunk)]
+            [
+                embeddings[i : i + rows_per_chunk] @ table.T
+                for i in range(0, X.shape[0], rows_per_chunk)
+            ]
         ).numpy()
         if n_labels == 2 and not self._multilabel_output:
             return scores[:, 1] - scores[:, 0]
@@ -516,7 +518,11 @@ def _encode_targets(y):
     Returns ``(classes, indicator, multilabel_output)`` where ``multilabel_output`` is False for
     multiclass targets, else ``(sparse_output, dtype)`` of the indicator given.
     """
-    target_type = type_of_target(y, input_name="y")
+    with warnings.catch_warnings():
+        # Far more labels than examples per label is the normal case of extreme classification.
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater")
+        check_classification_targets(y)
+        target_type = type_of_target(y, input_name="y")
     if target_type == "multilabel-indicator":
         sparse_output = sp.issparse(y)
         dtype = y.dtype

@@ -23,11 +23,7 @@ def _tiny_problem(seed=0, n=13, d=4, n_classes=3):
 
 
 def _brute_force_pairs(y, same):
-    return [
-        (i, j)
-        for i, j in itertools.combinations(range(len(y)), 2)
-        if (y[i] == y[j]) == same
-    ]
+    return [(i, j) for i, j in itertools.combinations(range(len(y)), 2) if (y[i] == y[j]) == same]
 
 
 def _brute_force_outer_mean(X, pairs):
@@ -49,7 +45,9 @@ def test_pair_statistics_match_pair_loops():
         stats.positive_matrix(), _brute_force_outer_mean(X, _brute_force_pairs(y, True)), atol=1e-12
     )
     np.testing.assert_allclose(
-        stats.negative_matrix(), _brute_force_outer_mean(X, _brute_force_pairs(y, False)), atol=1e-12
+        stats.negative_matrix(),
+        _brute_force_outer_mean(X, _brute_force_pairs(y, False)),
+        atol=1e-12,
     )
     assert (stats.n_positive_pairs, stats.n_negative_pairs) == count_pairs(y)
 
@@ -156,9 +154,7 @@ def test_sampled_pairs_estimate_is_unbiased():
 def test_iter_negative_pairs_covers_every_pair_once(block):
     X, y = _tiny_problem(n=17)
     blocks = list(iter_negative_pairs(y, max_pairs_per_block=block))
-    pairs = [
-        (int(i), int(j)) for b in blocks for i, j in zip(b.first, b.second)
-    ]
+    pairs = [(int(i), int(j)) for b in blocks for i, j in zip(b.first, b.second)]
     assert sorted(pairs) == _brute_force_pairs(y, False)
     np.testing.assert_allclose(sum(b.weight.sum() for b in blocks), 1.0)
     full = [negative_pair_outer_mean(X, b) for b in blocks]

@@ -1,0 +1,23 @@
+"""Data sets: loaders of the real data shipped with skrank and generators from the papers.
+
+The real data (MNIST test set, Bibtex, Corel5k) are read from compressed copies inside the
+package; nothing is ever downloaded.
+"""
+
+from ._arff import load_sparse_arff
+from ._real import load_bibtex, load_corel5k, load_mnist
+from ._synthetic import (
+    make_large_output_classification,
+    make_score_simulation,
+    make_sphere_classes,
+)
+
+__all__ = [
+    "load_bibtex",
+    "load_corel5k",
+    "load_mnist",
+    "load_sparse_arff",
+    "make_large_output_classification",
+    "make_score_simulation",
+    "make_sphere_classes",
+]

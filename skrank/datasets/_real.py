@@ -1,0 +1,213 @@
+"""Loaders of the real data sets shipped in ``skrank/datasets/data`` (no network access)."""
+
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import Bunch
+
+from .._compat import StrOptions, validate_params
+from . import _descr
+from ._arff import load_sparse_arff
+from ._idx import read_idx
+from ._io import shipped_file
+
+_MNIST_SHAPE = (28, 28)
+_SUBSETS = ("train", "test", "all")
+
+
+@dataclass(frozen=True)
+class _MulanDataset:
+    train_file: str
+    test_file: str
+    labels_file: str
+    description: str
+
+
+_BIBTEX = _MulanDataset(
+    "bibtex-train.arff.gz", "bibtex-test.arff.gz", "bibtex.xml.gz", _descr.BIBTEX
+)
+_COREL5K = _MulanDataset(
+    "Corel5k-train-sparse.arff.gz",
+    "Corel5k-test-sparse.arff.gz",
+    "Corel5k.xml.gz",
+    _descr.COREL5K,
+)
+
+
+@validate_params({"return_X_y": ["boolean"]}, prefer_skip_nested_validation=True)
+def load_mnist(*, return_X_y=False):
+    """Load the MNIST test set: 10,000 handwritten digits of 28 x 28 pixels.
+
+    Read from the IDX files shipped with skrank. Read more in ``load_mnist().DESCR``.
+
+    =================   ==============
+    Classes                         10
+    Samples total               10,000
+    Dimensionality                 784
+    Features            float32 [0, 1]
+    =================   ==============
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        If True, return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        With ``data``, ndarray of float32 of shape (10000, 784), the grey levels scaled to [0, 1];
+        ``images``, the same values as a view of shape (10000, 28, 28); ``target``, ndarray of
+        int64 of shape (10000,), the digits; ``feature_names`` (``"pixel_<row>_<column>"``);
+        ``target_names``, the digits 0-9; ``DESCR``, the description of the data set.
+    (data, target) : tuple if ``return_X_y`` is True
+
+    Examples
+    --------
+    >>> from skrank.datasets import load_mnist
+    >>> X, y = load_mnist(return_X_y=True)
+    >>> X.shape, X.dtype, y[:5]
+    ((10000, 784), dtype('float32'), array([7, 2, 1, 0, 4]))
+    """
+    with shipped_file("t10k-images-idx3-ubyte.gz") as stream:
+        raw_images = read_idx(stream)
+    with shipped_file("t10k-labels-idx1-ubyte.gz") as stream:
+        labels = read_idx(stream)
+    if raw_images.dtype != np.uint8 or raw_images.shape[1:] != _MNIST_SHAPE:
+        raise ValueError(f"Unexpected MNIST images of {raw_images.dtype} {raw_images.shape}.")
+    if labels.dtype != np.uint8 or labels.shape != raw_images.shape[:1]:
+        raise ValueError(f"Unexpected MNIST labels of {labels.dtype} {labels.shape}.")
+    images = raw_images.astype(np.float32) / np.float32(255)
+    data = images.reshape(len(images), -1)
+    target = labels.astype(np.int64)
+    if return_X_y:
+        return data, target
+    rows, columns = np.indices(_MNIST_SHAPE).reshape(2, -1)
+    return Bunch(
+        data=data,
+        target=target,
+        images=images,
+        feature_names=np.array(
+            [f"pixel_{r}_{c}" for r, c in zip(rows, columns, strict=True)], dtype=object
+        ),
+        target_names=np.arange(10),
+        DESCR=_descr.MNIST,
+    )
+
+
+@validate_params(
+    {"subset": [StrOptions(set(_SUBSETS))], "return_X_y": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
+def load_bibtex(*, subset="train", return_X_y=False):
+    """Load the Bibtex multi-label data set (7,395 BibTeX entries, 159 tags).
+
+    Read from the Mulan ARFF files shipped with skrank. Read more in ``load_bibtex().DESCR``.
+
+    ===================   ==================================
+    Labels                                               159
+    Samples               4,880 train, 2,515 test, 7,395 all
+    Dimensionality                                     1,836
+    Features                  binary, sparse (CSR float64)
+    ===================   ==================================
+
+    Parameters
+    ----------
+    subset : {"train", "test", "all"}, default="train"
+        The Mulan split to load; "all" stacks train then test.
+    return_X_y : bool, default=False
+        If True, return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        With ``data``, CSR matrix of float64 of shape (n_samples, 1836); ``target``, CSR
+        label-indicator matrix of int64 of shape (n_samples, 159); ``feature_names``;
+        ``target_names``, the label names of the Mulan XML header; ``DESCR``.
+    (data, target) : tuple if ``return_X_y`` is True
+
+    Examples
+    --------
+    >>> from skrank.datasets import load_bibtex
+    >>> X, Y = load_bibtex(subset="test", return_X_y=True)
+    >>> X.shape, Y.shape
+    ((2515, 1836), (2515, 159))
+    """
+    return _load_mulan(_BIBTEX, subset, return_X_y)
+
+
+@validate_params(
+    {"subset": [StrOptions(set(_SUBSETS))], "return_X_y": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
+def load_corel5k(*, subset="train", return_X_y=False):
+    """Load the Corel5k multi-label data set (5,000 images, 374 keywords).
+
+    Read from the sparse Mulan ARFF files shipped with skrank. Read more in
+    ``load_corel5k().DESCR``.
+
+    ===================   ================================
+    Labels                                             374
+    Samples               4,500 train, 500 test, 5,000 all
+    Dimensionality                                     499
+    Features                binary, sparse (CSR float64)
+    ===================   ================================
+
+    Parameters
+    ----------
+    subset : {"train", "test", "all"}, default="train"
+        The Mulan split to load; "all" stacks train then test.
+    return_X_y : bool, default=False
+        If True, return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        With ``data``, CSR matrix of float64 of shape (n_samples, 499); ``target``, CSR
+        label-indicator matrix of int64 of shape (n_samples, 374); ``feature_names``;
+        ``target_names``, the label names of the Mulan XML header; ``DESCR``.
+    (data, target) : tuple if ``return_X_y`` is True
+
+    Examples
+    --------
+    >>> from skrank.datasets import load_corel5k
+    >>> X, Y = load_corel5k(subset="test", return_X_y=True)
+    >>> X.shape, Y.shape
+    ((500, 499), (500, 374))
+    """
+    return _load_mulan(_COREL5K, subset, return_X_y)
+
+
+def _load_mulan(dataset, subset, return_X_y):
+    with shipped_file(dataset.labels_file) as stream:
+        label_names = _read_mulan_label_names(stream)
+    files = {
+        "train": [dataset.train_file],
+        "test": [dataset.test_file],
+        "all": [dataset.train_file, dataset.test_file],
+    }[subset]
+    parts = []
+    for name in files:
+        with shipped_file(name) as stream:
+            parts.append(load_sparse_arff(stream, label_names=label_names))
+    data = sp.vstack([part.data for part in parts], format="csr")
+    target = sp.vstack([part.target for part in parts], format="csr")
+    if return_X_y:
+        return data, target
+    return Bunch(
+        data=data,
+        target=target,
+        feature_names=parts[0].feature_names,
+        target_names=parts[0].target_names,
+        DESCR=dataset.description,
+    )
+
+
+def _read_mulan_label_names(file):
+    """Names of the labels declared in a Mulan XML header (file object), in document order."""
+    return [
+        element.get("name")
+        for element in ElementTree.parse(file).iter()
+        if element.tag.rsplit("}", 1)[-1] == "label"
+    ]

@@ -53,17 +53,14 @@ def sample_distinct_labels(n_labels, size, random_state=None):
         raise ValueError(f"Cannot draw {size!r} distinct labels out of {n_labels!r}.")
     if 2 * size > n_labels:
         return rng.permutation(n_labels)[:size].astype(np.int64, copy=False)
-    draws = np.empty(0, dtype=np.int64)
-    while True:
-        n_distinct = np.unique(draws).size
-        if n_distinct >= size:
-            break
-        missing = size - n_distinct
-        # Each new draw is unseen with probability at least 1/2 here; draw a little more than the
-        # expected need so one round almost always suffices.
-        extra = int(missing * n_labels / (n_labels - n_distinct) * 1.1) + 8
-        draws = np.concatenate([draws, rng.randint(0, n_labels, size=extra, dtype=np.int64)])
+    # Expected number of draws to see `size` distinct labels, plus a margin of a few standard
+    # deviations, so that one round almost always suffices.
+    n_draws = int(-n_labels * np.log1p(-size / n_labels)) + int(3 * np.sqrt(size)) + 8
+    draws = rng.randint(0, n_labels, size=n_draws, dtype=np.int64)
     values, first_seen = np.unique(draws, return_index=True)
+    while values.size < size:
+        draws = np.concatenate([draws, rng.randint(0, n_labels, size=n_draws, dtype=np.int64)])
+        values, first_seen = np.unique(draws, return_index=True)
     return values[np.argsort(first_seen)[:size]]
 
 
@@ -153,10 +150,19 @@ class NegativeLabelSampler:
         order = np.argsort(labels)
         positions = np.clip(np.searchsorted(labels[order], indices), 0, size - 1)
         in_sample = labels[order][positions] == indices
-        rows = np.repeat(np.arange(n_samples), np.diff(indptr))
-        is_negative = np.ones((n_samples, size), dtype=bool)
-        is_negative[rows[in_sample], order[positions[in_sample]]] = False
-        mask = is_negative & (np.cumsum(is_negative, axis=1) <= self.n_negatives)
+        rows = np.repeat(np.arange(n_samples), np.diff(indptr))[in_sample]
+        columns = order[positions[in_sample]]
+        # Example i keeps the columns before its cutoff that are not its positives. A positive
+        # at column c, the r-th (from 0) of its row by column, lies before the cutoff iff fewer
+        # than B negatives precede it (c - r < B); the cutoff is B plus the number of those.
+        by_row_column = np.lexsort((columns, rows))
+        rows, columns = rows[by_row_column], columns[by_row_column]
+        row_starts = np.searchsorted(rows, rows)
+        rank = np.arange(rows.size) - row_starts
+        before = columns - rank < self.n_negatives
+        cutoff = self.n_negatives + np.bincount(rows[before], minlength=n_samples)
+        mask = np.arange(size)[None, :] < cutoff[:, None]
+        mask[rows, columns] = False
         return labels, mask
 
 

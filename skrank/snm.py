@@ -15,6 +15,7 @@ from ._compat import Interval, StrOptions, _fit_context
 from .losses import NegativeLabelSampler, OrderedWeightedLoss, draw_positive_labels, owl_weights
 from .losses._owl import check_weight_vector
 from .nn import BaseTorchEstimator, LabelEmbeddingNetwork, ShuffledBatchSampler
+from .nn._label_embedding import sparse_row_optimizer
 from .nn._search import FaissInnerProductIndex, top_k_inner_products
 
 __all__ = ["SNMClassifier"]
@@ -73,11 +74,15 @@ default="hinge"
         Hidden activation.
     dropout : float, default=0.0
         Dropout after each hidden activation.
-    label_optimizer : {"sparse_adam", "adagrad", "sgd"}, default="sparse_adam"
+    label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
         Optimiser of the label table; all three update only the rows read by a step (plain SGD
-        without momentum, as momentum would have to decay every row it ever touched).
+        without momentum, as momentum would have to decay every row it ever touched). Adagrad's
+        per-coordinate step sizes suit rows that receive gradients rarely.
     label_learning_rate : float or None, default=None
-        Learning rate of the label table; None uses ``learning_rate``.
+        Learning rate of the label table. None: 0.05 for Adagrad, ``learning_rate`` for
+        SparseAdam, and ``0.1 * batch_size`` for SGD (the loss is a batch mean, so a label row
+        read by a single example gets ``1 / batch_size`` of its gradient: plain SGD needs the
+        paper's "large learning rate").
     optimizer : {"sgd", "adam", "adamw"}, default="adam"
         Optimiser of the input network.
     learning_rate : float, default=1e-3
@@ -192,7 +197,7 @@ default="hinge"
         hidden_layer_sizes=(512,),
         activation="relu",
         dropout=0.0,
-        label_optimizer="sparse_adam",
+        label_optimizer="adagrad",
         label_learning_rate=None,
         optimizer="adam",
         learning_rate=1e-3,
@@ -333,13 +338,13 @@ default="hinge"
     def _build_optimizers(self, parameters):
         table = self.module_.label_embeddings.weight
         optimizers = super()._build_optimizers([p for p in parameters if p is not table])
-        learning_rate = self.label_learning_rate or self.learning_rate
-        label_optimizer = {
-            "sparse_adam": torch.optim.SparseAdam,
-            "adagrad": torch.optim.Adagrad,
-            "sgd": torch.optim.SGD,
+        default_rate = {
+            "adagrad": 0.05,
+            "sparse_adam": self.learning_rate,
+            "sgd": 0.1 * self.batch_size,
         }[self.label_optimizer]
-        return [*optimizers, label_optimizer([table], lr=learning_rate)]
+        learning_rate = self.label_learning_rate or default_rate
+        return [*optimizers, sparse_row_optimizer(self.label_optimizer, [table], learning_rate)]
 
     def _batch_sampler(self, targets, random_state):
         # The per-fit generators of the positive draws and the negatives come from the same seed.

@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from skrank import SNMClassifier
 from skrank import snm as snm_module
 from skrank.nn import top_k_inner_products
+from skrank.nn._label_embedding import sparse_row_optimizer
 
 FAST = dict(
     embedding_dim=16,
@@ -292,3 +293,14 @@ def test_no_warning_in_a_normal_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         SNMClassifier(random_state=0, **dict(FAST, max_epochs=2)).fit(X, y).score(X, y)
+
+
+@pytest.mark.parametrize("label_optimizer", ["adagrad", "sparse_adam", "sgd"])
+def test_every_label_optimizer_learns_without_warnings(label_optimizer):
+    X, y = clustered(n_samples=200, n_labels=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = SNMClassifier(label_optimizer=label_optimizer, random_state=0, **FAST).fit(X, y)
+    assert clf.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="name must be one of"):
+        sparse_row_optimizer("adam", clf.module_.label_embeddings.parameters(), 0.1)

@@ -85,3 +85,52 @@ class LabelEmbeddingNetwork(nn.Module):
         """Normalised rows ``start:stop`` of the label table (no gradient)."""
         with torch.no_grad():
             return F.normalize(self.label_embeddings.weight[start:stop], dim=1)
+
+
+class _UncheckedSparseStep:
+    """Steps with torch's sparse-invariant checks explicitly off.
+
+    The sparse gradients of an ``nn.Embedding`` are valid by construction; opting out explicitly
+    also silences the warning torch gives when the checks are off by default.
+    """
+
+    def step(self, closure=None):
+        with torch.sparse.check_sparse_tensor_invariants(enable=False):
+            return super().step(closure)
+
+
+class _SparseAdagrad(_UncheckedSparseStep, torch.optim.Adagrad):
+    pass
+
+
+class _SparseAdam(_UncheckedSparseStep, torch.optim.SparseAdam):
+    pass
+
+
+class _SparseSGD(_UncheckedSparseStep, torch.optim.SGD):
+    pass
+
+
+_SPARSE_OPTIMIZERS = {"adagrad": _SparseAdagrad, "sparse_adam": _SparseAdam, "sgd": _SparseSGD}
+
+
+def sparse_row_optimizer(name, parameters, learning_rate):
+    """An optimiser that updates only the rows of a table present in its sparse gradient.
+
+    Parameters
+    ----------
+    name : {"adagrad", "sparse_adam", "sgd"}
+        Adagrad, SparseAdam (lazy Adam) or plain SGD (no momentum: a momentum buffer would have
+        to decay every row it ever touched, a cost that grows with the table).
+    parameters : iterable of torch.nn.Parameter
+        Parameters with sparse gradients (e.g. ``nn.Embedding(..., sparse=True).weight``).
+    learning_rate : float
+        Step size.
+
+    Returns
+    -------
+    optimizer : torch.optim.Optimizer
+    """
+    if name not in _SPARSE_OPTIMIZERS:
+        raise ValueError(f"name must be one of {sorted(_SPARSE_OPTIMIZERS)}, got {name!r}.")
+    return _SPARSE_OPTIMIZERS[name](parameters, lr=learning_rate)

@@ -191,8 +191,13 @@ def measure_step(method, n_labels, n_steps, batch_size, embedding_dim):
     starts of consecutive steps (loss, backward, optimiser steps, next batch), the first three
     steps (which allocate optimiser state) excluded.
     """
+    # Indicator targets (one label per sample) so that the label table has all K rows.
     X, y = make_large_output_classification(
-        n_samples=batch_size * (n_steps + 4), n_features=64, n_labels=n_labels, random_state=0
+        n_samples=batch_size * (n_steps + 4),
+        n_features=64,
+        n_labels=n_labels,
+        multilabel=True,
+        random_state=0,
     )
     params = dict(
         embedding_dim=embedding_dim,

@@ -61,8 +61,11 @@ class LabelEmbeddingNetwork(nn.Module):
             dropout=dropout,
             normalize=True,
         )
-        self.label_embeddings = nn.Embedding(n_labels, embedding_dim, sparse=True)
-        # rows of norm about 1, so that normalisation does not shrink their gradients
+        # One initialisation pass over the (possibly huge) table: rows of norm about 1, so that
+        # normalisation does not shrink their gradients.
+        self.label_embeddings = torch.nn.utils.skip_init(
+            nn.Embedding, n_labels, embedding_dim, sparse=True
+        )
         nn.init.normal_(self.label_embeddings.weight, std=1.0 / math.sqrt(embedding_dim))
 
     def forward(self, x):

@@ -93,9 +93,11 @@ def top_k_inner_products(queries, table_chunk, n_rows, k, *, block_elements=_BLO
 class FaissInnerProductIndex:
     """Approximate top-k inner product search with a faiss HNSW graph (the ``ann`` extra).
 
-    Building the graph costs time once (about a minute per million 512-d rows on two cores);
-    queries then cost far less than an exact scan of a very large table. Results are approximate:
-    a true top-k row can be missed.
+    Building the graph costs time once, and results are approximate (a true top-k row can be
+    missed, more often for unstructured tables than for clustered ones). On a CPU the exact
+    chunked scan of :func:`top_k_inner_products` is faster up to at least ``10^5`` rows (see
+    ``benchmarks/bench_snm.py --part search``); the graph pays off when a very large table serves
+    many queries.
 
     Parameters
     ----------

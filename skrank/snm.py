@@ -371,17 +371,18 @@ default="hinge"
         )
 
     def _validation_score(self, X_val, y_val):
-        _, top = self._top_k(X_val, self.score_k)
+        # Exact search: an approximate index built from mid-training weights would go stale.
+        _, top = self._top_k(X_val, self.score_k, search="exact")
         return _recall_at_k(y_val, top)
 
     # ------------------------------------------------------------------ prediction
-    def _top_k(self, X, k):
+    def _top_k(self, X, k, search=None):
         """Scores and column indices (n, k) of the ``k`` best labels, best first."""
         n_labels = len(self.classes_)
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
         embeddings = self._forward_in_chunks(X)
-        if self.search == "faiss":
+        if (search or self.search) == "faiss":
             if getattr(self, "_faiss_index", None) is None:
                 self._faiss_index = FaissInnerProductIndex(self.module_.label_table().cpu())
             return self._faiss_index.search(embeddings, k)

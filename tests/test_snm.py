@@ -276,6 +276,9 @@ def test_faiss_search_agrees_with_exact_search_and_pickles():
     assert np.mean(approximate[:, 0] == exact[:, 0]) > 0.95
     restored = pickle.loads(pickle.dumps(clf))  # the cached index is dropped, then rebuilt
     np.testing.assert_array_equal(restored.predict_top_k(X, 3), approximate)
+    # validation during training searches exactly: no index is built from interim weights
+    params = dict(FAST, max_epochs=2, validation_fraction=0.2)
+    assert SNMClassifier(search="faiss", **params).fit(X, y)._faiss_index is None
 
 
 def test_warm_start_continues_and_checks_labels():

@@ -2,6 +2,9 @@
 
 __version__ = "0.1.0.dev0"
 
+from .embedding import SOPRCEmbedder
+from .mmc import MMC
+from .similarity import PointwiseROCSimilarity
 from .snm import SNMClassifier
 
-__all__ = ["SNMClassifier", "__version__"]
+__all__ = ["MMC", "PointwiseROCSimilarity", "SNMClassifier", "SOPRCEmbedder", "__version__"]

@@ -180,3 +180,20 @@ def test_samplers_are_deterministic_under_random_state():
         a, b = sampler(y, 10, random_state=3), sampler(y, 10, random_state=3)
         np.testing.assert_array_equal(a.first, b.first)
         np.testing.assert_array_equal(a.second, b.second)
+
+
+def test_negative_pair_outer_mean_in_chunks_equals_one_gather():
+    X, y = _tiny_problem(n=30, d=5)
+    sample = sample_negative_pairs(y, 101, random_state=0)
+    one_gather = negative_pair_outer_mean(X, sample)
+    chunked = negative_pair_outer_mean(X, sample, max_gathered=7)  # one pair per chunk
+    np.testing.assert_allclose(chunked, one_gather, atol=1e-14)
+    loop = sum(w * (np.outer(X[i], X[j]) + np.outer(X[j], X[i])) / 2 for i, j, w in zip(*sample))
+    np.testing.assert_allclose(one_gather, loop, atol=1e-14)
+
+
+def test_labels_of_mixed_types_are_paired():
+    y = np.array([1, "a", 1, "a", 2.5], dtype=object)
+    assert count_pairs(y) == (2, 8)
+    sample = sample_negative_pairs(y, 50, random_state=0)
+    assert all(y[i] != y[j] for i, j in zip(sample.first, sample.second))

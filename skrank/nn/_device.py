@@ -67,7 +67,8 @@ class BatchSource:
             self._dense = None
         else:
             self._sparse = None
-            self._dense = torch.as_tensor(np.asarray(X, dtype=np.float32))
+            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap.
+            self._dense = torch.from_numpy(np.require(X, dtype=np.float32, requirements="W"))
         self.n_samples = X.shape[0]
 
     def get(self, indices, device):

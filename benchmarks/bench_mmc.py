@@ -1,0 +1,290 @@
+"""Benchmark of MMC: fit time and achieved figure of merit, side by side in one run.
+
+Compared on the same data and the same evaluation (the figure of merit ``mean dissimilar d_A /
+sqrt(mean similar d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST):
+
+* a cvxpy (Clarabel) solve of the same convex problem on a small subsample of digits;
+* metric-learn 0.7's ``MMC_Supervised``, run with the Python of a separate virtual environment
+  (metric-learn does not run with scikit-learn >= 1.8). Create it with::
+
+      python3 -m venv /work/venv-ml
+      /work/venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
+
+  and pass ``--metric-learn-python /work/venv-ml/bin/python`` (the default when it exists); the
+  metric-learn rows are skipped with a message otherwise.
+
+Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items, as in the issue's reference
+figures) and MNIST-10k shipped with skrank (stratified 8,000 / 2,000 train / test split, PCA
+fitted on the training part keeping 90% of the variance).
+
+Usage::
+
+    python benchmarks/bench_mmc.py            # full run (several minutes)
+    python benchmarks/bench_mmc.py --quick    # smoke run
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.decomposition import PCA
+from sklearn.model_selection import train_test_split
+from sklearn.neighbors import KNeighborsClassifier
+
+from skrank import MMC
+from skrank._mmc_solver import figure_of_merit
+from skrank.datasets import load_mnist
+from skrank.pairs import similar_pair_scatter
+
+DEFAULT_METRIC_LEARN_PYTHON = Path("/work/venv-ml/bin/python")
+METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_mmc.py")
+
+
+def merit(X, y, components):
+    """Figure of merit of the metric ``A = L^T L`` over all pairs of ``(X, y)``."""
+    return figure_of_merit(X @ components.T, y)[0]
+
+
+def knn_accuracy(X_train, y_train, X_test, y_test, components=None, n_neighbors=5):
+    """Held-out kNN accuracy in the metric (Euclidean when ``components`` is None)."""
+    if components is not None:
+        X_train, X_test = X_train @ components.T, X_test @ components.T
+    knn = KNeighborsClassifier(n_neighbors=n_neighbors).fit(X_train, y_train)
+    return knn.score(X_test, y_test)
+
+
+def fit_skrank(X, y, **params):
+    start = time.perf_counter()
+    mmc = MMC(random_state=0, **params).fit(X, y)
+    return {
+        "components": mmc.components_,
+        "seconds": time.perf_counter() - start,
+        "n_iter": mmc.n_iter_,
+        "converged": mmc.converged_,
+    }
+
+
+def fit_metric_learn(python, X, y, **params):
+    """Fit MMC_Supervised in the metric-learn environment; ``None`` if it is unavailable."""
+    if python is None:
+        return None
+    with tempfile.TemporaryDirectory() as directory:
+        data, result = Path(directory, "data.npz"), Path(directory, "result.npz")
+        np.savez(data, X=X, y=y)
+        subprocess.run(
+            [str(python), str(METRIC_LEARN_SCRIPT), str(data), str(result), json.dumps(params)],
+            check=True,
+            capture_output=True,
+        )
+        out = np.load(result)
+        return {
+            "components": out["components"],
+            "seconds": float(out["seconds"]),
+            "n_iter": int(out["n_iter"]),
+            "converged": bool(out["converged"]),
+        }
+
+
+def fit_cvxpy(X, y):
+    """The same problem, all negative pairs, objective in DCP form, solved by Clarabel."""
+    import cvxpy as cp
+
+    first, second = np.triu_indices(X.shape[0], k=1)
+    negative = y[first] != y[second]
+    differences = X[first[negative]] - X[second[negative]]
+    similar = similar_pair_scatter(X, y)[0]
+    start = time.perf_counter()
+    A = cp.Variable((X.shape[1], X.shape[1]), PSD=True)
+    squared = cp.sum(cp.multiply(differences @ A, differences), axis=1)
+    problem = cp.Problem(
+        cp.Maximize(cp.sum(cp.sqrt(squared)) / differences.shape[0]),
+        [cp.trace(similar @ A) <= 1],
+    )
+    problem.solve(solver="CLARABEL")
+    seconds = time.perf_counter() - start
+    eigenvalues, eigenvectors = np.linalg.eigh((A.value + A.value.T) / 2)
+    components = (eigenvectors * np.sqrt(np.maximum(eigenvalues, 0))).T
+    return {"components": components, "seconds": seconds, "n_iter": -1, "converged": True}
+
+
+def timed(name, run):
+    """Run one fit, telling on stderr what runs (metric-learn fits take minutes)."""
+    print(f"  fitting {name} ...", file=sys.stderr, flush=True)
+    return run()
+
+
+def print_table(title, header, rows):
+    print(f"\n{title}", flush=True)
+    lines = [header] + [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for index, line in enumerate(lines):
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    sys.stdout.flush()
+
+
+def cvxpy_section(quick):
+    X, y = load_digits(return_X_y=True)
+    X = PCA(n_components=31, random_state=0).fit_transform(X)
+    n = 40 if quick else 100
+    index = np.random.RandomState(0).choice(X.shape[0], n, replace=False)
+    X, y = X[index], y[index]
+    reference, ours = fit_cvxpy(X, y), fit_skrank(X, y)
+    reference_objective = figure_of_merit(X @ reference["components"].T, y)[1]
+    rows = []
+    for name, fit in (("cvxpy (Clarabel)", reference), ("skrank MMC (all pairs)", ours)):
+        _, objective, constraint = figure_of_merit(X @ fit["components"].T, y)
+        rows.append(
+            [
+                name,
+                f"{fit['seconds']:.3f}",
+                f"{objective:.6f}",
+                f"{constraint:.6f}",
+                f"{objective / reference_objective - 1:+.1e}",
+            ]
+        )
+    print_table(
+        f"Digits subsample n={n}, PCA 31: exactness against cvxpy "
+        f"(skrank {reference['seconds'] / ours['seconds']:.0f}x faster)",
+        ["solver", "fit s", "objective", "constraint", "objective vs cvxpy"],
+        rows,
+    )
+
+
+def digits_section(quick, metric_learn_python):
+    X, y = load_digits(return_X_y=True)
+    X = PCA(n_components=31, random_state=0).fit_transform(X)
+    if quick:
+        X, y = X[:600], y[:600]
+    n, most = X.shape[0], 2000 if quick else 20000
+    runs = [
+        ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
+        ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
+        (f"skrank MMC, B={most} pairs", lambda: fit_skrank(
+            X, y, negatives="pairs", n_samples=most)),
+        ("metric-learn, 200 constraints", lambda: fit_metric_learn(
+            metric_learn_python, X, y, n_constraints=200)),
+        (f"metric-learn, {most} constraints", lambda: fit_metric_learn(
+            metric_learn_python, X, y, n_constraints=most)),
+    ]
+    results = [(name, timed(name, run)) for name, run in runs]
+    reference = results[-1][1]
+    rows = [
+        [
+            name,
+            f"{fit['seconds']:.2f}",
+            f"{merit(X, y, fit['components']):.4f}",
+            fit["n_iter"],
+            fit["converged"],
+            f"{reference['seconds'] / fit['seconds']:.1f}" if reference else "n/a",
+        ]
+        for name, fit in results
+        if fit is not None
+    ]
+    rows.append(["Euclidean metric", "-", f"{merit(X, y, np.eye(X.shape[1])):.4f}", "-", "-", "-"])
+    print_table(
+        f"Digits n={n}, PCA 31: figure of merit over all pairs",
+        ["method", "fit s", "figure of merit", "n_iter", "converged", f"speed-up vs ML {most}"],
+        rows,
+    )
+
+
+def mnist_split(n_components, n_train=None, quick=False):
+    X, y = load_mnist(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X.astype(np.float64), y, test_size=2000, stratify=y, random_state=0
+    )
+    if n_train is not None:
+        X_train, y_train = X_train[:n_train], y_train[:n_train]
+    if quick:
+        X_test, y_test = X_test[:500], y_test[:500]
+    pca = PCA(n_components=n_components, svd_solver="covariance_eigh").fit(X_train)
+    return pca.transform(X_train), pca.transform(X_test), y_train, y_test
+
+
+def mnist_section(quick, metric_learn_python, n_train, n_components, runs):
+    X_train, X_test, y_train, y_test = mnist_split(n_components, n_train, quick)
+    n, d = X_train.shape
+    results = [(name, timed(name, run)) for name, run in runs(X_train, y_train)]
+    rows = [
+        [
+            name,
+            f"{fit['seconds']:.2f}",
+            f"{merit(X_train, y_train, fit['components']):.4f}",
+            f"{merit(X_test, y_test, fit['components']):.4f}",
+            f"{knn_accuracy(X_train, y_train, X_test, y_test, fit['components']):.4f}",
+            fit["n_iter"],
+            fit["converged"],
+        ]
+        for name, fit in results
+        if fit is not None
+    ]
+    identity = np.eye(d)
+    rows.append(
+        [
+            "Euclidean metric",
+            "-",
+            f"{merit(X_train, y_train, identity):.4f}",
+            f"{merit(X_test, y_test, identity):.4f}",
+            f"{knn_accuracy(X_train, y_train, X_test, y_test):.4f}",
+            "-",
+            "-",
+        ]
+    )
+    print_table(
+        f"MNIST-10k, n_train={n}, d={d} (PCA), {X_test.shape[0]} test items",
+        ["method", "fit s", "merit train", "merit test", "5-NN test acc", "n_iter", "converged"],
+        rows,
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small smoke run")
+    parser.add_argument(
+        "--metric-learn-python",
+        type=Path,
+        default=DEFAULT_METRIC_LEARN_PYTHON if DEFAULT_METRIC_LEARN_PYTHON.exists() else None,
+        help="Python of a venv with metric-learn and scikit-learn<1.6",
+    )
+    args = parser.parse_args(argv)
+    python = args.metric_learn_python
+    if python is None or not Path(python).exists():
+        print("metric-learn environment not found: its rows are skipped (see the docstring).")
+        python = None
+
+    cvxpy_section(args.quick)
+    digits_section(args.quick, python)
+
+    def mnist_runs(X, y):
+        n, most = X.shape[0], 2000 if args.quick else 20000
+        return [
+            ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
+            ("skrank MMC, B=0.15n tuples", lambda: fit_skrank(
+                X, y, negatives="tuples", n_samples=int(0.15 * n))),
+            ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
+            (f"metric-learn, {most} constraints", lambda: fit_metric_learn(
+                python, X, y, n_constraints=most)),
+        ]
+
+    mnist_section(args.quick, python, 1000 if args.quick else None, 0.9, mnist_runs)
+    if not args.quick:
+
+        def issue_runs(X, y):  # the issue's d = 100, n = 2,000 case, metric-learn defaults
+            return [
+                ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
+                ("metric-learn, default constraints", lambda: fit_metric_learn(python, X, y)),
+            ]
+
+        mnist_section(False, python, 2000, 100, issue_runs)
+
+
+if __name__ == "__main__":
+    main()

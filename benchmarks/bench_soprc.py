@@ -1,0 +1,213 @@
+"""SOPRCEmbedder against pytorch-metric-learning losses on MNIST-10k; ablations; step times.
+
+Data: the 10,000 MNIST digits shipped with skrank, split once into halves stratified by digit
+(``train_test_split(test_size=0.5, stratify=y, random_state=0)``): the embedding is trained on
+one half and evaluated on the other, every test item a query against the other test items
+(retrieval of unseen items of seen classes).
+
+Every row trains the same MLP (784 -> 256 -> 64, L2-normalised) through the same training core,
+with the same batches (``samples_per_class`` items of each of the batch's classes; groups cut to
+exactly that size so that SmoothAP accepts them), the same optimiser, learning-rate schedule and
+number of epochs; only the loss differs. Rows: SOPRC (skrank), SmoothAP, FastAP, triplet margin
+and contrastive losses of pytorch-metric-learning with their default settings, and the ablation
+rows of Table 2 of the SOPRC paper. Reported: test mean AUPRC and Recall@{1,4,16}, mean and
+standard deviation over 3 seeds.
+
+Second part: time of one loss step (forward + backward of the loss alone, on random embeddings)
+at batch 224 (56 classes x 4) x 512 dims, SOPRC against SmoothAP and FastAP, interleaved
+repetitions in one thread.
+
+Everything runs in one torch thread: on a shared, busy machine torch's thread pool made these
+small steps up to ten times slower, and one thread keeps the rows comparable.
+
+Usage: ``python benchmarks/bench_soprc.py [--quick]``.
+"""
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from pytorch_metric_learning import losses
+from sklearn.model_selection import train_test_split
+
+from skrank import SOPRCEmbedder
+from skrank.datasets import load_mnist
+from skrank.losses import SOPRCLoss
+from skrank.metrics import mean_auprc_score, recall_at_k_score
+from skrank.nn import ClassBalancedBatchSampler
+
+RECALL_KS = (1, 4, 16)
+BUDGET = dict(max_epochs=20, learning_rate=0.05, optimizer="sgd", lr_milestones=[15])
+
+
+class EqualGroupSampler(ClassBalancedBatchSampler):
+    """Class-balanced batches whose class groups are cut to exactly ``samples_per_class`` items.
+
+    SmoothAP (pytorch-metric-learning) needs equal groups; classes with fewer items in a batch
+    are dropped from it. The few items dropped per epoch are the same for every loss.
+    """
+
+    def __init__(self, y, *args, **kwargs):
+        super().__init__(y, *args, **kwargs)
+        self._labels = np.asarray(y)
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            labels = self._labels[batch]
+            groups = [batch[labels == c][: self.samples_per_class] for c in np.unique(labels)]
+            groups = [g for g in groups if g.shape[0] == self.samples_per_class]
+            if len(groups) >= 2:
+                yield np.concatenate(groups)
+
+
+class BenchEmbedder(SOPRCEmbedder):
+    """SOPRCEmbedder whose batches come from :class:`EqualGroupSampler`."""
+
+    def _batch_sampler(self, targets, random_state):
+        return EqualGroupSampler(
+            targets, self.batch_size, self.samples_per_class, random_state=random_state
+        )
+
+
+def peer(name, loss_factory):
+    """A BenchEmbedder trained with a pytorch-metric-learning loss instead of SOPRC."""
+
+    def _build_criterion(self, targets):
+        return loss_factory()
+
+    return type(name, (BenchEmbedder,), {"_build_criterion": _build_criterion})
+
+
+PEERS = {
+    "SmoothAP (PML)": peer("SmoothAPEmbedder", losses.SmoothAPLoss),
+    "FastAP (PML)": peer("FastAPEmbedder", losses.FastAPLoss),
+    "triplet (PML)": peer("TripletEmbedder", losses.TripletMarginLoss),
+    "contrastive (PML)": peer("ContrastiveEmbedder", losses.ContrastiveLoss),
+}
+
+# Table 2 of the paper: (unbiased prior, auxiliary vectors, regulariser, optimiser)
+ABLATIONS = {
+    "1: batch prior, batch TPR, no reg.": dict(
+        prior="batch", tpr_source="batch", lambda_pos=0.0, lambda_neg=0.0
+    ),
+    "2: dataset prior, batch TPR, no reg.": dict(
+        tpr_source="batch", lambda_pos=0.0, lambda_neg=0.0
+    ),
+    "3: dataset prior, aux. vectors, no reg.": dict(lambda_pos=0.0, lambda_neg=0.0),
+    "4: full SOPRC (SGD)": dict(),
+    "5: full SOPRC (Adam, lr 1e-3)": dict(optimizer="adam", learning_rate=1e-3),
+}
+
+
+def evaluate(model, X, y):
+    embedding = model.transform(X)
+    recalls = np.atleast_1d(recall_at_k_score(embedding, y, k=list(RECALL_KS)))
+    return [mean_auprc_score(embedding, y, metric="cosine"), *recalls]
+
+
+def run_rows(rows, data, seeds, budget, samples_per_class, batch_size):
+    X_train, X_test, y_train, y_test = data
+    results = {}
+    for name, (cls, params) in rows.items():
+        scores, seconds = [], []
+        for seed in seeds:
+            model = cls(
+                **{**budget, **params},
+                samples_per_class=samples_per_class,
+                batch_size=batch_size,
+                device="cpu",
+                random_state=seed,
+            )
+            start = time.perf_counter()
+            model.fit(X_train, y_train)
+            seconds.append(time.perf_counter() - start)
+            scores.append(evaluate(model, X_test, y_test))
+        results[name] = (np.array(scores), np.mean(seconds))
+        mean = np.mean(scores, axis=0)
+        print(f"  {name:<42} mean AUPRC {mean[0]:.4f}  ({np.mean(seconds):.0f} s/fit)", flush=True)
+    return results
+
+
+def print_table(title, results, raw):
+    header = f"{'':<42}{'mAUPRC':>16}" + "".join(f"{f'R@{k}':>16}" for k in RECALL_KS)
+    print(f"\n{title}\n{header}\n{'-' * len(header)}")
+    for name, (scores, _) in results.items():
+        cells = "".join(
+            f"{m:>10.4f}±{s:<5.4f}" for m, s in zip(scores.mean(0), scores.std(0), strict=True)
+        )
+        print(f"{name:<42}{cells}")
+    print(f"{'raw pixels (cosine)':<42}" + "".join(f"{v:>10.4f}{'':6}" for v in raw))
+
+
+def step_times(repeats, batch_size=224, n_dims=512, samples_per_class=4):
+    """Forward + backward times (ms) of each loss, interleaved repetitions."""
+    torch.manual_seed(0)
+    labels = torch.arange(batch_size // samples_per_class).repeat_interleave(samples_per_class)
+    soprc = SOPRCLoss(np.full(batch_size // samples_per_class, 1000))
+    candidates = {
+        "SOPRC (skrank)": soprc,
+        "FastAP (PML)": losses.FastAPLoss(),
+        "SmoothAP (PML)": losses.SmoothAPLoss(),
+    }
+    times = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, loss_fn in candidates.items():
+            embeddings = torch.randn(batch_size, n_dims, requires_grad=True)
+            start = time.perf_counter()
+            loss_fn(embeddings, labels).backward()
+            times[name].append(1000 * (time.perf_counter() - start))
+    return {name: np.array(values) for name, values in times.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 seed, 2 epochs, 5 step repeats")
+    parser.add_argument("--step-times-only", action="store_true", help="only the loss step times")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    seeds = [0] if args.quick else [0, 1, 2]
+    budget = {**BUDGET, "max_epochs": 2, "lr_milestones": None} if args.quick else BUDGET
+    start = time.perf_counter()
+    if not args.step_times_only:
+        compare_on_mnist(seeds, budget)
+    print_step_times(step_times(5 if args.quick else 40))
+    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+def compare_on_mnist(seeds, budget):
+    """The retrieval table and the ablation table."""
+    X, y = load_mnist(return_X_y=True)
+    data = train_test_split(X, y, test_size=0.5, stratify=y, random_state=0)
+    raw = [mean_auprc_score(data[1], data[3], metric="cosine")]
+    raw += list(np.atleast_1d(recall_at_k_score(data[1], data[3], k=list(RECALL_KS))))
+    samples_per_class, batch_size = 4, 224
+    print(
+        f"MNIST-10k, stratified halves; MLP 784-256-64; {budget['max_epochs']} epochs, SGD "
+        f"(momentum 0.9, weight decay 4e-4) lr {budget['learning_rate']} decayed x0.1 after "
+        f"epochs {budget['lr_milestones']}; batches of {samples_per_class} items per class "
+        f"(at most {batch_size} items); seeds {seeds}"
+    )
+    rows = {"SOPRC (skrank)": (BenchEmbedder, {})}
+    rows.update({name: (cls, {}) for name, cls in PEERS.items()})
+    comparison = run_rows(rows, data, seeds, budget, samples_per_class, batch_size)
+    print_table("Test retrieval, mean ± sd over seeds", comparison, raw)
+
+    ablation_rows = {name: (BenchEmbedder, params) for name, params in ABLATIONS.items()}
+    ablations = run_rows(ablation_rows, data, seeds, budget, samples_per_class, batch_size)
+    print_table("Ablations (Table 2 of the paper)", ablations, raw)
+
+
+def print_step_times(times):
+    print("\nLoss step (forward + backward) at batch 224 (56 classes x 4) x 512 dims, 1 thread")
+    reference = np.median(times["FastAP (PML)"])
+    for name, values in times.items():
+        print(
+            f"  {name:<16} median {np.median(values):7.1f} ms  "
+            f"(quartiles {np.percentile(values, 25):.1f}-{np.percentile(values, 75):.1f})  "
+            f"{np.median(values) / reference:5.2f} x FastAP"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Bias of the SOPRC estimator against the in-batch AP estimator (SOPRC paper, Appendix B.2).
+
+For each score distribution of :func:`skrank.datasets.make_score_simulation` (100,000 scores,
+positive rate pi = 0.1) and each batch positive rate pi0, draws 500 batches (positives and
+negatives sampled without replacement in the proportions pi0 : 1 - pi0) and evaluates on each
+
+* the SOPRC estimator with exact indicators, the dataset prior pi and the ideal auxiliary vector
+  (all 10,000 positive scores): :func:`skrank.losses.soprc_query_loss` with ``exact=True``;
+* the in-batch AP estimator: 1 - average precision of the batch.
+
+It prints the mean and standard deviation of both over the batches next to the target
+1 - AUPRC of the full set of scores, and the biases (mean - target).
+
+Usage: ``python benchmarks/bench_soprc_estimator.py [--quick]``.
+"""
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from sklearn.metrics import average_precision_score
+
+from skrank.datasets import make_score_simulation
+from skrank.losses import soprc_query_loss
+
+DISTRIBUTIONS = ("binormal", "bibeta", "offset_uniform")
+BATCH_RATES = (0.01, 0.02, 0.03, 0.1, 0.2)
+PRIOR = 0.1
+
+
+def batch_estimates(positives, negatives, batch_size, batch_rate, n_batches, rng):
+    """SOPRC and in-batch AP estimates of ``1 - AUPRC`` over ``n_batches`` random batches."""
+    n_positives = max(1, round(batch_rate * batch_size))
+    n_negatives = batch_size - n_positives
+    auxiliary = torch.as_tensor(positives)
+    labels = np.r_[np.ones(n_positives), np.zeros(n_negatives)]
+    soprc, ap = np.empty(n_batches), np.empty(n_batches)
+    for b in range(n_batches):
+        pos = rng.choice(positives, n_positives, replace=False)
+        neg = rng.choice(negatives, n_negatives, replace=False)
+        soprc[b] = float(
+            soprc_query_loss(
+                torch.as_tensor(pos), torch.as_tensor(neg), auxiliary, prior=PRIOR, exact=True
+            )
+        )
+        ap[b] = 1 - average_precision_score(labels, np.r_[pos, neg])
+    return soprc, ap
+
+
+def simulate(batch_sizes, n_batches, n_samples=100_000, seed=0):
+    """Rows of (distribution, batch size, pi0, target, SOPRC estimates, AP estimates)."""
+    rows = []
+    for distribution in DISTRIBUTIONS:
+        y_score, y_true = make_score_simulation(
+            distribution, n_samples=n_samples, positive_rate=PRIOR, random_state=seed
+        )
+        target = 1 - average_precision_score(y_true, y_score)
+        positives, negatives = y_score[y_true == 1], y_score[y_true == 0]
+        rng = np.random.default_rng(seed)
+        for batch_size in batch_sizes:
+            for rate in BATCH_RATES:
+                soprc, ap = batch_estimates(positives, negatives, batch_size, rate, n_batches, rng)
+                rows.append((distribution, batch_size, rate, target, soprc, ap))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="50 batches, batch size 256 only")
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # tiny tensors: a thread pool only adds overhead
+    batch_sizes, n_batches = ((256,), 50) if args.quick else ((256, 1024), 500)
+    start = time.perf_counter()
+    rows = simulate(batch_sizes, n_batches)
+    header = (
+        f"{'distribution':<15}{'batch':>6}{'pi0':>6}{'1-AUPRC':>9}"
+        f"{'SOPRC mean':>12}{'sd':>7}{'AP mean':>10}{'sd':>7}{'SOPRC bias':>12}{'AP bias':>9}"
+    )
+    print(f"{n_batches} batches per row, pi = {PRIOR}, 100,000 scores")
+    print(header)
+    print("-" * len(header))
+    for distribution, batch_size, rate, target, soprc, ap in rows:
+        print(
+            f"{distribution:<15}{batch_size:>6}{rate:>6.2f}{target:>9.4f}"
+            f"{soprc.mean():>12.4f}{soprc.std():>7.3f}{ap.mean():>10.4f}{ap.std():>7.3f}"
+            f"{soprc.mean() - target:>+12.4f}{ap.mean() - target:>+9.4f}"
+        )
+    print(f"\n{time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

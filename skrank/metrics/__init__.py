@@ -1,0 +1,42 @@
+"""Ranking, retrieval, label and pair metrics, and scorers for model selection.
+
+- Binary ranking: :func:`auprc_score` (step-wise AUPRC, ties counted fully) and
+  :func:`pointwise_roc_score` (TPR at a given FPR on the interpolated ROC curve).
+- Retrieval over embeddings, exact and chunked (bounded memory at any n):
+  :func:`mean_auprc_score` (mAP), :func:`recall_at_k_score`, :func:`precision_at_k_score`,
+  and :func:`retrieval_scores` for all of them in one pass.
+- Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`.
+- Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
+- Scorers for ``GridSearchCV``: :func:`get_scorer` ("mean_auprc", "recall@10",
+  "precision@5", "tpr@fpr=0.01", ...), :func:`make_retrieval_scorer`.
+"""
+
+from ._labels import top_k_precision_score, top_k_recall_score
+from ._ranking import (
+    auprc_score,
+    pair_scores_and_labels,
+    pairwise_roc_score,
+    pointwise_roc_score,
+)
+from ._retrieval import (
+    mean_auprc_score,
+    precision_at_k_score,
+    recall_at_k_score,
+    retrieval_scores,
+)
+from ._scorer import get_scorer, make_retrieval_scorer
+
+__all__ = [
+    "auprc_score",
+    "get_scorer",
+    "make_retrieval_scorer",
+    "mean_auprc_score",
+    "pair_scores_and_labels",
+    "pairwise_roc_score",
+    "pointwise_roc_score",
+    "precision_at_k_score",
+    "recall_at_k_score",
+    "retrieval_scores",
+    "top_k_precision_score",
+    "top_k_recall_score",
+]

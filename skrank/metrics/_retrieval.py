@@ -1,0 +1,396 @@
+"""Exact retrieval metrics over embeddings: mean AUPRC (mAP), Recall@k and Precision@k.
+
+Every item is a query against all the others; its positives are the other items of its class.
+Queries are processed in chunks, so memory is bounded by one (chunk, n) block of similarities.
+"""
+
+import warnings
+
+import numpy as np
+import torch
+from sklearn.utils.validation import check_array, check_consistent_length
+
+from ._topk import top_k_indices
+from ._validation import auto_chunk_size, check_chunk_size, check_k, encode_labels
+
+_METRICS = ("cosine", "euclidean")
+
+
+def _check_embedding(X):
+    return check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+
+
+def _check_metric(metric):
+    if callable(metric) or metric in _METRICS:
+        return metric
+    raise ValueError(
+        f"metric must be one of {_METRICS} or a callable similarity(X_chunk, X); got {metric!r}."
+    )
+
+
+def _check_no_overflow(norms):
+    # Similarities are bounded by sums of two norms: finite if each is below max / 4.
+    if not np.all(norms < np.finfo(np.float64).max / 4):
+        raise ValueError("X has values so large that its similarities overflow; rescale X.")
+
+
+def _similarity_function(X, metric):
+    """Return ``similarity(rows) -> (len(rows), n)`` array of similarities of ``X[rows]`` to ``X``.
+
+    "cosine" is the dot product of L2-normalised rows. "euclidean" returns the negative
+    *squared* distance, which ranks items exactly as the negative distance does (the metrics
+    here depend on the ranking only) and keeps integer inputs exact.
+    """
+    if metric == "cosine":
+        with np.errstate(over="ignore"):  # an overflow raises a clear error just below
+            norms = np.linalg.norm(X, axis=1)
+        if not np.all(norms > 0):
+            raise ValueError(
+                f"X has {np.sum(norms == 0)} all-zero row(s); their cosine similarity is "
+                "undefined. Remove them or use metric='euclidean'."
+            )
+        _check_no_overflow(norms)
+        unit = X / norms[:, None]
+        return lambda rows: unit[rows] @ unit.T
+    if metric == "euclidean":
+        with np.errstate(over="ignore"):
+            squared_norms = np.einsum("ij,ij->i", X, X)
+        _check_no_overflow(squared_norms)
+
+        def negative_squared_distance(rows):
+            block = X[rows] @ X.T
+            block *= 2
+            block -= squared_norms[rows, None]
+            block -= squared_norms[None, :]
+            return block
+
+        return negative_squared_distance
+
+    def user_similarity(rows):
+        queries = X[rows]
+        # A copy: the block is modified in place, and may be the callable's own array.
+        block = check_array(
+            metric(queries, X), dtype=np.float64, copy=True, input_name="similarity"
+        )
+        if block.shape != (len(queries), len(X)):
+            raise ValueError(
+                f"metric(X_chunk, X) must return an array of shape {(len(queries), len(X))}; "
+                f"got {block.shape}."
+            )
+        return block
+
+    return user_similarity
+
+
+def similarity_matrix(X, metric):
+    """All-pairs similarity ``(n, n)`` of the rows of ``X`` with a retrieval metric.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Embeddings.
+    metric : {"cosine", "euclidean"} or callable
+        As in :func:`mean_auprc_score`; "euclidean" gives negative squared distances.
+
+    Returns
+    -------
+    similarity : ndarray of shape (n_samples, n_samples)
+    """
+    X = _check_embedding(X)
+    return _similarity_function(X, _check_metric(metric))(slice(None))
+
+
+def _average_precision_rows(similarity, positive):
+    """AUPRC of each row (NaN where a row has no positive); sorts ``similarity`` in place.
+
+    ``similarity`` (c, n) holds ``-inf`` at excluded entries (the query itself); ``positive``
+    (c, n) marks the positives. For a positive scored ``t``: precision = (# positives scored
+    ``>= t``) / (# items scored ``>= t``), both counted by binary search in sorted rows.
+    """
+    n_positives = positive.sum(axis=1)
+    width = int(n_positives.max(initial=0))
+    if width == 0:
+        return np.full(len(similarity), np.nan)
+    rows, columns = np.nonzero(positive)
+    slot = np.arange(len(rows)) - np.repeat(np.cumsum(n_positives) - n_positives, n_positives)
+    positive_scores = np.full((len(similarity), width), -np.inf)
+    positive_scores[rows, slot] = similarity[rows, columns]
+    positive_scores.sort(axis=1)
+    similarity.sort(axis=1)
+    sorted_all = torch.from_numpy(similarity)
+    sorted_positive = torch.from_numpy(positive_scores)
+    n_at_least = similarity.shape[1] - torch.searchsorted(sorted_all, sorted_positive).numpy()
+    positives_at_least = width - torch.searchsorted(sorted_positive, sorted_positive).numpy()
+    precision = positives_at_least / n_at_least
+    precision[positive_scores == -np.inf] = 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return precision.sum(axis=1) / n_positives
+
+
+def _bytes_per_entry(codes):
+    """Estimated bytes of work arrays per (query, item) entry of a chunk.
+
+    Similarities (8) and the positive mask (1), plus, per positive entry, its coordinates,
+    padded score, two search results and precision (about 64 bytes). The largest class bounds
+    the fraction of positive entries.
+    """
+    largest_class_fraction = np.bincount(codes).max() / len(codes)
+    return 16 + int(64 * largest_class_fraction)
+
+
+def _retrieval_statistics(X, codes, *, ks, metric, chunk_size, average_precision):
+    """Per-query statistics of the exact retrieval, computed chunk by chunk.
+
+    Returns
+    -------
+    n_positives : ndarray of shape (n,)
+        Number of positives of each query (items of its class other than itself).
+    query_auprc : ndarray of shape (n,) or None
+        AUPRC of each query (NaN without positives); None unless ``average_precision``.
+    positives_in_top_k : ndarray of shape (n, len(ks))
+        Positives among the ``ks[j]`` most similar other items (ties by index).
+    """
+    similarity = _similarity_function(X, metric)
+    n_samples = len(X)
+    chunk_size = chunk_size or auto_chunk_size(n_samples, _bytes_per_entry(codes) * n_samples)
+    n_positives = np.bincount(codes)[codes] - 1
+    query_auprc = np.empty(n_samples) if average_precision else None
+    positives_in_top_k = np.zeros((n_samples, len(ks)), dtype=np.int64)
+    for start in range(0, n_samples, chunk_size):
+        rows = slice(start, min(start + chunk_size, n_samples))
+        block = np.ascontiguousarray(similarity(rows))
+        queries = np.arange(rows.start, rows.stop)
+        block[queries - start, queries] = -np.inf
+        positive = codes[rows, None] == codes[None, :]
+        positive[queries - start, queries] = False
+        if len(ks):
+            top = top_k_indices(block, int(ks.max()))
+            hits = np.take_along_axis(positive, top, axis=1).cumsum(axis=1)
+            positives_in_top_k[rows] = hits[:, ks - 1]
+        if average_precision:
+            query_auprc[rows] = _average_precision_rows(block, positive)
+    return n_positives, query_auprc, positives_in_top_k
+
+
+def _queries_with_positives(n_positives):
+    has_positive = n_positives > 0
+    n_without = int(np.sum(~has_positive))
+    if n_without == len(n_positives):
+        raise ValueError(
+            "No query has a positive: every class has a single item. Retrieval metrics need "
+            "at least one class with two or more items."
+        )
+    if n_without:
+        warnings.warn(
+            f"{n_without} of {len(n_positives)} queries have no positive (their class has a "
+            "single item); they are excluded from the mean.",
+            UserWarning,
+            stacklevel=4,
+        )
+    return has_positive
+
+
+def _check_retrieval_k(k, X):
+    return check_k(k, len(X) - 1, candidates="other items (n_samples - 1)")
+
+
+def _retrieval_scores(X, y, ks, metric, chunk_size, average_precision):
+    """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
+    codes = encode_labels(y)
+    check_consistent_length(X, codes)
+    n_positives, query_auprc, positives_in_top_k = _retrieval_statistics(
+        X,
+        codes,
+        ks=ks,
+        metric=_check_metric(metric),
+        chunk_size=check_chunk_size(chunk_size),
+        average_precision=average_precision,
+    )
+    has_positive = _queries_with_positives(n_positives)
+    scores = {}
+    if average_precision:
+        scores["mean_auprc"] = float(np.mean(query_auprc[has_positive]))
+    counts = positives_in_top_k[has_positive]
+    for j, k_value in enumerate(ks.tolist()):
+        scores[f"recall@{k_value}"] = float(np.mean(counts[:, j] > 0))
+        scores[f"precision@{k_value}"] = float(np.mean(counts[:, j] / k_value))
+    return scores
+
+
+def retrieval_scores(X, y, *, k=(1,), metric="cosine", chunk_size=None, average_precision=True):
+    """Mean AUPRC, Recall@k and Precision@k of a retrieval in one pass over the data.
+
+    Every item of ``X`` is a query against all the other items (itself excluded); its
+    positives are the other items with the same label. Queries without a positive (a class of
+    one item) are excluded from every mean and counted in a ``UserWarning``.
+
+    Ranking conventions:
+
+    - AUPRC of a query is the step-wise form of :func:`auprc_score`: tied similarities count
+      fully (precision at a positive scored ``t`` is computed over all items scored ``>= t``).
+    - For the k nearest, ties are broken by index: among items of equal similarity the one
+      that comes first in ``X`` ranks first (a stable descending sort).
+
+    Similarities are computed in float64, exactly (no approximate search), in chunks of
+    ``chunk_size`` queries; memory is O(chunk_size * n_samples).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Embeddings; finite, at least two rows.
+    y : array-like of shape (n_samples,)
+        Class labels (any hashable values: ints, strings, ...).
+    k : int or list of int, default=(1,)
+        Cut-offs for Recall@k and Precision@k, each in ``[1, n_samples - 1]``; an empty
+        tuple skips them.
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity: cosine similarity, or smaller euclidean distance = more similar. A
+        callable ``similarity(X_chunk, X)`` returns a ``(len(X_chunk), n_samples)`` array,
+        higher = more similar; the diagonal entries it returns for the queries are ignored.
+    chunk_size : int, default=None
+        Number of queries per chunk. None chooses it so that one chunk's work arrays fit
+        scikit-learn's ``working_memory`` (1024 MiB unless set by
+        ``sklearn.config_context(working_memory=...)``).
+    average_precision : bool, default=True
+        Whether to compute the mean AUPRC (the costly part: one sort per query).
+
+    Returns
+    -------
+    scores : dict
+        ``"mean_auprc"`` (if ``average_precision``), then ``"recall@k"`` and ``"precision@k"``
+        for each ``k``, all floats.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import retrieval_scores
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.2], [0.0, 1.0], [0.3, 0.9]])
+    >>> retrieval_scores(X, ["a", "a", "b", "b"], k=[1, 2])
+    {'mean_auprc': 1.0, 'recall@1': 1.0, 'precision@1': 1.0, 'recall@2': 1.0, 'precision@2': 0.5}
+    """
+    X = _check_embedding(X)
+    if isinstance(k, tuple | list) and len(k) == 0:
+        ks = np.zeros(0, dtype=np.int64)
+    else:
+        ks = _check_retrieval_k(k, X)[0]
+    return _retrieval_scores(X, y, ks, metric, chunk_size, average_precision)
+
+
+def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None):
+    """Mean over queries of the AUPRC of their retrieval (mAP), computed exactly.
+
+    Every item of ``X`` is a query against all the others (itself excluded); its positives
+    are the other items of its class. The AUPRC of a query is that of :func:`auprc_score`
+    (tied similarities count fully). Queries without a positive are excluded from the mean
+    and counted in a ``UserWarning``. See :func:`retrieval_scores` for the parameters.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+
+    Returns
+    -------
+    mean_auprc : float
+
+    Raises
+    ------
+    ValueError
+        On NaN/inf, fewer than two items, mismatched lengths, zero rows with "cosine", or
+        when no query has a positive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import mean_auprc_score
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.2], [0.0, 1.0], [0.5, 0.5]])
+    >>> round(mean_auprc_score(X, [0, 0, 1, 1]), 4)
+    0.8333
+    """
+    X = _check_embedding(X)
+    no_k = np.zeros(0, dtype=np.int64)
+    return _retrieval_scores(X, y, no_k, metric, chunk_size, True)["mean_auprc"]
+
+
+def _at_k_score(X, y, k, metric, chunk_size, name):
+    X = _check_embedding(X)
+    ks, is_scalar = _check_retrieval_k(k, X)
+    scores = _retrieval_scores(X, y, ks, metric, chunk_size, False)
+    values = np.array([scores[f"{name}@{k_value}"] for k_value in ks.tolist()])
+    return float(values[0]) if is_scalar else values
+
+
+def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
+    """Recall@k of a retrieval: fraction of queries with a positive among their k nearest.
+
+    Every item of ``X`` is a query against all the others; its positives are the other items
+    of its class. Ties in similarity are broken by index (the item that comes first in ``X``
+    ranks first). Queries without a positive are excluded (``UserWarning``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    k : int or list of int, default=1
+        Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+
+    Returns
+    -------
+    recall : float or ndarray of shape (len(k),)
+        A float for an int ``k``, else one value per ``k`` (all from one pass).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import recall_at_k_score
+    >>> X = np.array([[0.0], [1.0], [1.5], [3.0]])
+    >>> recall_at_k_score(X, [0, 1, 0, 1], k=[1, 2], metric="euclidean")
+    array([0.  , 0.75])
+    """
+    return _at_k_score(X, y, k, metric, chunk_size, "recall")
+
+
+def precision_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
+    """Precision@k of a retrieval: mean over queries of (positives among the k nearest) / k.
+
+    Same conventions as :func:`recall_at_k_score` (ties by index, queries without a positive
+    excluded with a ``UserWarning``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    k : int or list of int, default=1
+        Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+
+    Returns
+    -------
+    precision : float or ndarray of shape (len(k),)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import precision_at_k_score
+    >>> X = np.array([[0.0], [0.1], [1.0], [1.1]])
+    >>> precision_at_k_score(X, [0, 0, 1, 1], k=2, metric="euclidean")
+    0.5
+    """
+    return _at_k_score(X, y, k, metric, chunk_size, "precision")

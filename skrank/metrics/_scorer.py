@@ -1,0 +1,282 @@
+"""Scorers for ``GridSearchCV(scoring=...)`` and ``cross_val_score``.
+
+Protocol
+--------
+A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = better.
+
+- An *embedder* is an estimator with ``transform`` and no ``decision_function``. Retrieval
+  metrics score ``transform(X)`` against ``y`` (every item a query against the others).
+  The metric space is the scorer's ``metric`` when given; otherwise the estimator's class
+  attribute ``_retrieval_metric`` ("cosine" or "euclidean"; for a ``Pipeline``, that of its
+  final step) if it has one; otherwise "euclidean".
+- A *classifier* is an estimator with ``decision_function`` (n_samples, n_labels) or
+  ``predict_top_k``, and ``classes_``. "recall@k" and "precision@k" are then
+  :func:`top_k_recall_score` and :func:`top_k_precision_score`. If it has
+  ``predict_top_k(X, k)``, returning an (n, k) array of labels from ``classes_`` (best
+  first), that is used instead of the full score matrix.
+- "tpr@fpr=a" scores all pairs ``i < j`` of ``X`` (positive pair: same class): pair scores
+  are ``estimator.pairwise_similarity(X)`` (an (n, n) matrix) if the estimator has it,
+  else the similarity of ``transform(X)`` in the metric space above.
+"""
+
+import re
+
+import numpy as np
+from scipy import sparse
+from sklearn.metrics import get_scorer as _sklearn_get_scorer
+from sklearn.pipeline import Pipeline
+
+from ._labels import (
+    check_label_scores,
+    check_label_targets,
+    label_columns,
+    mean_top_k_scores,
+    top_k_hits,
+)
+from ._ranking import pairwise_roc_score
+from ._retrieval import (
+    mean_auprc_score,
+    precision_at_k_score,
+    recall_at_k_score,
+    similarity_matrix,
+)
+from ._topk import top_k_indices
+from ._validation import check_fpr
+
+_TOP_K_NAME = re.compile(r"(recall|precision)@(\d+)")
+_TPR_NAME = re.compile(r"tpr@fpr=(.+)")
+_NAME_FORMS = "'mean_auprc', 'recall@K', 'precision@K' (K a positive integer), 'tpr@fpr=A'"
+
+
+def _retrieval_metric(estimator, metric):
+    if metric is not None:
+        return metric
+    final = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+    return getattr(final, "_retrieval_metric", "euclidean")
+
+
+def _scores_labels(estimator):
+    """Whether the estimator ranks labels (a classifier) rather than embedding items."""
+    return hasattr(estimator, "decision_function") or hasattr(estimator, "predict_top_k")
+
+
+def _embed(estimator, X, name):
+    if _scores_labels(estimator):
+        raise ValueError(
+            f"The scorer {name!r} scores an embedding (an estimator with transform and no "
+            f"decision_function); {type(estimator).__name__} ranks labels (it has "
+            "decision_function or predict_top_k): it is a classifier."
+        )
+    if not hasattr(estimator, "transform"):
+        raise ValueError(
+            f"The scorer {name!r} needs an estimator with transform; "
+            f"{type(estimator).__name__} has none."
+        )
+    return estimator.transform(X)
+
+
+class _RankingScorer:
+    """Base of the skrank scorers: a picklable ``scorer(estimator, X, y) -> float``."""
+
+    def __init__(self, name, metric=None):
+        self.name = name
+        self.metric = metric
+
+    def __repr__(self):
+        metric = "" if self.metric is None else f", metric={self.metric!r}"
+        return f"skrank.metrics.get_scorer({self.name!r}{metric})"
+
+    def __call__(self, estimator, X, y, **kwargs):
+        if kwargs:
+            raise TypeError(
+                f"The scorer {self.name!r} takes no extra arguments; got {sorted(kwargs)}."
+            )
+        return float(self._score(estimator, X, y))
+
+
+class _EmbeddingScorer(_RankingScorer):
+    """``score_func(transform(X), y, metric=..., **kwargs)`` for an embedder."""
+
+    def __init__(self, name, score_func, metric=None, **kwargs):
+        super().__init__(name, metric)
+        self.score_func = score_func
+        self.kwargs = kwargs
+
+    def __repr__(self):
+        if self.name is not None:
+            return super().__repr__()
+        arguments = [self.score_func.__name__, f"metric={self.metric!r}"]
+        arguments += [f"{key}={value!r}" for key, value in self.kwargs.items()]
+        return f"skrank.metrics.make_retrieval_scorer({', '.join(arguments)})"
+
+    def _score(self, estimator, X, y):
+        embedding = _embed(estimator, X, self.name or self.score_func.__name__)
+        metric = _retrieval_metric(estimator, self.metric)
+        return self.score_func(embedding, y, metric=metric, **self.kwargs)
+
+
+class _TopKScorer(_EmbeddingScorer):
+    """Recall@k / Precision@k: over labels for a classifier, over retrieval for an embedder."""
+
+    def __init__(self, name, kind, k, metric=None):
+        score_func = recall_at_k_score if kind == "recall" else precision_at_k_score
+        super().__init__(name, score_func, metric, k=k)
+        self.kind = kind
+        self.k = k
+
+    def _score(self, estimator, X, y):
+        if not _scores_labels(estimator):
+            return super()._score(estimator, X, y)
+        classes = np.asarray(estimator.classes_)
+        if hasattr(estimator, "predict_top_k"):
+            top_labels = np.asarray(estimator.predict_top_k(X, self.k))
+            if top_labels.ndim != 2 or top_labels.shape[1] != self.k:
+                raise ValueError(
+                    f"predict_top_k(X, {self.k}) must return an array of shape "
+                    f"(n_samples, {self.k}); got {top_labels.shape}."
+                )
+            top_k = label_columns(top_labels, classes)
+        else:
+            scores = check_label_scores(
+                estimator.decision_function(X), input_name="decision_function(X)"
+            )
+            if scores.shape[1] != len(classes):
+                raise ValueError(
+                    f"The scorer {self.name!r} needs decision_function scores of shape "
+                    f"(n_samples, {len(classes)}); got {scores.shape}."
+                )
+            top_k = top_k_indices(scores, self.k)
+        multilabel = sparse.issparse(y) or np.ndim(y) == 2
+        targets = check_label_targets(y, len(classes), None if multilabel else classes)
+        hits, n_true = top_k_hits(targets, top_k)
+        return mean_top_k_scores(hits, n_true, np.array([self.k]), self.kind)[0]
+
+
+class _PairROCScorer(_RankingScorer):
+    """TPR at a fixed FPR over all pairs ``i < j`` of the scored set."""
+
+    def __init__(self, name, fpr, metric=None):
+        super().__init__(name, metric)
+        self.fpr = fpr
+
+    def _score(self, estimator, X, y):
+        if hasattr(estimator, "pairwise_similarity"):
+            similarity = estimator.pairwise_similarity(X)
+        else:
+            embedding = _embed(estimator, X, self.name)
+            similarity = similarity_matrix(embedding, _retrieval_metric(estimator, self.metric))
+        return pairwise_roc_score(similarity, y, self.fpr)
+
+
+def _parse_tpr_name(name, match):
+    try:
+        fpr = float(match.group(1))
+    except ValueError:
+        raise ValueError(
+            f"Malformed scorer name {name!r}: {match.group(1)!r} is not a number."
+        ) from None
+    check_fpr(fpr)
+    return fpr
+
+
+def get_scorer(scoring, *, metric=None):
+    """A scorer ``scorer(estimator, X, y)`` for ``GridSearchCV`` and ``cross_val_score``.
+
+    Understands the ranking metrics below and falls back to
+    :func:`sklearn.metrics.get_scorer` for any other name (or a callable). Pass the result as
+    ``scoring=`` (names like "recall@10" are not known to scikit-learn itself); several
+    scorers go in a dict, e.g. ``scoring={"map": get_scorer("mean_auprc"), ...}``.
+
+    - ``"mean_auprc"``: :func:`mean_auprc_score` of ``transform(X)`` (embedders only; a
+      classifier raises ValueError).
+    - ``"recall@K"``, ``"precision@K"``: for a classifier (``decision_function`` or
+      ``predict_top_k``), the label metrics :func:`top_k_recall_score` /
+      :func:`top_k_precision_score` (using ``predict_top_k(X, K)`` when the estimator has
+      it); for an embedder, the retrieval
+      metrics :func:`recall_at_k_score` / :func:`precision_at_k_score` of ``transform(X)``.
+    - ``"tpr@fpr=A"``: :func:`pairwise_roc_score` at FPR ``A`` over all pairs of ``X``, with
+      pair scores from ``estimator.pairwise_similarity(X)`` or else from the embedding. It
+      holds the (n, n) similarity matrix of the scored set: memory O(n^2).
+
+    The metric space of an embedding is ``metric`` if given, else the estimator's (or a
+    pipeline's final step's) ``_retrieval_metric`` class attribute, else "euclidean".
+
+    Parameters
+    ----------
+    scoring : str or callable
+        A name as above, a scikit-learn scorer name, or a callable (returned unchanged).
+    metric : {"cosine", "euclidean"} or callable, default=None
+        Metric space of embeddings, for the skrank ranking scorers only.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y) -> float``, picklable.
+
+    Raises
+    ------
+    ValueError
+        For a malformed ranking name (e.g. "recall@0", "tpr@fpr=2") or an unknown name.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.decomposition import PCA
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from skrank.metrics import get_scorer
+    >>> X, y = load_iris(return_X_y=True)
+    >>> search = GridSearchCV(PCA(), {"n_components": [1, 2]}, scoring=get_scorer("recall@5"))
+    >>> search.fit(X, y).best_params_
+    {'n_components': 2}
+    """
+    if not isinstance(scoring, str):
+        return _sklearn_get_scorer(scoring)
+    if scoring == "mean_auprc":
+        return _EmbeddingScorer(scoring, mean_auprc_score, metric)
+    top_k = _TOP_K_NAME.fullmatch(scoring)
+    if top_k:
+        k = int(top_k.group(2))
+        if k < 1:
+            raise ValueError(f"Malformed scorer name {scoring!r}: k must be >= 1.")
+        return _TopKScorer(scoring, top_k.group(1), k, metric)
+    tpr = _TPR_NAME.fullmatch(scoring)
+    if tpr:
+        return _PairROCScorer(scoring, _parse_tpr_name(scoring, tpr), metric)
+    if "@" in scoring:
+        raise ValueError(
+            f"Malformed scorer name {scoring!r}; the ranking scorers are {_NAME_FORMS}."
+        )
+    return _sklearn_get_scorer(scoring)
+
+
+def make_retrieval_scorer(score_func, *, metric=None, **kwargs):
+    """Make a scorer from a retrieval metric of an embedding.
+
+    The scorer computes ``score_func(estimator.transform(X), y, metric=m, **kwargs)`` where
+    ``m`` is ``metric`` if given, else the estimator's ``_retrieval_metric`` class attribute
+    (for a ``Pipeline``, its final step's), else "euclidean". Only embedders (``transform``
+    and no ``decision_function``) can be scored.
+
+    Parameters
+    ----------
+    score_func : callable
+        ``score_func(X, y, *, metric, **kwargs) -> float``, higher = better, e.g.
+        :func:`mean_auprc_score` or :func:`recall_at_k_score`. A module-level function keeps
+        the scorer picklable (needed by ``GridSearchCV(n_jobs>1)``).
+    metric : {"cosine", "euclidean"} or callable, default=None
+        Metric space of the embedding.
+    **kwargs
+        Further keyword arguments of ``score_func`` (e.g. ``k=5``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y) -> float``.
+
+    Examples
+    --------
+    >>> from skrank.metrics import make_retrieval_scorer, precision_at_k_score
+    >>> make_retrieval_scorer(precision_at_k_score, metric="cosine", k=5)
+    skrank.metrics.make_retrieval_scorer(precision_at_k_score, metric='cosine', k=5)
+    """
+    return _EmbeddingScorer(None, score_func, metric, **kwargs)

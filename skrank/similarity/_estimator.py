@@ -1,0 +1,583 @@
+"""The PointwiseROCSimilarity estimator: a thin shell over the pair statistics and the solvers."""
+
+import copy
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from .._compat import Interval, StrOptions, _fit_context
+from ..metrics import pairwise_roc_score
+from ..pairs import (
+    PairStatistics,
+    negative_pair_outer_mean,
+    sample_negative_pairs,
+    sample_negative_tuples,
+)
+from ._pair_scores import (
+    CALIBRATION_PAIRS,
+    RESERVOIR_ITEMS,
+    ItemReservoir,
+    bilinear_similarity,
+    bilinear_similarity_matrix,
+    negative_pair_similarities,
+    threshold_at_fpr,
+)
+from ._solvers import feasible_alpha_range, solve_cvxpy, solve_kkt
+
+
+class PointwiseROCSimilarity(BaseEstimator):
+    """Bilinear similarity with the largest true-positive rate at a bounded negative risk.
+
+    Learns ``S_A(x, x') = (1 + x^T A x') / 2`` on L2-normalised inputs by solving problem (6) of
+    Vogel, Bellet & Clémençon (2018), for the pairs ``i < j`` implied by class labels (a pair is
+    *positive* when both items share a class)::
+
+        maximise  mean S_A over positive pairs   (the positive risk, a true-positive rate)
+        subject to  mean S_A over negative pairs <= alpha + tolerance,   ||A||_F <= 1.
+
+    With ``P`` and ``N`` the mean symmetrised outer products ``(x_i x_j^T + x_j x_i^T) / 2`` over
+    positive and negative pairs, this is ``max <P, A> s.t. <N, A> <= beta, ||A||_F <= 1`` with
+    ``beta = 2 (alpha + tolerance) - 1``, solved in closed form from its KKT conditions
+    (:func:`~skrank.similarity.solve_kkt`) or by cvxpy. ``P`` and ``N`` are computed exactly from
+    the class sums and the Gram matrix in ``O(n d^2)`` time, with no loop over the ``n^2`` pairs,
+    and can be accumulated over chunks with :meth:`partial_fit`.
+
+    **What alpha means.** For this bilinear similarity, ``alpha`` bounds the *mean similarity of
+    negative pairs* (the negative risk), not the false-positive rate at any threshold: the ROC
+    point the solution reaches is only known a posteriori. Smaller ``alpha`` uses more of the
+    information in the negative pairs and favours the low-false-positive end of the ROC curve;
+    larger ``alpha`` favours the high end. To act on pairs, the estimator calibrates a decision
+    threshold on the training negative pairs at the false-positive rate ``threshold_fpr``.
+
+    **Feasible alpha.** The smallest mean negative similarity any ``A`` of the unit ball reaches
+    is ``(1 - ||N||_F) / 2``, so the problem is feasible if and only if
+    ``alpha >= (1 - ||N||_F) / 2 - tolerance`` (a clear error says so otherwise;
+    :func:`~skrank.similarity.feasible_alpha_range` computes the range). ``alpha = 0.5`` (the
+    default) is feasible for any data. From ``alpha = (1 + <N, P> / ||P||_F) / 2 - tolerance``
+    on, the constraint is inactive and ``A = P / ||P||_F`` (see ``active_constraints_``). On
+    centred, normalised data (e.g. after PCA) negative pairs average near zero, ``||N||_F`` is
+    small and the interesting range of ``alpha`` is a narrow interval just below 0.5.
+
+    Parameters
+    ----------
+    alpha : float, default=0.5
+        Level of the negative-risk constraint, in [0, 1].
+    tolerance : float, default=0.0
+        Tolerance ``Phi >= 0`` added to ``alpha`` (the paper's allowance for the deviation of the
+        empirical negative risk from the true one).
+    negatives : {"all", "pairs", "tuples"}, default="all"
+        Estimate of ``N`` in the constraint: exact over all negative pairs, or the incomplete
+        U-statistic of ``n_samples`` negative pairs drawn uniformly with replacement ("pairs"), or
+        of ``n_samples`` K-tuples holding one random item per class ("tuples"; see
+        :mod:`skrank.pairs`). ``P`` is always exact. The sampled estimates follow Section 4 of the
+        paper; for this bilinear similarity the exact ``N`` is as cheap as ``P``, so sampling
+        only changes the solution, not the cost. :meth:`partial_fit` supports "all" only.
+    n_samples : int, default=None
+        Number of pairs or tuples drawn when ``negatives`` is "pairs" or "tuples" (required
+        then; ignored for "all").
+    solver : {"auto", "kkt", "cvxpy"}, default="auto"
+        "kkt" is the exact closed form (:func:`~skrank.similarity.solve_kkt`); "cvxpy" solves the
+        same problem with cvxpy (optional dependency, ``pip install "skrank[solvers]"``, hundreds
+        of times slower). "auto" uses "kkt".
+    normalize : bool, default=True
+        L2-normalise every input row (fit and prediction alike), so that similarities lie in
+        [0, 1]. Rows of zero norm are then an error. With False, inputs are used as they are;
+        similarities stay in [0, 1] only for rows of norm at most 1.
+    threshold_fpr : float, default=0.05
+        Target false-positive rate, in (0, 1), of the decision threshold ``threshold_`` used by
+        :meth:`predict` and :meth:`decision_function`, and the false-positive rate at which
+        :meth:`score` reads the true-positive rate.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the pair or tuple samples, of the sample of negative pairs used for the threshold
+        when there are more than 250,000 of them, and of the item reservoir of
+        :meth:`partial_fit`.
+
+    Attributes
+    ----------
+    A_ : ndarray of shape (n_features_in_, n_features_in_)
+        The matrix of the learned similarity (symmetric, ``||A_||_F <= 1``).
+    P_ : ndarray of shape (n_features_in_, n_features_in_)
+        Mean symmetrised outer product over the positive training pairs (exact).
+    N_ : ndarray of shape (n_features_in_, n_features_in_)
+        The estimate of the same over negative pairs used in the constraint (exact, or sampled
+        per ``negatives``).
+    beta_ : float
+        The bound ``2 (alpha + tolerance) - 1`` on ``<N_, A_>``.
+    lambda_ : float
+        Dual variable of the negative-risk constraint (0 when inactive).
+    gamma_ : float
+        Dual variable of the norm constraint ``<A, A> <= 1``.
+    active_constraints_ : tuple of str
+        The constraints that hold with equality at the solution, among ``"negative_risk"`` and
+        ``"norm"``.
+    positive_risk_ : float
+        Mean similarity over all positive training pairs, ``(1 + <P_, A_>) / 2``.
+    negative_risk_ : float
+        Mean similarity over all negative training pairs (exact even when ``N_`` is sampled).
+    threshold_ : float or None
+        Decision threshold: a pair is predicted similar when its similarity exceeds it. At most a
+        fraction ``threshold_fpr`` of the training negative pairs do: it is the exact quantile
+        when there are at most 250,000 negative pairs, else the quantile over 250,000 negative
+        pairs drawn uniformly with replacement (the achieved training rate then has a standard
+        error of about ``sqrt(threshold_fpr (1 - threshold_fpr) / 250000)``, 4.4e-4 at 5%).
+        After :meth:`partial_fit` the negative pairs are those among a uniform sample (reservoir)
+        of at most 2,000 of the items seen (None, with a warning, in the rare case where the
+        reservoir holds a single class). :meth:`calibrate_threshold` recalibrates it on other
+        data.
+    classes_ : ndarray of shape (2,)
+        Labels predicted for pairs: 0 (different classes) and 1 (same class).
+    item_classes_ : ndarray of shape (n_item_classes,)
+        Class labels of the training items, in the order of their class codes.
+    pair_statistics_ : skrank.pairs.PairStatistics
+        Class counts, class sums and Gram matrix of the (normalised) training items.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when ``X`` has string feature names.
+
+    See Also
+    --------
+    skrank.similarity.solve_kkt : The closed-form solver.
+    skrank.pairs.PairStatistics : The streaming pair statistics.
+
+    References
+    ----------
+    Vogel, R., Bellet, A. & Clémençon, S. (2018). A Probabilistic Theory of Supervised Similarity
+    Learning for Pointwise ROC Curve Optimization. ICML.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank import PointwiseROCSimilarity
+    >>> rng = np.random.RandomState(0)
+    >>> y = np.repeat([0, 1, 2], 20)
+    >>> X = np.eye(3)[y] + 0.3 * rng.normal(size=(60, 3))
+    >>> model = PointwiseROCSimilarity(alpha=0.4).fit(X, y)
+    >>> model.active_constraints_
+    ('negative_risk', 'norm')
+    >>> round(model.negative_risk_, 6), round(model.positive_risk_, 3)
+    (0.4, 0.686)
+    >>> model.predict(np.stack([X[:2], X[[1, 30]]]))
+    array([1, 0])
+    """
+
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, 1, closed="both")],
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "negatives": [StrOptions({"all", "pairs", "tuples"})],
+        "n_samples": [Interval(Integral, 1, None, closed="left"), None],
+        "solver": [StrOptions({"auto", "kkt", "cvxpy"})],
+        "normalize": ["boolean"],
+        "threshold_fpr": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        alpha=0.5,
+        *,
+        tolerance=0.0,
+        negatives="all",
+        n_samples=None,
+        solver="auto",
+        normalize=True,
+        threshold_fpr=0.05,
+        random_state=None,
+    ):
+        self.alpha = alpha
+        self.tolerance = tolerance
+        self.negatives = negatives
+        self.n_samples = n_samples
+        self.solver = solver
+        self.normalize = normalize
+        self.threshold_fpr = threshold_fpr
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the similarity from items ``X`` with class labels ``y`` (pairs are implied).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training items.
+        y : array-like of shape (n_samples,)
+            Class labels (any hashable values); at least two classes, one with two items.
+
+        Returns
+        -------
+        self : PointwiseROCSimilarity
+            The fitted estimator.
+        """
+        if self.negatives != "all" and self.n_samples is None:
+            raise ValueError(
+                f'negatives="{self.negatives}" draws n_samples pairs or tuples: set n_samples to '
+                "a positive integer."
+            )
+        X, codes, item_classes = self._training_data(X, y, classes=None, reset=True)
+        rng = check_random_state(self.random_state)
+        statistics = PairStatistics(X.shape[1]).update(X, codes)
+        reservoir = ItemReservoir(RESERVOIR_ITEMS, X.shape[1]).update(X, codes, rng)
+        fitted = self._solve(
+            statistics, self._constraint_negative_matrix(statistics, X, codes, rng)
+        )
+        fitted["threshold_"] = self._threshold(X, codes, fitted["A_"], rng)
+        self._store(item_classes, statistics, reservoir, rng, fitted)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """Add a chunk of items to the exact pair statistics and re-solve.
+
+        The statistics (class sums and Gram matrix) of all chunks seen so far give the exact
+        ``P`` and ``N`` of all pairs of the whole stream, including pairs across chunks, so the
+        result equals :meth:`fit` on the concatenated data. Until the stream holds two classes and
+        a class with two items, chunks are only accumulated (the estimator is not fitted yet).
+        The threshold is calibrated on the negative pairs among a uniform sample of at most 2,000
+        of the items seen (kept in memory).
+
+        Only ``negatives="all"`` is supported: a uniform sample of all negative pairs of the
+        stream, or of K-tuples across it, needs every chunk at once, and for this similarity
+        the exact statistics are as cheap as the sampled ones anyway.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A chunk of items.
+        y : array-like of shape (n_samples,)
+            Their class labels. Labels unseen so far start new classes.
+        classes : array-like, default=None
+            Optional list of all class labels; when given, every label of ``y`` must be in it.
+
+        Returns
+        -------
+        self : PointwiseROCSimilarity
+            The updated estimator.
+        """
+        if self.negatives != "all":
+            raise ValueError(
+                f'partial_fit supports negatives="all" only (got "{self.negatives}"): sampling '
+                "pairs uniformly from all pairs of a stream needs the whole sample at once, and "
+                "the exact statistics cost no more here. Use fit for sampled negatives."
+            )
+        first_call = not hasattr(self, "pair_statistics_")
+        X, codes, item_classes = self._training_data(
+            X,
+            y,
+            classes=classes,
+            reset=first_call,
+            known_classes=getattr(self, "item_classes_", None),
+        )
+        if first_call:
+            rng = check_random_state(self.random_state)
+            statistics = PairStatistics(X.shape[1])
+            reservoir = ItemReservoir(RESERVOIR_ITEMS, X.shape[1])
+        else:
+            rng = self._random_state
+            statistics = copy.deepcopy(self.pair_statistics_)
+            reservoir = copy.deepcopy(self._reservoir)
+        statistics.update(X, codes)
+        reservoir.update(X, codes, rng)
+        fitted = {}
+        if statistics.n_positive_pairs and statistics.n_negative_pairs:
+            fitted = self._solve(statistics, statistics.negative_matrix())
+            fitted["threshold_"] = self._reservoir_threshold(reservoir, fitted["A_"], rng)
+        self._store(item_classes, statistics, reservoir, rng, fitted)
+        return self
+
+    def _training_data(self, X, y, *, classes, reset, known_classes=None):
+        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
+        check_classification_targets(y)
+        item_classes, codes = _encode_labels(y, known_classes, classes)
+        return self._normalized(X), codes, item_classes
+
+    def _normalized(self, X, input_name="X"):
+        if not self.normalize:
+            return X
+        norms = np.linalg.norm(X, axis=-1, keepdims=True)
+        if not np.all(norms > 0):
+            zero_rows = np.unique(np.argwhere(norms[..., 0] == 0)[:, 0])
+            raise ValueError(
+                f"{input_name} has rows of zero norm, which normalize=True cannot L2-normalise "
+                f"(first indices: {zero_rows[:5].tolist()}). Remove them or set normalize=False."
+            )
+        return X / norms
+
+    def _constraint_negative_matrix(self, statistics, X, codes, rng):
+        if self.negatives == "all":
+            return statistics.negative_matrix()
+        sampler = sample_negative_pairs if self.negatives == "pairs" else sample_negative_tuples
+        return negative_pair_outer_mean(X, sampler(codes, self.n_samples, random_state=rng))
+
+    def _solve(self, statistics, N):
+        P = statistics.positive_matrix()
+        beta = 2.0 * (self.alpha + self.tolerance) - 1.0
+        if beta < -np.linalg.norm(N):
+            low, high = feasible_alpha_range(N, self.tolerance)
+            raise ValueError(
+                f"alpha={self.alpha} is infeasible for this training data: no similarity of the "
+                f"model has a mean negative-pair similarity below alpha + tolerance. With "
+                f"tolerance={self.tolerance}, the feasible alpha are [{low:.6g}, {high:g}]."
+            )
+        solve = solve_cvxpy if self.solver == "cvxpy" else solve_kkt
+        solution = solve(P, N, beta)
+        A = (solution.A + solution.A.T) / 2
+        active = (("negative_risk",) if solution.risk_active else ()) + (
+            ("norm",) if solution.norm_active else ()
+        )
+        return {
+            "A_": A,
+            "P_": P,
+            "N_": N,
+            "beta_": beta,
+            "lambda_": solution.lambda_,
+            "gamma_": solution.gamma_,
+            "active_constraints_": active,
+            "positive_risk_": (1.0 + float(np.vdot(P, A))) / 2.0,
+            "negative_risk_": (1.0 + float(np.vdot(statistics.negative_matrix(), A))) / 2.0,
+        }
+
+    def _threshold(self, X, codes, A, rng):
+        scores = negative_pair_similarities(
+            X, codes, A, max_pairs=CALIBRATION_PAIRS, random_state=rng
+        )
+        return threshold_at_fpr(scores, self.threshold_fpr)
+
+    def _reservoir_threshold(self, reservoir, A, rng):
+        if np.unique(reservoir.class_codes).shape[0] > 1:
+            return self._threshold(reservoir.items, reservoir.class_codes, A, rng)
+        warnings.warn(
+            "The reservoir of items kept for calibrating the threshold holds a single class, so "
+            "threshold_ is unset (None) until calibrate_threshold(X, y) is called with data of "
+            "several classes.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+
+    def _store(self, item_classes, statistics, reservoir, rng, fitted):
+        self.item_classes_ = item_classes
+        self.pair_statistics_ = statistics
+        self._reservoir = reservoir
+        self._random_state = rng
+        self.classes_ = np.array([0, 1])
+        for name, value in fitted.items():
+            setattr(self, name, value)
+
+    def _check_fitted(self):
+        check_is_fitted(
+            self,
+            "A_",
+            msg=(
+                "This %(name)s instance is not fitted yet: call fit, or partial_fit until the data "
+                "seen hold two classes and a class with two items."
+            ),
+        )
+
+    def calibrate_threshold(self, X, y):
+        """Recalibrate ``threshold_`` at ``threshold_fpr`` on the negative pairs of ``(X, y)``.
+
+        Use held-out data for an unbiased false-positive rate, or new data after
+        :meth:`partial_fit`. ``A_`` is unchanged. All negative pairs are used up to 250,000 of
+        them, beyond that 250,000 pairs drawn uniformly (seeded by ``random_state``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Their class labels; at least two classes.
+
+        Returns
+        -------
+        self : PointwiseROCSimilarity
+            The estimator with the new threshold.
+        """
+        self._check_fitted()
+        X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
+        check_classification_targets(y)
+        _, codes = _encode_labels(y)
+        rng = check_random_state(self.random_state)
+        self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
+        return self
+
+    def similarity(self, X1, X2):
+        """Similarity of each pair of rows ``(X1[i], X2[i])``.
+
+        Parameters
+        ----------
+        X1, X2 : array-like of shape (n_pairs, n_features)
+            First and second items of the pairs.
+
+        Returns
+        -------
+        similarity : ndarray of shape (n_pairs,)
+            ``(1 + x1^T A_ x2) / 2``, in [0, 1] for normalised inputs.
+        """
+        self._check_fitted()
+        X1 = self._normalized(validate_data(self, X1, reset=False, dtype=np.float64), "X1")
+        X2 = self._normalized(validate_data(self, X2, reset=False, dtype=np.float64), "X2")
+        if X1.shape[0] != X2.shape[0]:
+            raise ValueError(
+                f"X1 and X2 must have the same number of rows, got {X1.shape[0]} and {X2.shape[0]}."
+            )
+        return bilinear_similarity(X1, X2, self.A_)
+
+    def pairwise_similarity(self, X, Y=None):
+        """Similarities of all pairs of rows of ``X`` and ``Y`` (``Y = X`` when None).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+        Y : array-like of shape (n_samples_Y, n_features), default=None
+
+        Returns
+        -------
+        similarity : ndarray of shape (n_samples_X, n_samples_Y)
+            ``(1 + x_i^T A_ y_j) / 2``.
+        """
+        self._check_fitted()
+        X = self._normalized(validate_data(self, X, reset=False, dtype=np.float64))
+        if Y is None:
+            return bilinear_similarity_matrix(X, X, self.A_)
+        Y = self._normalized(validate_data(self, Y, reset=False, dtype=np.float64), "Y")
+        return bilinear_similarity_matrix(X, Y, self.A_)
+
+    def _pair_similarity(self, pairs):
+        self._check_fitted()
+        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
+        if pairs.ndim != 3 or pairs.shape[1] != 2:
+            raise ValueError(
+                "pairs must be an array of shape (n_pairs, 2, n_features) holding the two items "
+                f"of each pair, got shape {pairs.shape}."
+            )
+        if pairs.shape[2] != self.n_features_in_:
+            raise ValueError(
+                f"pairs have {pairs.shape[2]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        pairs = self._normalized(pairs, "pairs")
+        return bilinear_similarity(pairs[:, 0], pairs[:, 1], self.A_)
+
+    def decision_function(self, pairs):
+        """Similarity of each pair minus ``threshold_`` (positive: predicted similar).
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            The two items of each pair.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+        """
+        similarity = self._pair_similarity(pairs)
+        if self.threshold_ is None:
+            raise NotFittedError(
+                "threshold_ is not calibrated (the item reservoir of partial_fit held a single "
+                "class): call calibrate_threshold(X, y)."
+            )
+        return similarity - self.threshold_
+
+    def predict(self, pairs):
+        """Predict whether the items of each pair share a class.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            The two items of each pair.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_pairs,)
+            1 when the similarity exceeds ``threshold_`` (same class), else 0.
+        """
+        is_similar = self.decision_function(pairs) > 0
+        return self.classes_[is_similar.astype(np.int64)]
+
+    def score(self, X, y):
+        """True-positive rate at false-positive rate ``threshold_fpr`` over all pairs of (X, y).
+
+        Pairs ``i < j`` are positive when ``y[i] == y[j]``; the ROC curve of their similarities
+        is read at ``threshold_fpr`` (:func:`skrank.metrics.pairwise_roc_score`), independently of
+        ``threshold_``. Needs ``n_samples^2`` memory.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        score : float
+            TPR at FPR = ``threshold_fpr``.
+        """
+        return pairwise_roc_score(self.pairwise_similarity(X), y, self.threshold_fpr)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+def _encode_labels(y, known_classes=None, declared_classes=None):
+    """Class list and integer codes of ``y``; new labels are appended to ``known_classes``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels.
+    known_classes : ndarray or None
+        Classes seen before, whose codes must not change.
+    declared_classes : array-like or None
+        All allowed labels (``partial_fit``'s ``classes``); declared labels join the class list.
+
+    Returns
+    -------
+    classes : ndarray
+        Known classes followed by the new ones (sorted).
+    codes : ndarray of shape (n_samples,)
+        Index of each label in ``classes``.
+    """
+    present, inverse = np.unique(y, return_inverse=True)
+    candidates = present
+    if declared_classes is not None:
+        declared = np.unique(np.asarray(declared_classes))
+        _check_same_label_kind(declared, present, "classes")
+        undeclared = np.setdiff1d(present, declared)
+        if undeclared.size:
+            raise ValueError(f"y contains labels not in classes: {undeclared[:5].tolist()}.")
+        candidates = declared
+    if known_classes is None:
+        classes = candidates
+    else:
+        _check_same_label_kind(known_classes, candidates, "the labels seen before")
+        known = set(known_classes.tolist())
+        new = [label for label in candidates.tolist() if label not in known]
+        classes = np.concatenate([known_classes, np.asarray(new)]) if new else known_classes
+    index = {label: code for code, label in enumerate(classes.tolist())}
+    codes = np.array([index[label] for label in present.tolist()], dtype=np.int64)
+    return classes, codes[inverse.ravel()]
+
+
+def _check_same_label_kind(reference, labels, reference_name):
+    """Numbers, text and other objects must not mix: numpy would turn numbers into text."""
+    kinds = [
+        {"b": "number", "i": "number", "u": "number", "f": "number", "U": "text"}.get(
+            array.dtype.kind, "object"
+        )
+        for array in (reference, labels)
+    ]
+    if kinds[0] != kinds[1]:
+        raise TypeError(
+            f"Labels of y are of type {labels.dtype} but {reference_name} are of type "
+            f"{reference.dtype}; use labels of one type."
+        )

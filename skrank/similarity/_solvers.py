@@ -1,0 +1,297 @@
+"""Solvers of the pointwise ROC problem for norm-constrained bilinear similarities.
+
+For the similarity ``S_A(x, x') = (1 + x^T A x') / 2`` the empirical problem (6) of Vogel, Bellet
+& Clémençon (2018) reads (their Appendix B.1)::
+
+    maximise <P, A>   subject to   <N, A> <= beta,   ||A||_F <= 1,
+
+with ``beta = 2 (alpha + tolerance) - 1``, ``P`` and ``N`` the mean symmetrised outer products
+over positive and negative pairs and ``<., .>`` the Frobenius inner product. It is feasible if and
+only if ``beta >= -||N||_F`` (the smallest value of ``<N, A>`` on the unit ball).
+
+:func:`solve_kkt` solves the KKT conditions in closed form; :func:`solve_cvxpy` hands the same
+problem to cvxpy (an optional dependency). Both return a :class:`NeymanPearsonSolution` with the
+dual variables ``lambda_`` (of ``<N, A> <= beta``) and ``gamma_`` (of ``<A, A> <= 1``), for which
+stationarity reads ``P - lambda_ N = 2 gamma_ A``.
+"""
+
+from numbers import Real
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["NeymanPearsonSolution", "feasible_alpha_range", "solve_cvxpy", "solve_kkt"]
+
+# Below this fraction of ||P||_F, the part of P orthogonal to N is taken for rounding noise.
+_COLLINEAR_RTOL = 1e-10
+# A constraint counts as active when it holds with equality up to this relative tolerance (loose
+# enough for interior-point solutions).
+_ACTIVE_RTOL = 1e-6
+_CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10}
+
+
+class NeymanPearsonSolution(NamedTuple):
+    """Solution of ``max <P, A> s.t. <N, A> <= beta, ||A||_F <= 1``.
+
+    Attributes
+    ----------
+    A : ndarray of shape (n_features, n_features)
+        The optimal matrix.
+    lambda_ : float
+        Dual variable of the negative-risk constraint ``<N, A> <= beta`` (the trailing underscore
+        avoids the keyword ``lambda``).
+    gamma_ : float
+        Dual variable of the norm constraint ``<A, A> <= 1``.
+    risk_active : bool
+        Whether ``<N, A> = beta`` at the solution.
+    norm_active : bool
+        Whether ``||A||_F = 1`` at the solution.
+    case : str
+        How the solution was obtained. :func:`solve_kkt` gives the case of Appendix B.1:
+        ``"inactive"`` (``A = P / ||P||_F``), ``"active"`` (both constraints active),
+        ``"collinear"`` (``P`` a positive multiple of ``N``), ``"zero_positive"`` (``P = 0``) or
+        ``"single_point"`` (``beta = -||N||_F``: the feasible set is the single point
+        ``-N / ||N||_F`` and no finite dual variables exist). :func:`solve_cvxpy` gives
+        ``"cvxpy: <status>"``.
+    """
+
+    A: np.ndarray
+    lambda_: float
+    gamma_: float
+    risk_active: bool
+    norm_active: bool
+    case: str
+
+
+def _frobenius(matrix):
+    """Frobenius norm (``np.linalg.norm`` makes a squared copy; this does not)."""
+    return float(np.sqrt(np.vdot(matrix, matrix)))
+
+
+def _check_problem(P, N, beta):
+    P = np.asarray(P, dtype=np.float64)
+    N = np.asarray(N, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] != P.shape[1]:
+        raise ValueError(f"P must be a square matrix, got an array of shape {P.shape}.")
+    if N.shape != P.shape:
+        raise ValueError(f"N must have the shape of P {P.shape}, got {N.shape}.")
+    if not (np.isfinite(P).all() and np.isfinite(N).all()):
+        raise ValueError("P and N must be finite (they contain NaN or infinity).")
+    if isinstance(beta, bool) or not isinstance(beta, Real) or not np.isfinite(beta):
+        raise ValueError(f"beta must be a finite real number, got {beta!r}.")
+    return P, N, float(beta)
+
+
+def feasible_alpha_range(N, tolerance=0.0):
+    """Range of the level ``alpha`` for which the pointwise ROC problem is feasible.
+
+    The mean similarity over negative pairs, ``(1 + <N, A>) / 2``, is at least
+    ``(1 - ||N||_F) / 2`` on the unit ball, so the constraint ``(1 + <N, A>) / 2 <= alpha +
+    tolerance`` can be met if and only if ``alpha >= (1 - ||N||_F) / 2 - tolerance``. Every larger
+    ``alpha`` is feasible; from ``alpha = (1 + <N, P> / ||P||_F) / 2 - tolerance`` on, the
+    constraint is inactive and the solution no longer depends on ``alpha``.
+
+    Parameters
+    ----------
+    N : array-like of shape (n_features, n_features)
+        Mean symmetrised outer product over negative pairs.
+    tolerance : float, default=0.0
+        The tolerance ``Phi`` added to ``alpha``.
+
+    Returns
+    -------
+    low : float
+        Smallest feasible ``alpha``, clipped at 0.
+    high : float
+        Always 1.0: a similarity with values in [0, 1] meets any level ``alpha >= 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.similarity import feasible_alpha_range
+    >>> feasible_alpha_range(np.diag([0.6, 0.8]))
+    (0.0, 1.0)
+    >>> feasible_alpha_range(np.diag([0.3, 0.4]))
+    (0.25, 1.0)
+    """
+    low = (1.0 - _frobenius(np.asarray(N, dtype=np.float64))) / 2.0 - tolerance
+    return max(0.0, float(low)), 1.0
+
+
+def _check_feasible(N, beta):
+    norm_N = _frobenius(N)
+    if beta < -norm_N:
+        low = (1.0 - norm_N) / 2.0
+        raise ValueError(
+            f"Infeasible constraint level: beta = 2 (alpha + tolerance) - 1 = {beta:.6g} is below "
+            f"-||N||_F = {-norm_N:.6g}, the smallest mean negative score any A with ||A||_F <= 1 "
+            f"reaches. Feasible levels are alpha + tolerance >= (1 - ||N||_F) / 2 = {low:.6g}."
+        )
+
+
+def _active_constraints(N, beta, A):
+    scale = max(_frobenius(N), abs(beta))
+    risk_active = bool(np.vdot(N, A) >= beta - _ACTIVE_RTOL * scale)
+    norm_active = bool(_frobenius(A) >= 1.0 - _ACTIVE_RTOL)
+    return risk_active, norm_active
+
+
+def _solution(N, beta, A, lambda_, gamma_, case):
+    return NeymanPearsonSolution(
+        A, float(lambda_), float(gamma_), *_active_constraints(N, beta, A), case
+    )
+
+
+def solve_kkt(P, N, beta):
+    """Closed-form solution of the pointwise ROC problem (Appendix B.1 of the paper).
+
+    Solves ``max <P, A> s.t. <N, A> <= beta, ||A||_F <= 1`` with ``u = N / ||N||_F``,
+    ``rho = beta / ||N||_F`` and ``P_perp = P - <P, u> u``:
+
+    * ``P = 0``: every feasible ``A`` is optimal; the one of least norm is returned (``0`` if
+      ``beta >= 0``, else ``rho u``), with ``lambda_ = gamma_ = 0``;
+    * ``<P, u> <= rho ||P||_F`` (constraint inactive): ``A = P / ||P||_F``, ``lambda_ = 0``,
+      ``gamma_ = ||P||_F / 2``;
+    * ``P`` a positive multiple ``c N`` of ``N`` with the constraint active: every ``A`` with
+      ``<N, A> = beta`` in the ball is optimal; the one of least norm, ``rho u``, is returned, with
+      ``lambda_ = c`` and ``gamma_ = 0``;
+    * otherwise both constraints are active and ``A = (P - lambda_ N) / ||P - lambda_ N||_F`` with
+      ``lambda_ > 0`` the root of ``<N, P - lambda_ N> = beta ||P - lambda_ N||_F`` (a quadratic in
+      ``lambda_``, linear when ``beta = 0``). In closed form
+      ``A = rho u + sqrt(1 - rho^2) P_perp / ||P_perp||_F``,
+      ``gamma_ = ||P_perp||_F / (2 sqrt(1 - rho^2))`` and
+      ``lambda_ = (<P, u> - 2 gamma_ rho) / ||N||_F``, which avoids the cancellation of the
+      quadratic formula. At ``beta = -||N||_F`` the feasible set is the single point ``-u`` and
+      the dual variables are infinite.
+
+    Parameters
+    ----------
+    P : array-like of shape (n_features, n_features)
+        Mean symmetrised outer product over positive pairs.
+    N : array-like of shape (n_features, n_features)
+        Mean symmetrised outer product over negative pairs.
+    beta : float
+        Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``.
+
+    Returns
+    -------
+    solution : NeymanPearsonSolution
+        ``A``, the dual variables, the active constraints and the case.
+
+    Raises
+    ------
+    ValueError
+        If ``beta < -||N||_F`` (infeasible; the message gives the feasible levels) or the inputs
+        are malformed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.similarity import solve_kkt
+    >>> solution = solve_kkt(np.diag([1.0, 0.0]), np.diag([1.0, 1.0]), beta=0.0)
+    >>> solution.A.round(3), solution.case
+    (array([[ 0.707,  0.   ],
+           [ 0.   , -0.707]]), 'active')
+    """
+    P, N, beta = _check_problem(P, N, beta)
+    _check_feasible(N, beta)
+    norm_P, norm_N = _frobenius(P), _frobenius(N)
+    rho = min(1.0, beta / norm_N) if norm_N > 0 else 1.0
+    if norm_P <= _COLLINEAR_RTOL * norm_N or norm_P == 0:
+        A = np.zeros_like(P) if beta >= 0 else rho * N / norm_N
+        return _solution(N, beta, A, 0.0, 0.0, "zero_positive")
+    if np.vdot(N, P) <= beta * norm_P:
+        return _solution(N, beta, P / norm_P, 0.0, norm_P / 2, "inactive")
+    u = N / norm_N
+    along_u = np.vdot(P, u)
+    P_perp = P - along_u * u
+    norm_perp = _frobenius(P_perp)
+    if norm_perp <= _COLLINEAR_RTOL * norm_P:
+        return _solution(N, beta, rho * u, along_u / norm_N, 0.0, "collinear")
+    across = np.sqrt(max(0.0, 1.0 - rho**2))
+    if across == 0.0:
+        return _solution(N, beta, -u, np.inf, np.inf, "single_point")
+    gamma_ = norm_perp / (2 * across)
+    lambda_ = (along_u - 2 * gamma_ * rho) / norm_N
+    return _solution(N, beta, rho * u + across * P_perp / norm_perp, lambda_, gamma_, "active")
+
+
+def _import_cvxpy():
+    try:
+        import cvxpy
+    except ImportError as error:
+        raise ImportError(
+            'solver="cvxpy" needs the optional dependency cvxpy, which is not installed. '
+            'Install it with `pip install "skrank[solvers]"` or `pip install cvxpy`, or use '
+            'solver="kkt" (the exact closed form, much faster).'
+        ) from error
+    return cvxpy
+
+
+def _dual_value(constraint):
+    """A scalar constraint's dual variable (cvxpy may wrap it in a 1-element array)."""
+    return max(0.0, float(np.ravel(constraint.dual_value)[0]))
+
+
+def solve_cvxpy(P, N, beta, *, solver="CLARABEL", **solver_options):
+    """Solve the pointwise ROC problem with cvxpy (a second-order cone program).
+
+    The same problem as :func:`solve_kkt`, written as ``maximise <P, A> s.t. <N, A> <= beta,
+    ||A||_F <= 1`` over a general ``n_features x n_features`` matrix variable; the dual variable
+    ``mu`` of the norm constraint in this form gives ``gamma_ = mu / 2`` (at ``||A||_F = 1`` the
+    two forms have the same stationarity condition). Useful as an independent check of the closed
+    form and as a starting point for added constraints. When the optimum is not unique
+    (``P = 0``, or ``P`` a positive multiple of ``N``) the solver returns one optimal ``A``, not
+    necessarily the least-norm one of :func:`solve_kkt`.
+
+    Parameters
+    ----------
+    P : array-like of shape (n_features, n_features)
+        Mean symmetrised outer product over positive pairs.
+    N : array-like of shape (n_features, n_features)
+        Mean symmetrised outer product over negative pairs.
+    beta : float
+        Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``.
+    solver : str or None, default="CLARABEL"
+        cvxpy solver name; None lets cvxpy choose.
+    **solver_options
+        Passed to ``cvxpy.Problem.solve``. With Clarabel the duality-gap tolerances default to
+        ``tol_gap_abs = tol_gap_rel = 1e-10`` instead of Clarabel's 1e-8: where the norm
+        constraint alone is active, the error of ``A`` is of the order of the square root of the
+        objective's error, and 1e-8 leaves a relative error of ``A`` near 1e-4.
+
+    Returns
+    -------
+    solution : NeymanPearsonSolution
+        ``A``, the dual variables, the active constraints, and ``case = "cvxpy: <status>"``.
+
+    Raises
+    ------
+    ImportError
+        If cvxpy is not installed (install ``skrank[solvers]``).
+    ValueError
+        If ``beta < -||N||_F`` (infeasible; the message gives the feasible levels) or the inputs
+        are malformed.
+    RuntimeError
+        If the solver does not reach an optimal status.
+    """
+    cp = _import_cvxpy()
+    P, N, beta = _check_problem(P, N, beta)
+    _check_feasible(N, beta)
+    A = cp.Variable(P.shape)
+    risk_constraint = cp.sum(cp.multiply(N, A)) <= beta
+    norm_constraint = cp.norm(A, "fro") <= 1
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(P, A))), [risk_constraint, norm_constraint])
+    if solver == "CLARABEL":
+        solver_options = {**_CLARABEL_TOLERANCES, **solver_options}
+    problem.solve(solver=solver, **solver_options)
+    if problem.status != cp.OPTIMAL:
+        raise RuntimeError(f"cvxpy did not solve the problem to optimality: {problem.status}.")
+    return _solution(
+        N,
+        beta,
+        np.asarray(A.value),
+        _dual_value(risk_constraint),
+        _dual_value(norm_constraint) / 2,
+        f"cvxpy: {problem.status}",
+    )

@@ -1,0 +1,530 @@
+"""Tests of skrank.metrics against brute-force references (explicit loops, scikit-learn)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn import config_context
+from sklearn.metrics import average_precision_score, roc_curve, top_k_accuracy_score
+from sklearn.metrics.pairwise import cosine_similarity, euclidean_distances
+
+from skrank.metrics import (
+    auprc_score,
+    mean_auprc_score,
+    pair_scores_and_labels,
+    pairwise_roc_score,
+    pointwise_roc_score,
+    precision_at_k_score,
+    recall_at_k_score,
+    retrieval_scores,
+    top_k_precision_score,
+    top_k_recall_score,
+)
+from skrank.metrics._labels import top_k_hits
+from skrank.metrics._topk import top_k_indices
+
+# ---------------------------------------------------------------- brute-force references
+
+
+def brute_auprc(is_positive, scores):
+    """Mean over positives of #{positives scored >= s} / #{items scored >= s}."""
+    precisions = []
+    for i in np.flatnonzero(is_positive):
+        retrieved = scores >= scores[i]
+        precisions.append(np.sum(retrieved & is_positive) / np.sum(retrieved))
+    return np.mean(precisions)
+
+
+def brute_similarity(X, metric):
+    if metric == "cosine":
+        return cosine_similarity(X)
+    return -euclidean_distances(X, squared=True)
+
+
+def brute_retrieval(S, y, ks, auprc=brute_auprc):
+    """Per-query loop: AUPRC, and top-k by a stable sort on (-similarity, index)."""
+    aps, recalls, precisions = [], [], []
+    for query in range(len(y)):
+        others = np.delete(np.arange(len(y)), query)
+        is_positive = y[others] == y[query]
+        if not is_positive.any():
+            continue
+        aps.append(auprc(is_positive, S[query, others]))
+        ranked = sorted(others, key=lambda j: (-S[query, j], j))
+        recalls.append([any(y[j] == y[query] for j in ranked[:k]) for k in ks])
+        precisions.append([sum(y[j] == y[query] for j in ranked[:k]) / k for k in ks])
+    return np.mean(aps), np.mean(recalls, axis=0), np.mean(precisions, axis=0)
+
+
+def threshold_loop_roc_points(is_positive, scores):
+    """(FPR, TPR) at (0, 0) and at each distinct score, by an explicit threshold loop."""
+    points = [(0.0, 0.0)]
+    for threshold in np.unique(scores)[::-1]:
+        called = scores >= threshold
+        points.append((np.mean(called[~is_positive]), np.mean(called[is_positive])))
+    return points
+
+
+def tpr_on_polyline(points, fpr):
+    """The largest TPR of the ROC polyline (consecutive points joined) at ``fpr``."""
+    best = -1.0
+    for (f0, t0), (f1, t1) in zip(points[:-1], points[1:], strict=True):
+        if f0 <= fpr <= f1:
+            best = max(best, t1 if f1 == f0 else t0 + (fpr - f0) / (f1 - f0) * (t1 - t0))
+    return best
+
+
+def brute_tpr_at_fpr(is_positive, scores, fpr):
+    return tpr_on_polyline(threshold_loop_roc_points(is_positive, scores), fpr)
+
+
+def clustered(n_samples, n_features=5, n_classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(n_classes, size=n_samples)
+    X = rng.normal(size=(n_samples, n_features)) + 1.5 * rng.normal(size=(n_classes, n_features))[y]
+    return X, y
+
+
+def tied_integer_data(n_samples=40, seed=0):
+    """Small integer embeddings with duplicates: exact, heavily tied euclidean similarities."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-2, 3, size=(n_samples, 2)).astype(float)
+    y = rng.integers(3, size=n_samples)
+    return X, y
+
+
+# ---------------------------------------------------------------- auprc_score
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_auprc_equals_sklearn_average_precision_without_ties(seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=200)
+    y[:2] = [0, 1]
+    scores = rng.normal(size=200) + y
+    assert auprc_score(y, scores) == pytest.approx(average_precision_score(y, scores), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_auprc_counts_ties_fully(seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=60)
+    y[0] = 1
+    scores = rng.integers(4, size=60).astype(float)
+    expected = brute_auprc(y == 1, scores)
+    assert auprc_score(y, scores) == pytest.approx(expected, abs=1e-12)
+    permutation = rng.permutation(60)
+    assert auprc_score(y[permutation], scores[permutation]) == pytest.approx(expected, abs=1e-12)
+
+
+def test_auprc_tie_example_differs_from_positive_first_order():
+    # Tie of one positive and one negative at the top: precision 1/2, not 1.
+    assert auprc_score([1, 0, 0], [1.0, 1.0, 0.0]) == 0.5
+
+
+def test_auprc_degenerate_and_labels():
+    assert auprc_score([1, 1, 1], [0.1, 0.5, 0.2]) == 1.0
+    assert auprc_score([-1, 1, 1], [0.1, 0.5, 0.2]) == 1.0
+    assert auprc_score([True, False], [0.9, 0.1]) == 1.0
+    assert auprc_score(["cat", "dog", "cat"], [0.1, 0.9, 0.8], pos_label="dog") == 1.0
+    with pytest.raises(ValueError, match="no positive"):
+        auprc_score([0, 0, 0], [0.1, 0.5, 0.2])
+    with pytest.raises(ValueError, match="no positive"):
+        auprc_score(["a", "b"], [0.1, 0.5], pos_label="c")
+    with pytest.raises(ValueError, match="pos_label"):
+        auprc_score(["a", "b"], [0.1, 0.5])
+    with pytest.raises(ValueError, match="pos_label"):
+        auprc_score([0, 2], [0.1, 0.5])
+    with pytest.raises(ValueError, match="binary"):
+        auprc_score([0, 1, 2], [0.1, 0.5, 0.2])
+
+
+@pytest.mark.parametrize(
+    "y_true, y_score, message",
+    [
+        ([0, 1], [0.1, np.nan], "NaN"),
+        ([0, 1], [0.1, np.inf], "infinity"),
+        ([0, 1, 1], [0.1, 0.5], "inconsistent numbers of samples"),
+        ([], [], "0 sample"),
+        ([0, 1], [[0.1, 0.2], [0.3, 0.4]], "1-D"),
+    ],
+)
+def test_binary_metrics_reject_bad_input(y_true, y_score, message):
+    with pytest.raises(ValueError, match=message):
+        auprc_score(y_true, y_score)
+    with pytest.raises(ValueError, match=message):
+        pointwise_roc_score(y_true, y_score, 0.5)
+
+
+# ---------------------------------------------------------------- pointwise ROC
+
+
+def sklearn_roc_reference(y, scores, fprs):
+    """The polyline through the points of sklearn's roc_curve (all thresholds kept)."""
+    curve_fpr, curve_tpr, _ = roc_curve(y, scores, drop_intermediate=False)
+    points = list(zip(curve_fpr, curve_tpr, strict=True))
+    return [tpr_on_polyline(points, fpr) for fpr in fprs]
+
+
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_pointwise_roc_matches_sklearn_and_threshold_loop(seed, tied):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=80)
+    y[:2] = [0, 1]
+    scores = rng.normal(size=80) + y
+    if tied:
+        scores = np.round(scores)
+    fprs = np.r_[rng.uniform(0.001, 0.999, size=20), np.unique(roc_curve(y, scores)[0])[1:-1]]
+    result = pointwise_roc_score(y, scores, fprs)
+    np.testing.assert_allclose(result, sklearn_roc_reference(y, scores, fprs), atol=1e-12)
+    brute = [brute_tpr_at_fpr(y == 1, scores, fpr) for fpr in fprs]
+    np.testing.assert_allclose(result, brute, atol=1e-12)
+
+
+def test_pointwise_roc_vertical_jump_and_diagonal_tie():
+    # Scores 3 (two positives), 2 (positive, negative), 1 (negative): the curve goes
+    # (0,0) -> (0, 2/3) vertically, then a diagonal to (1/2, 1), then to (1, 1).
+    y, scores = [1, 1, 1, 0, 0], [3, 3, 2, 2, 1]
+    assert pointwise_roc_score(y, scores, 0.25) == pytest.approx(2 / 3 + 0.5 * (1 / 3))
+    assert pointwise_roc_score(y, scores, 0.5) == 1.0
+    result = pointwise_roc_score(y, scores, [0.25, 0.75])
+    assert isinstance(result, np.ndarray) and result.shape == (2,)
+    assert isinstance(pointwise_roc_score(y, scores, 0.25), float)
+
+
+@pytest.mark.parametrize("fpr", [0, 1, -0.1, 1.5, np.nan, [0.5, 1.0], [], [[0.5]]])
+def test_pointwise_roc_rejects_fpr_outside_open_interval(fpr):
+    with pytest.raises(ValueError, match="fpr"):
+        pointwise_roc_score([0, 1], [0.1, 0.5], fpr)
+
+
+def test_pointwise_roc_needs_both_classes():
+    with pytest.raises(ValueError, match="no negative"):
+        pointwise_roc_score([1, 1], [0.1, 0.5], 0.5)
+    with pytest.raises(ValueError, match="no positive"):
+        pointwise_roc_score([0, 0], [0.1, 0.5], 0.5)
+
+
+def test_pair_scores_and_labels_match_pair_loop():
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(7, 7))
+    y = np.array(["a", "b", "a", "c", "b", "a", "c"])
+    scores, same = pair_scores_and_labels(S, y)
+    pairs = [(i, j) for i in range(7) for j in range(i + 1, 7)]
+    np.testing.assert_array_equal(scores, [S[i, j] for i, j in pairs])
+    np.testing.assert_array_equal(same, [y[i] == y[j] for i, j in pairs])
+    assert pairwise_roc_score(S, y, 0.3) == pytest.approx(
+        brute_tpr_at_fpr(same, scores, 0.3), abs=1e-12
+    )
+
+
+def test_pair_metrics_reject_bad_input():
+    with pytest.raises(ValueError, match="square"):
+        pair_scores_and_labels(np.zeros((3, 4)), [0, 1, 0])
+    with pytest.raises(ValueError, match="inconsistent"):
+        pair_scores_and_labels(np.zeros((3, 3)), [0, 1])
+    with pytest.raises(ValueError, match="NaN"):
+        pair_scores_and_labels(np.full((2, 2), np.nan), [0, 1])
+    with pytest.raises(ValueError, match="no positive"):
+        pairwise_roc_score(np.eye(3), [0, 1, 2], 0.5)
+    with pytest.raises(ValueError, match="no negative"):
+        pairwise_roc_score(np.eye(3), [0, 0, 0], 0.5)
+
+
+# ---------------------------------------------------------------- top-k selection
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_indices_is_a_stable_descending_sort(seed):
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(4, size=(30, 12)).astype(float)
+    scores[0, 3] = -np.inf
+    expected = np.argsort(-scores, axis=1, kind="stable")
+    for k in range(1, 13):
+        np.testing.assert_array_equal(top_k_indices(scores, k), expected[:, :k])
+
+
+# ---------------------------------------------------------------- retrieval
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+def test_retrieval_matches_sklearn_per_query_loop(metric):
+    X, y = clustered(60)
+    S = brute_similarity(X, metric)
+
+    def sklearn_ap(is_positive, scores):
+        return average_precision_score(is_positive, scores)
+
+    ap, recall, precision = brute_retrieval(S, y, [1, 3, 10], auprc=sklearn_ap)
+    assert mean_auprc_score(X, y, metric=metric) == pytest.approx(ap, abs=1e-9)
+    np.testing.assert_allclose(recall_at_k_score(X, y, [1, 3, 10], metric=metric), recall)
+    np.testing.assert_allclose(precision_at_k_score(X, y, [1, 3, 10], metric=metric), precision)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_retrieval_with_exact_ties_matches_brute_force(seed):
+    X, y = tied_integer_data(seed=seed)
+    S = -euclidean_distances(X, squared=True)
+    ap, recall, precision = brute_retrieval(S, y, [1, 2, 5, 39])
+    scores = retrieval_scores(X, y, k=[1, 2, 5, 39], metric="euclidean", chunk_size=7)
+    assert scores["mean_auprc"] == pytest.approx(ap, abs=1e-12)
+    np.testing.assert_allclose([scores[f"recall@{k}"] for k in (1, 2, 5, 39)], recall)
+    np.testing.assert_allclose([scores[f"precision@{k}"] for k in (1, 2, 5, 39)], precision)
+
+
+def test_ties_in_k_nearest_are_broken_by_index():
+    # The query at 0 has two items at distance 1: the one that comes first in X ranks first.
+    X = np.array([[0.0], [-1.0], [1.0], [-1.2]])
+    y = np.array(["a", "b", "a", "b"])
+    assert recall_at_k_score(X, y, 1, metric="euclidean") == 0.75
+    assert precision_at_k_score(X, y, 1, metric="euclidean") == 0.75
+    swapped = [0, 2, 1, 3]
+    assert recall_at_k_score(X[swapped], y[swapped], 1, metric="euclidean") == 1.0
+    assert precision_at_k_score(X[swapped], y[swapped], 1, metric="euclidean") == 1.0
+
+
+def test_retrieval_chunked_equals_unchunked():
+    X, y = clustered(50, seed=3)
+    reference = retrieval_scores(X, y, k=[1, 5], chunk_size=50)
+    for chunk_size in (1, 7, None):
+        assert retrieval_scores(X, y, k=[1, 5], chunk_size=chunk_size) == pytest.approx(reference)
+    with config_context(working_memory=1e-4):  # a budget of ~100 bytes: one query per chunk
+        assert retrieval_scores(X, y, k=[1, 5]) == pytest.approx(reference)
+
+
+def test_retrieval_cosine_and_euclidean_differ_and_agree_on_the_sphere():
+    X, y = clustered(40, seed=1)
+    X[:, 0] *= np.linspace(0.1, 10, 40)  # norms matter for euclidean, not for cosine
+    cosine = mean_auprc_score(X, y, metric="cosine")
+    assert cosine != pytest.approx(mean_auprc_score(X, y, metric="euclidean"))
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    assert cosine == pytest.approx(mean_auprc_score(unit, y, metric="euclidean"), abs=1e-9)
+
+
+def test_retrieval_callable_metric():
+    X, y = clustered(30, seed=2)
+
+    def dot(chunk, X_all):
+        return chunk @ X_all.T
+
+    S = X @ X.T
+    ap, recall, _ = brute_retrieval(S, y, [3])
+    assert mean_auprc_score(X, y, metric=dot, chunk_size=4) == pytest.approx(ap, abs=1e-9)
+    assert recall_at_k_score(X, y, 3, metric=dot) == pytest.approx(recall[0])
+    with pytest.raises(ValueError, match="shape"):
+        mean_auprc_score(X, y, metric=lambda chunk, X_all: chunk @ chunk.T, chunk_size=4)
+    with pytest.raises(ValueError, match="NaN"):
+        mean_auprc_score(X, y, metric=lambda chunk, X_all: np.full((len(chunk), 30), np.nan))
+
+
+def test_inputs_are_not_modified_and_may_be_read_only():
+    X, y = clustered(20, seed=7)
+    S = X @ X.T
+    S.flags.writeable = False
+    X.flags.writeable = False
+    expected = mean_auprc_score(X.copy(), y, metric="euclidean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = mean_auprc_score(X, y, metric=lambda chunk, X_all: S[: len(chunk)], chunk_size=20)
+        assert top_k_recall_score(y, S[:, :4], 2) == top_k_recall_score(y, S[:, :4].copy(), 2)
+    assert value == pytest.approx(mean_auprc_score(X, y, metric=lambda a, b: a @ b.T))
+    assert expected == mean_auprc_score(X, y, metric="euclidean")
+    np.testing.assert_array_equal(S, X @ X.T)
+
+
+def test_retrieval_degenerate_classes():
+    X, y = clustered(20, seed=4)
+    scores = retrieval_scores(X, np.zeros(20), k=[1, 19])
+    assert scores == {
+        "mean_auprc": 1.0,
+        "recall@1": 1.0,
+        "precision@1": 1.0,
+        "recall@19": 1.0,
+        "precision@19": 1.0,
+    }
+    mixed = y.astype(object)
+    mixed[0] = "alone"  # a class of one item, and labels of mixed types
+    with pytest.warns(UserWarning, match="1 of 20 queries have no positive"):
+        value = mean_auprc_score(X, mixed)
+    assert value == pytest.approx(brute_retrieval(cosine_similarity(X), mixed, [1])[0])
+    with pytest.raises(ValueError, match="every class has a single item"):
+        mean_auprc_score(X, np.arange(20))
+
+
+def test_retrieval_string_labels_equal_integer_labels():
+    X, y = clustered(30, seed=5)
+    names = np.array(["ant", "bee", "cat", "dog"])[y]
+    assert retrieval_scores(X, names, k=[2]) == retrieval_scores(X, y, k=[2])
+
+
+def test_retrieval_scores_without_k_and_without_average_precision():
+    X, y = clustered(20)
+    assert list(retrieval_scores(X, y, k=())) == ["mean_auprc"]
+    assert list(retrieval_scores(X, y, k=3, average_precision=False)) == [
+        "recall@3",
+        "precision@3",
+    ]
+
+
+@pytest.mark.parametrize(
+    "X, y, kwargs, error, message",
+    [
+        ([[0.0, 1.0], [np.nan, 1.0]], [0, 0], {}, ValueError, "NaN"),
+        ([[0.0, 1.0], [np.inf, 1.0]], [0, 0], {}, ValueError, "infinity"),
+        ([[0.0, 1.0], [1.0, 1.0]], [0, 0, 1], {}, ValueError, "inconsistent"),
+        ([[0.0, 1.0]], [0], {}, ValueError, "minimum of 2"),
+        (np.zeros((0, 2)), [], {}, ValueError, "0 sample"),
+        ([[0.0, 0.0], [1.0, 1.0]], [0, 0], {}, ValueError, "all-zero"),
+        ([[1e200, 0.0], [1e200, 1.0]], [0, 0], {}, ValueError, "overflow"),
+        ([[1e200, 0.0], [1e200, 1.0]], [0, 0], {"metric": "euclidean"}, ValueError, "overflow"),
+        ([[0.0, 1.0], [1.0, 1.0]], [0, 0], {"metric": "manhattan"}, ValueError, "metric"),
+        ([[0.0, 1.0], [1.0, 1.0]], [0, 0], {"chunk_size": 0}, ValueError, "chunk_size"),
+        ([[0.0, 1.0], [1.0, 1.0]], [0, 0], {"chunk_size": 1.5}, TypeError, "chunk_size"),
+    ],
+)
+def test_retrieval_rejects_bad_input(X, y, kwargs, error, message):
+    for function in (mean_auprc_score, recall_at_k_score, precision_at_k_score):
+        with pytest.raises(error, match=message):
+            function(X, y, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "k, error, message",
+    [
+        (0, ValueError, "k must be >= 1"),
+        (4, ValueError, r"k=4 exceeds the number of other items \(n_samples - 1\) \(3\)"),
+        ([1, 5], ValueError, "k=5 exceeds"),
+        ([], ValueError, "empty"),
+        (1.0, TypeError, "int"),
+        (True, TypeError, "int"),
+        (["1"], TypeError, "int"),
+    ],
+)
+def test_retrieval_rejects_bad_k(k, error, message):
+    X, y = np.eye(4), [0, 0, 1, 1]
+    for function in (recall_at_k_score, precision_at_k_score):
+        with pytest.raises(error, match=message):
+            function(X, y, k)
+
+
+def test_retrieval_k_list_equals_single_k():
+    X, y = clustered(30, seed=6)
+    values = recall_at_k_score(X, y, [5, 1, 3])
+    assert isinstance(values, np.ndarray)
+    for k, value in zip([5, 1, 3], values, strict=True):
+        single = recall_at_k_score(X, y, np.int64(k))
+        assert isinstance(single, float) and single == value
+
+
+# ---------------------------------------------------------------- label metrics
+
+
+def brute_label_scores(Y, scores, k):
+    """Multilabel indicator Y: per-example loop over the stable top-k."""
+    recalls, precisions = [], []
+    for labels, row in zip(Y, scores, strict=True):
+        if labels.sum() == 0:
+            continue
+        top = sorted(range(len(row)), key=lambda j: (-row[j], j))[:k]
+        hits = sum(labels[j] for j in top)
+        recalls.append(hits / labels.sum())
+        precisions.append(hits / k)
+    return np.mean(recalls), np.mean(precisions)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_multiclass_top_k_recall_equals_top_k_accuracy(k):
+    rng = np.random.default_rng(k)
+    y = rng.integers(5, size=50)
+    scores = rng.normal(size=(50, 5))
+    assert top_k_recall_score(y, scores, k) == pytest.approx(top_k_accuracy_score(y, scores, k=k))
+    assert top_k_precision_score(y, scores, k) == pytest.approx(
+        top_k_accuracy_score(y, scores, k=k) / k
+    )
+
+
+def test_multiclass_labels_argument():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(30, 4))
+    codes = rng.integers(4, size=30)
+    names = np.array(["d", "b", "a", "c"])  # the label of each column, unordered
+    expected = top_k_recall_score(codes, scores, 2, labels=np.arange(4))
+    assert top_k_recall_score(names[codes], scores, 2, labels=names) == expected
+    # Default labels: integers 0..K-1 when y_true misses a class.
+    assert top_k_recall_score(codes[codes != 3], scores[codes != 3], 2) == pytest.approx(
+        top_k_recall_score(codes[codes != 3], scores[codes != 3], 2, labels=np.arange(4))
+    )
+    with pytest.raises(ValueError, match="pass labels"):
+        top_k_recall_score(names[codes][codes != 3], scores[codes != 3], 2)
+    with pytest.raises(ValueError, match="not among the labels"):
+        top_k_recall_score(names[codes], scores, 2, labels=["a", "b", "c", "x"])
+    with pytest.raises(ValueError, match="unique"):
+        top_k_recall_score(names[codes], scores, 2, labels=["a", "b", "c", "c"])
+    with pytest.raises(ValueError, match="labels has 3 entries"):
+        top_k_recall_score(codes, scores, 2, labels=[0, 1, 2])
+
+
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_multilabel_scores_match_brute_force_with_ties(as_sparse):
+    rng = np.random.default_rng(1)
+    Y = (rng.random((40, 9)) < 0.3).astype(int)
+    Y[0] = 0  # no true label: excluded with a warning
+    without_label = f"{np.sum(Y.sum(axis=1) == 0)} of 40 examples have no true label"
+    scores = rng.integers(3, size=(40, 9)).astype(float)
+    y_true = sparse.csr_matrix(Y) if as_sparse else Y
+    for k in (1, 3, 9):
+        recall, precision = brute_label_scores(Y, scores, k)
+        with pytest.warns(UserWarning, match=without_label):
+            assert top_k_recall_score(y_true, scores, k) == pytest.approx(recall)
+        with pytest.warns(UserWarning, match=without_label):
+            assert top_k_precision_score(y_true, scores, k) == pytest.approx(precision)
+    with pytest.warns(UserWarning):
+        values = top_k_recall_score(y_true, scores, [3, 1])
+    np.testing.assert_allclose(values, [brute_label_scores(Y, scores, k)[0] for k in (3, 1)])
+
+
+def test_sparse_target_with_explicit_zero_is_not_a_label():
+    Y = sparse.csr_matrix((np.array([1.0, 0.0]), np.array([0, 1]), np.array([0, 2])), (1, 3))
+    assert top_k_recall_score(Y, [[0.1, 0.9, 0.5]], 2) == 0.0
+    assert top_k_recall_score(Y, [[0.9, 0.1, 0.5]], 1) == 1.0
+
+
+def test_top_k_hits_on_label_indices():
+    top = np.array([[2, 0], [1, 2]])
+    hits, n_true = top_k_hits(np.array([0, 0]), top)
+    np.testing.assert_array_equal(hits, [[False, True], [False, False]])
+    np.testing.assert_array_equal(n_true, [1, 1])
+    Y = np.array([[1, 0, 1], [0, 0, 1]])
+    for targets in (Y, sparse.csr_matrix(Y)):
+        hits, n_true = top_k_hits(targets, top)
+        np.testing.assert_array_equal(hits, [[True, True], [False, True]])
+        np.testing.assert_array_equal(n_true, [2, 1])
+
+
+@pytest.mark.parametrize(
+    "y_true, y_score, kwargs, message",
+    [
+        ([0, 1], [[0.1, np.nan], [0.2, 0.3]], {}, "NaN"),
+        ([0, 1], [0.1, 0.2], {}, "2-D"),
+        ([0, 1, 1], [[0.1, 0.2], [0.2, 0.3]], {}, "inconsistent"),
+        ([0, 1], [[0.1, 0.2], [0.2, 0.3]], {"k": 3}, "k=3 exceeds the number of labels"),
+        ([0, 1], [[0.1, 0.2], [0.2, 0.3]], {"k": 0}, "k must be >= 1"),
+        ([[0, 2], [1, 0]], [[0.1, 0.2], [0.2, 0.3]], {}, "indicator"),
+        ([[0, 1, 0], [1, 0, 0]], [[0.1, 0.2], [0.2, 0.3]], {}, "3 columns"),
+        ([[0, 1], [1, 0]], [[0.1, 0.2], [0.2, 0.3]], {"labels": [0, 1]}, "multiclass"),
+        ([[0, 0], [0, 0]], [[0.1, 0.2], [0.2, 0.3]], {}, "No example has a true label"),
+        ([], np.zeros((0, 2)), {}, "0 sample"),
+    ],
+)
+def test_label_metrics_reject_bad_input(y_true, y_score, kwargs, message):
+    for function in (top_k_recall_score, top_k_precision_score):
+        with pytest.raises(ValueError, match=message):
+            function(y_true, y_score, **kwargs)
+
+
+def test_no_warning_when_every_example_has_a_label():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        top_k_recall_score([[1, 0], [0, 1]], [[0.5, 0.1], [0.5, 0.1]], 1)

@@ -1,0 +1,193 @@
+"""The MMC estimator: fitted attributes, methods, sampling modes and bad input."""
+
+import itertools
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist, squareform
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+
+from skrank import MMC
+from skrank._mmc_solver import figure_of_merit
+
+
+def _noisy_classes(seed=0, n=240, n_informative=2, n_noise=6, n_classes=3):
+    """Classes separated along a few informative features, drowned by large noise features."""
+    rng = np.random.RandomState(seed)
+    y = rng.randint(n_classes, size=n)
+    informative = rng.normal(scale=0.5, size=(n, n_informative)) + y[:, None]
+    noise = rng.normal(scale=5.0, size=(n, n_noise))
+    return np.hstack([informative, noise]), y
+
+
+def test_fit_sets_attributes_and_certifies_convergence():
+    X, y = load_iris(return_X_y=True)
+    mmc = MMC().fit(X, y)
+    assert mmc.converged_ and mmc.n_iter_ >= 1
+    assert mmc.objective_.shape == (mmc.n_iter_ + 1,)
+    assert mmc.objective_[-1] > mmc.objective_[0]
+    assert 0 <= mmc.duality_gap_ <= mmc.tol * mmc.objective_[-1]
+    assert mmc.components_.shape == (4, 4)
+    A = mmc.get_mahalanobis_matrix()
+    np.testing.assert_allclose(A, A.T)
+    assert np.linalg.eigvalsh(A)[0] > -1e-10
+    assert MMC._retrieval_metric == "euclidean"
+
+
+def test_methods_agree_with_the_mahalanobis_matrix():
+    X, y = load_iris(return_X_y=True)
+    mmc = MMC().fit(X, y)
+    A = mmc.get_mahalanobis_matrix()
+    first, second = X[:10], X[10:20]
+    expected = np.sqrt(np.einsum("ij,jk,ik->i", first - second, A, first - second))
+    np.testing.assert_allclose(mmc.pair_distance(first, second), expected, rtol=1e-10)
+    np.testing.assert_allclose(
+        np.linalg.norm(mmc.transform(first) - mmc.transform(second), axis=1), expected, rtol=1e-10
+    )
+    metric = pickle.loads(pickle.dumps(mmc.get_metric()))
+    np.testing.assert_allclose(
+        squareform(pdist(X[:12], metric=metric)),
+        np.sqrt(np.maximum(squareform(pdist(X[:12], metric="mahalanobis", VI=A)) ** 2, 0)),
+        atol=1e-8,
+    )
+    knn = KNeighborsClassifier(n_neighbors=3, metric=mmc.get_metric()).fit(X, y)
+    transformed = KNeighborsClassifier(n_neighbors=3).fit(mmc.transform(X), y)
+    np.testing.assert_array_equal(knn.predict(X[::7]), transformed.predict(mmc.transform(X[::7])))
+
+
+def test_score_is_the_figure_of_merit_over_all_pairs():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::5], y[::5]
+    mmc = MMC().fit(X, y)
+    A = mmc.get_mahalanobis_matrix()
+    dissimilar, similar = [], []
+    for i, j in itertools.combinations(range(len(y)), 2):
+        squared = (X[i] - X[j]) @ A @ (X[i] - X[j])
+        (similar if y[i] == y[j] else dissimilar).append(squared)
+    expected = np.mean(np.sqrt(dissimilar)) / np.sqrt(np.mean(similar))
+    objective, constraint = mmc.objective_and_constraint(X, y)
+    assert objective == pytest.approx(np.mean(np.sqrt(dissimilar)), rel=1e-10)
+    assert constraint == pytest.approx(np.mean(similar), rel=1e-10)
+    assert constraint <= 1 + 1e-9
+    assert mmc.score(X, y) == pytest.approx(expected, rel=1e-10)
+    # The optimum has the constraint active: the training objective is the figure of merit.
+    assert mmc.score(X, y) == pytest.approx(mmc.objective_[-1], rel=1e-6)
+
+
+def test_learned_metric_ignores_noise_features_and_helps_knn():
+    X, y = _noisy_classes()
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
+    mmc = MMC().fit(X_train, y_train)
+    assert mmc.score(X_test, y_test) > 1.2 * figure_of_merit(X_test, y_test)[0]
+    weights = np.abs(mmc.get_mahalanobis_matrix()).sum(axis=0)
+    assert weights[:2].min() > 10 * weights[2:].max()
+    euclidean = KNeighborsClassifier().fit(X_train, y_train).score(X_test, y_test)
+    learned = make_pipeline(MMC(), KNeighborsClassifier()).fit(X_train, y_train)
+    assert learned.score(X_test, y_test) > euclidean + 0.1
+
+
+@pytest.mark.parametrize("negatives", ["pairs", "tuples"])
+def test_sampled_negatives_approach_all_pairs(negatives):
+    X, y = _noisy_classes(seed=1, n=300)
+    exact = MMC().fit(X, y).score(X, y)
+    sampled = MMC(negatives=negatives, n_samples=300, random_state=0).fit(X, y)
+    assert sampled.converged_
+    assert exact * 0.97 <= sampled.score(X, y) <= exact * (1 + 1e-9)
+    again = MMC(negatives=negatives, n_samples=300, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(again.components_, sampled.components_)
+    other = MMC(negatives=negatives, n_samples=300, random_state=1).fit(X, y)
+    assert not np.array_equal(other.components_, sampled.components_)
+
+
+def test_diagonal_metric():
+    X, y = _noisy_classes(seed=2)
+    mmc = MMC(diagonal=True).fit(X, y)
+    A = mmc.get_mahalanobis_matrix()
+    np.testing.assert_array_equal(A, np.diag(np.diag(A)))
+    assert mmc.converged_
+    assert mmc.score(X, y) <= MMC().fit(X, y).score(X, y) * (1 + 1e-6)
+
+
+def test_not_converged_warns():
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match="duality gap"):
+        mmc = MMC(max_iter=1, tol=0.0).fit(X, y)
+    assert not mmc.converged_ and mmc.n_iter_ == 1
+
+
+def test_unbounded_direction_warns_and_stays_finite():
+    X, y = _noisy_classes(seed=3, n=60)
+    X = np.hstack([X, y[:, None].astype(float)])
+    with pytest.warns(UserWarning, match="unbounded"):
+        mmc = MMC().fit(X, y)
+    assert np.all(np.isfinite(mmc.components_))
+    wide = np.random.RandomState(0).normal(size=(12, 40))
+    with pytest.warns(UserWarning, match="unbounded"):
+        MMC().fit(wide, np.arange(12) % 3)
+
+
+def test_constant_feature_does_not_warn():
+    X, y = _noisy_classes(seed=4, n=60)
+    X[:, 0] = 3.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MMC().fit(X, y)
+
+
+def test_grid_search_uses_the_figure_of_merit():
+    X, y = _noisy_classes(seed=5, n=120)
+    search = GridSearchCV(MMC(), {"diagonal": [False, True]}, cv=2).fit(X, y)
+    assert search.best_params_ == {"diagonal": False}
+
+
+@pytest.mark.parametrize(
+    "params, X, y, message",
+    [
+        ({}, np.ones((4, 2)), [0, 0, 0, 0], "two classes"),
+        ({}, [[np.nan, 1.0], [1.0, 2.0]], [0, 1], "NaN"),
+        ({}, [[np.inf, 1.0], [1.0, 2.0]], [0, 1], "infinity"),
+        ({}, [[0.0, 1.0], [1.0, 2.0], [3.0, 1.0]], [0, 1, 2], "two items"),
+        ({"init": np.eye(3)}, np.eye(4)[:, :2], [0, 0, 1, 1], "shape"),
+        ({"init": [[1.0, 2.0], [2.0, 1.0]]}, np.eye(4)[:, :2], [0, 0, 1, 1], "semi-definite"),
+        ({"n_samples": 0, "negatives": "pairs"}, np.eye(4), [0, 0, 1, 1], "n_samples"),
+        ({"n_samples": -3, "negatives": "tuples"}, np.eye(4), [0, 0, 1, 1], "n_samples"),
+        ({"negatives": "triplets"}, np.eye(4), [0, 0, 1, 1], "negatives"),
+    ],
+)
+def test_bad_input_raises_clear_errors(params, X, y, message):
+    with pytest.raises(ValueError, match=message):
+        MMC(**params).fit(X, y)
+
+
+def test_wrong_number_of_features_after_fit():
+    X, y = load_iris(return_X_y=True)
+    mmc = MMC().fit(X, y)
+    for method in (mmc.transform, lambda Z: mmc.pair_distance(Z, Z), lambda Z: mmc.score(Z, y)):
+        with pytest.raises(ValueError, match="features"):
+            method(X[:, :3])
+    with pytest.raises(ValueError, match="same number of rows"):
+        mmc.pair_distance(X[:3], X[:4])
+    with pytest.raises(NotFittedError):
+        MMC().get_metric()
+
+
+def test_verbose_prints_objective_and_duality_gap(capsys):
+    X, y = load_iris(return_X_y=True)
+    MMC(verbose=1).fit(X, y)
+    assert "duality gap" in capsys.readouterr().out
+    MMC().fit(X, y)
+    assert capsys.readouterr().out == ""
+
+
+def test_n_samples_is_ignored_with_all_negatives():
+    """As in PointwiseROCSimilarity: a grid over ``negatives`` may keep one ``n_samples``."""
+    X, y = load_iris(return_X_y=True)
+    exact = MMC().fit(X, y)
+    with_n_samples = MMC(n_samples=10).fit(X, y)
+    np.testing.assert_array_equal(exact.components_, with_n_samples.components_)

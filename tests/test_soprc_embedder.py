@@ -1,0 +1,222 @@
+"""Tests of SOPRCEmbedder: learning, inputs and outputs, bad input, persistence."""
+
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.datasets import make_classification
+from sklearn.model_selection import train_test_split
+from torch import nn
+
+from skrank import SOPRCEmbedder
+from skrank.exceptions import DivergenceWarning
+from skrank.metrics import mean_auprc_score
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These tiny models train faster on one thread than on a busy thread pool."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+FAST = dict(hidden_layer_sizes=(32,), n_components=8, batch_size=32, max_epochs=4, device="cpu")
+
+
+def _data(n_samples=240, seed=0):
+    """Four classes in 20 dimensions, only 5 of them informative."""
+    X, y = make_classification(
+        n_samples=n_samples,
+        n_features=20,
+        n_informative=5,
+        n_redundant=0,
+        n_classes=4,
+        n_clusters_per_class=1,
+        class_sep=2.0,
+        random_state=seed,
+    )
+    return X.astype(np.float32), y
+
+
+def test_learns_an_embedding_better_than_the_raw_features():
+    X, y = _data(400)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0, stratify=y)
+    model = SOPRCEmbedder(**{**FAST, "max_epochs": 8}, random_state=0).fit(X_train, y_train)
+    raw = mean_auprc_score(X_test, y_test, metric="cosine")
+    learned = model.score(X_test, y_test)
+    assert learned > raw + 0.1, (raw, learned)
+    assert model.n_iter_ == 8 and len(model.history_) == 8
+    assert model.history_[-1]["loss"] < model.history_[0]["loss"]
+
+
+def test_transform_returns_unit_rows_and_labels_can_be_any_hashable():
+    X, y = _data()
+    names = np.array(["ant", "bee", "cat", "dog"], dtype=object)[y]
+    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, names)
+    np.testing.assert_array_equal(model.classes_, ["ant", "bee", "cat", "dog"])
+    embedding = model.transform(X)
+    assert embedding.shape == (X.shape[0], 8) and embedding.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1, rtol=1e-5)
+    assert model.score(X, names) == pytest.approx(mean_auprc_score(embedding, names))
+    np.testing.assert_allclose(model.transform(sp.csr_matrix(X)), embedding, rtol=1e-5)
+    assert SOPRCEmbedder._retrieval_metric == "cosine"
+
+
+def test_same_random_state_same_model():
+    X, y = _data()
+    a = SOPRCEmbedder(**FAST, random_state=3).fit(X, y).transform(X)
+    b = SOPRCEmbedder(**FAST, random_state=3).fit(X, y).transform(X)
+    c = SOPRCEmbedder(**FAST, random_state=4).fit(X, y).transform(X)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_auxiliary_vectors_are_sorted_estimates_of_positive_scores():
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    loss = model.criterion_
+    counts = np.bincount(y)
+    assert loss.auxiliary_lengths.tolist() == list(counts - 1)
+    embedding = model.transform(X)
+    for c in range(4):
+        vector = loss.auxiliary_vector(c)
+        assert torch.all(torch.diff(vector) >= -1e-6)
+        members = embedding[y == c]
+        scores = members @ members.T
+        true_median = np.median(scores[~np.eye(len(members), dtype=bool)])
+        assert abs(float(vector.median()) - true_median) < 0.3
+
+
+def test_validation_history_and_early_stopping():
+    X, y = _data(300)
+    model = SOPRCEmbedder(
+        **{**FAST, "max_epochs": 30},
+        validation_fraction=0.25,
+        early_stopping=True,
+        tol=0.0,
+        n_iter_no_change=3,
+        random_state=0,
+    ).fit(X, y)
+    scores = [record["validation_score"] for record in model.history_]
+    assert all(0 < s <= 1 for s in scores)
+    if model.converged_:
+        assert len(scores) - 1 - int(np.argmax(scores)) == 3
+
+
+@pytest.mark.parametrize(
+    "ablation",
+    [{"prior": "batch"}, {"tpr_source": "batch"}, {"lambda_pos": 0.0, "lambda_neg": 0.0}],
+)
+def test_ablations_train(ablation):
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, random_state=0, **ablation).fit(X, y)
+    assert np.all(np.isfinite(model.transform(X)))
+    for name, value in ablation.items():
+        assert getattr(model.criterion_, name) == value
+
+
+def test_user_module_replaces_the_mlp_and_is_not_modified():
+    X, y = _data()
+    torch.manual_seed(0)
+    user_module = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 5))
+    before = [p.detach().clone() for p in user_module.parameters()]
+    model = SOPRCEmbedder(user_module, **{**FAST, "n_components": 99}, random_state=0).fit(X, y)
+    assert model.n_components_ == 5 and model.transform(X).shape == (X.shape[0], 5)
+    np.testing.assert_allclose(np.linalg.norm(model.transform(X), axis=1), 1, rtol=1e-5)
+    assert all(torch.equal(a, b) for a, b in zip(before, user_module.parameters(), strict=True))
+    assert model.module_ is not user_module
+
+
+def test_feature_names_and_pandas_output():
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    names = model.get_feature_names_out()
+    assert list(names) == [f"soprcembedder{i}" for i in range(8)]
+    frame = model.set_output(transform="pandas").transform(pd.DataFrame(X))
+    assert list(frame.columns) == list(names)
+
+
+def test_warm_start_continues_and_checks_classes():
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, warm_start=True, random_state=0).fit(X, y)
+    module, first = model.module_, model.transform(X)
+    model.fit(X, y)
+    assert model.module_ is module and len(model.history_) == 2 * FAST["max_epochs"]
+    assert not np.array_equal(first, model.transform(X))
+    with pytest.raises(ValueError, match="classes of the previous fit"):
+        model.fit(X, (y + 1) % 5)
+
+
+def test_bad_input_gets_clear_errors():
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST)
+    with pytest.raises(ValueError, match="only one class"):
+        model.fit(X, np.zeros(X.shape[0]))
+    with pytest.raises(ValueError, match="two or more items"):
+        model.fit(X[:10], np.arange(10))
+    X_nan = X.copy()
+    X_nan[3, 4] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.fit(X_nan, y)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        model.fit(X, np.linspace(0, 1, X.shape[0]))
+    model.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(X[:, :5])
+    X_inf = X.copy()
+    X_inf[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        model.transform(X_inf)
+    with pytest.raises(ValueError, match="2-D tensor"):
+        SOPRCEmbedder(nn.Flatten(0), **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="validation set"):
+        # two singletons held out (classes of one item prevent stratification)
+        one_pair = np.r_[0, 0, np.arange(1, 11)]
+        SOPRCEmbedder(**FAST, validation_fraction=0.2, random_state=0).fit(X[:12], one_pair)
+    with pytest.raises(ValueError, match="batch_size"):
+        SOPRCEmbedder(**{**FAST, "batch_size": 6}).fit(X, y)
+
+
+class _ExplodingModule(nn.Module):
+    """A linear map whose output becomes NaN from the third training step on."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(20, 4)
+        self.steps = 0
+
+    def forward(self, x):
+        if self.training:
+            self.steps += 1
+            if self.steps >= 3:
+                return self.linear(x) * float("nan")
+        return self.linear(x)
+
+
+def test_divergence_stops_with_a_warning_and_keeps_finite_weights():
+    X, y = _data()
+    with pytest.warns(DivergenceWarning, match="non-finite"):
+        model = SOPRCEmbedder(_ExplodingModule(), **FAST, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.transform(X)))
+    assert all(np.isfinite(p.detach().numpy()).all() for p in model.module_.parameters())
+
+
+def test_pickle_and_joblib_round_trips(tmp_path):
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(model.transform(X), restored.transform(X))
+    torch.testing.assert_close(restored.criterion_.auxiliary, model.criterion_.auxiliary)
+    path = tmp_path / "embedder.joblib"
+    joblib.dump(model, path)
+    np.testing.assert_array_equal(model.transform(X), joblib.load(path).transform(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert restored.score(X, y) == pytest.approx(model.score(X, y))

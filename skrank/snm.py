@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ._compat import Interval, StrOptions, _fit_context
 from .losses import NegativeLabelSampler, OrderedWeightedLoss, draw_positive_labels, owl_weights
 from .losses._owl import check_weight_vector
+from .metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
 from .nn import BaseTorchEstimator, LabelEmbeddingNetwork, ShuffledBatchSampler
 from .nn._label_embedding import sparse_row_optimizer
 from .nn._search import FaissInnerProductIndex, top_k_inner_products
@@ -488,6 +489,10 @@ default="hinge"
     def score(self, X, y):
         """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
 
+        The :func:`skrank.metrics.top_k_recall_score` of the ``score_k`` best labels, computed
+        from :meth:`predict_top_k` (no ``n x K`` matrix); examples without a true label are
+        excluded with a warning.
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
@@ -502,7 +507,8 @@ default="hinge"
         """
         X = self._validate_for_prediction(X)
         _, top = self._top_k(X, self.score_k)
-        return _recall_at_k(_targets_as_indicator(y, self.classes_), top)
+        labels = None if self._multilabel_output else self.classes_
+        return _recall_at_k(check_label_targets(y, len(self.classes_), labels), top)
 
     # ------------------------------------------------------------------ misc
     def __getstate__(self):
@@ -579,31 +585,10 @@ def _drop_rows_without_positives(X, positives):
     return X, positives
 
 
-def _targets_as_indicator(y, classes):
-    """``y`` (labels of ``classes`` or an indicator with one column per class) as CSR."""
-    if sp.issparse(y) or np.ndim(y) == 2:
-        indicator = sp.csr_matrix(y)
-        if indicator.shape[1] != len(classes):
-            raise ValueError(
-                f"y has {indicator.shape[1]} label columns but the model has {len(classes)}."
-            )
-        indicator.eliminate_zeros()
-        return indicator
-    y = column_or_1d(y)
-    positions = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    unknown = classes[positions] != y
-    if unknown.any():
-        raise ValueError(f"y contains labels unseen at fit: {np.unique(y[unknown])[:5].tolist()}.")
-    return _one_hot(positions, len(classes))
-
-
-def _recall_at_k(indicator, top):
-    """Mean over rows with a positive of (positives among ``top``) / (positives)."""
-    n_true = np.diff(indicator.indptr)
-    rows = np.repeat(np.arange(top.shape[0]), top.shape[1])
-    hits = np.asarray(indicator[rows, top.ravel()]).reshape(top.shape) != 0
-    has_label = n_true > 0
-    return float(np.mean(hits[has_label].sum(axis=1) / n_true[has_label]))
+def _recall_at_k(targets, top):
+    """Recall@k of the top-k label columns ``top`` (n, k), by skrank.metrics' label core."""
+    hits, n_true = top_k_hits(targets, top)
+    return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "recall")[0])
 
 
 def _available_memory_bytes():

@@ -8,9 +8,11 @@ import pytest
 import scipy.sparse as sp
 import torch
 from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
 
 from skrank import SNMClassifier
 from skrank import snm as snm_module
+from skrank.metrics import get_scorer
 from skrank.nn import top_k_inner_products
 from skrank.nn._label_embedding import sparse_row_optimizer
 
@@ -242,7 +244,7 @@ def test_bad_inputs_at_fit_and_predict():
     for k in (0, 21, 2.5):
         with pytest.raises(ValueError, match=r"k must be an integer in \[1, 20\]"):
             clf.predict_top_k(X, k)
-    with pytest.raises(ValueError, match="unseen at fit"):
+    with pytest.raises(ValueError, match="not among the labels"):
         clf.score(X, y + 100)
 
 
@@ -307,3 +309,20 @@ def test_every_label_optimizer_learns_without_warnings(label_optimizer):
     assert clf.score(X, y) > 0.9
     with pytest.raises(ValueError, match="name must be one of"):
         sparse_row_optimizer("adam", clf.module_.label_embeddings.parameters(), 0.1)
+
+
+def test_scorers_use_predict_top_k_and_match_score():
+    X, Y = multilabel(n_samples=120)
+    clf = SNMClassifier(random_state=0, score_k=5, **dict(FAST, max_epochs=5)).fit(X, Y)
+    assert get_scorer("recall@5")(clf, X, Y) == pytest.approx(clf.score(X, Y))
+    top = clf.predict_top_k(X, 3)
+    expected = np.mean([Y[i, top[i]].sum() / 3 for i in range(len(Y))])
+    assert get_scorer("precision@3")(clf, X, Y) == pytest.approx(expected)
+    search = GridSearchCV(
+        SNMClassifier(**dict(FAST, max_epochs=2)),
+        {"negative_weights": ["topk", "uniform"]},
+        scoring=get_scorer("recall@3"),
+        cv=2,
+    )
+    labels = np.argmax(Y, axis=1)  # multiclass targets for the search
+    assert get_scorer("recall@3")(search.fit(X, labels).best_estimator_, X, labels) > 0

@@ -324,5 +324,7 @@ def test_scorers_use_predict_top_k_and_match_score():
         scoring=get_scorer("recall@3"),
         cv=2,
     )
-    labels = np.argmax(Y, axis=1)  # multiclass targets for the search
-    assert get_scorer("recall@3")(search.fit(X, labels).best_estimator_, X, labels) > 0
+    X, y = clustered(n_samples=200, n_labels=10)
+    search.fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.best_score_ > 0.5

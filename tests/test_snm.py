@@ -16,6 +16,8 @@ from skrank.metrics import get_scorer
 from skrank.nn import top_k_inner_products
 from skrank.nn._label_embedding import sparse_row_optimizer
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 FAST = dict(
     embedding_dim=16,
     hidden_layer_sizes=(32,),

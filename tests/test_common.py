@@ -15,6 +15,15 @@ import skrank
 
 # Fast settings used only by the common checks.
 CHECK_PARAMS = {
+    "SNMClassifier": dict(
+        n_negatives=1,
+        embedding_dim=8,
+        hidden_layer_sizes=(16,),
+        learning_rate=0.05,
+        max_epochs=8,
+        batch_size=100,
+        device="cpu",
+    ),
     "SOPRCEmbedder": dict(
         hidden_layer_sizes=(8,), n_components=4, batch_size=16, max_epochs=1, device="cpu"
     ),

@@ -1,0 +1,514 @@
+"""Ordered weighted losses (OWL) of Reddi et al. (AISTATS 2019), the losses of Stochastic Negative
+Mining.
+
+For an example with positive label ``y`` and score vector ``v``, sort the scores of its negative
+labels in decreasing order, ``v_B[1] >= v_B[2] >= ...``, and with a surrogate ``phi`` of the step
+``1{u <= 0}`` and non-negative weights ``theta``:
+
+* POWL (pairwise): ``sum_j theta_j * phi(v_y - v_B[j])``;
+* BOWL (binary): ``phi(v_y) + sum_j theta_j * phi(-v_B[j])``.
+
+With all ``K - 1`` negatives these are the paper's Definitions 3 and 4; with ``B`` negatives sampled
+uniformly and weights ``vartheta`` they are its Algorithm 1 (Stochastic Negative Mining), an
+unbiased estimate of an OWL over all labels. Everything here is a pure function of score tensors,
+plus :class:`OrderedWeightedLoss`, the same as a ``torch.nn.Module``.
+"""
+
+import functools
+import math
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+__all__ = [
+    "OrderedWeightedLoss",
+    "bowl",
+    "exponential",
+    "get_surrogate",
+    "hinge",
+    "logistic",
+    "ordered_weighted_loss",
+    "owl_weights",
+    "powl",
+    "ramp",
+    "squared_hinge",
+]
+
+
+# ---------------------------------------------------------------------------------- surrogates
+def hinge(u):
+    """Hinge surrogate ``max(1 - u, 0)`` (convex).
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Margins.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Same shape as ``u``.
+    """
+    return torch.clamp(1 - u, min=0)
+
+
+def logistic(u):
+    """Logistic surrogate ``log2(1 + exp(-u))`` (convex; equals 1 at 0).
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Margins.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Same shape as ``u``.
+    """
+    return F.softplus(-u) / math.log(2)
+
+
+def squared_hinge(u):
+    """Squared hinge surrogate ``max(1 - u, 0) ** 2`` (convex).
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Margins.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Same shape as ``u``.
+    """
+    return torch.clamp(1 - u, min=0) ** 2
+
+
+def exponential(u):
+    """Exponential surrogate ``exp(-u)`` (convex).
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Margins.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Same shape as ``u``.
+    """
+    return torch.exp(-u)
+
+
+def ramp(u, margin=1.0):
+    """Ramp surrogate ``1{u <= 0} + (1 - u / margin) 1{0 < u <= margin}`` (not convex).
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Margins.
+    margin : float, default=1.0
+        The margin ``rho > 0`` at which the loss reaches 0.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Same shape as ``u``, in [0, 1]. Its gradient is zero where ``u <= 0`` or ``u > margin``.
+    """
+    return torch.clamp(1 - u / margin, min=0, max=1)
+
+
+_SURROGATES = {
+    "hinge": hinge,
+    "logistic": logistic,
+    "squared_hinge": squared_hinge,
+    "exponential": exponential,
+    "ramp": ramp,
+}
+
+
+def get_surrogate(surrogate, *, margin=1.0):
+    """The surrogate function ``phi`` of a name, or a callable unchanged.
+
+    Parameters
+    ----------
+    surrogate : {"hinge", "logistic", "squared_hinge", "exponential", "ramp"} or callable
+        A name, or a function mapping a tensor of margins to a tensor of losses of the same shape
+        (element-wise, non-increasing, with ``phi(u) >= 1{u <= 0}`` for the guarantees of the
+        paper to hold).
+    margin : float, default=1.0
+        Margin ``rho`` of the ramp surrogate (ignored by the others).
+
+    Returns
+    -------
+    phi : callable
+        Element-wise surrogate.
+    """
+    if callable(surrogate):
+        return surrogate
+    if surrogate not in _SURROGATES:
+        raise ValueError(
+            f"surrogate must be one of {sorted(_SURROGATES)} or a callable, got {surrogate!r}."
+        )
+    if surrogate == "ramp":
+        if not (isinstance(margin, Real) and margin > 0):
+            raise ValueError(f"The ramp surrogate needs a margin > 0, got {margin!r}.")
+        return functools.partial(ramp, margin=margin)
+    return _SURROGATES[surrogate]
+
+
+# ---------------------------------------------------------------------------------- weights
+def owl_weights(
+    kind="topk", n_negatives=1024, *, top_k=1, exponent=1.0, scale="normalized", n_labels=None
+):
+    """The weight vector ``vartheta`` over the ``n_negatives`` sorted sampled negatives.
+
+    Parameters
+    ----------
+    kind : {"topk", "uniform", "power"} or array-like of shape (n_negatives,), default="topk"
+        ``"topk"``: equal weights on the ``top_k`` highest-scored negatives, 0 beyond (top-k'
+        Stochastic Negative Mining; ``top_k=1`` is the paper's best setting). ``"uniform"``: equal
+        weights on all of them (negative sampling). ``"power"``: ``vartheta_j`` proportional to
+        ``j ** -exponent``. An array gives the weights directly; it must be non-negative and
+        non-increasing (the condition of the paper's Theorem 2 and Algorithm 1).
+    n_negatives : int, default=1024
+        Number ``B`` of sampled negatives.
+    top_k : int, default=1
+        Number ``k'`` of mined negatives of ``"topk"``; also the ``k'`` of the paper's scaling.
+    exponent : float, default=1.0
+        Exponent ``a >= 0`` of ``"power"``.
+    scale : {"normalized", "paper"}, default="normalized"
+        ``"normalized"``: the weights sum to 1, so the loss is a weighted mean of its negative terms
+        (an array is used as given). ``"paper"``: the weights are rescaled so that the largest is
+        ``(K - 1) / (k' B)``; for ``"topk"`` this is the paper's ``vartheta_j = (K-1)/(k' B)``,
+        under which the expected sampled loss is an OWL with ``theta_j = 1/k'`` on the top ``k'``
+        of all labels (its Lemma 2), and for ``"uniform"`` it is the paper's negative sampling,
+        an unbiased estimate of the sum over all negatives divided by ``k'``.
+    n_labels : int or None, default=None
+        Number of labels ``K``; needed by ``scale="paper"``.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_negatives,), dtype float64
+        Non-negative, non-increasing weights.
+
+    Examples
+    --------
+    >>> from skrank.losses import owl_weights
+    >>> owl_weights("topk", 4, top_k=2)
+    array([0.5, 0.5, 0. , 0. ])
+    >>> owl_weights("topk", 4, top_k=2, scale="paper", n_labels=9)
+    array([1., 1., 0., 0.])
+    """
+    n_negatives = _check_count(n_negatives, "n_negatives")
+    top_k = _check_count(top_k, "top_k")
+    if isinstance(kind, str):
+        weights = _named_weights(kind, n_negatives, top_k, exponent)
+    else:
+        weights = check_weight_vector(kind, n_negatives)
+    if scale == "normalized":
+        return weights
+    if scale != "paper":
+        raise ValueError(f"scale must be 'normalized' or 'paper', got {scale!r}.")
+    if n_labels is None or not isinstance(n_labels, Integral) or n_labels < n_negatives + 1:
+        raise ValueError(
+            f"scale='paper' needs n_labels (K) of at least n_negatives + 1 = {n_negatives + 1}, "
+            f"got {n_labels!r}."
+        )
+    return weights / weights.max() * (n_labels - 1) / (top_k * n_negatives)
+
+
+def _named_weights(kind, n_negatives, top_k, exponent):
+    if kind == "topk":
+        if top_k > n_negatives:
+            raise ValueError(
+                f"top_k={top_k} exceeds n_negatives={n_negatives}: it cannot mine more negatives "
+                "than it samples."
+            )
+        weights = np.zeros(n_negatives)
+        weights[:top_k] = 1.0 / top_k
+        return weights
+    if kind == "uniform":
+        return np.full(n_negatives, 1.0 / n_negatives)
+    if kind == "power":
+        if not (isinstance(exponent, Real) and np.isfinite(exponent) and exponent >= 0):
+            raise ValueError(f"exponent must be a finite number >= 0, got {exponent!r}.")
+        weights = np.arange(1, n_negatives + 1, dtype=np.float64) ** -float(exponent)
+        return weights / weights.sum()
+    raise ValueError(
+        f"kind must be 'topk', 'uniform', 'power' or an array of weights, got {kind!r}."
+    )
+
+
+def check_weight_vector(weights, n_negatives=None):
+    """Validate a user weight vector: 1-D, finite, non-negative, non-increasing, not all zero.
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_negatives,)
+        Weights over the sorted negatives.
+    n_negatives : int or None, default=None
+        Required length, if any.
+
+    Returns
+    -------
+    weights : ndarray of float64
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 1 or weights.size == 0:
+        raise ValueError(f"The weight vector must be 1-D and non-empty, got shape {weights.shape}.")
+    if n_negatives is not None and weights.size != n_negatives:
+        raise ValueError(
+            f"The weight vector has {weights.size} entries but n_negatives={n_negatives}."
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("The weights must be finite and non-negative.")
+    if np.any(np.diff(weights) > 0):
+        raise ValueError(
+            "The weights must be non-increasing (weight j applies to the j-th highest-scored "
+            "negative); this is what makes the ordered weighted loss convex (Theorem 2)."
+        )
+    if not weights.any():
+        raise ValueError("The weights are all zero: the loss would ignore every negative.")
+    return weights
+
+
+def _check_count(value, name):
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------- losses
+def _sorted_negatives(negative_scores, weights, mask):
+    """The highest negative scores of each row, best first, as many as ``weights`` needs.
+
+    Returns ``(scores, valid, weights)``: ``scores`` (n, r) finite (masked ranks hold 0),
+    ``valid`` (n, r) marks real negatives, ``weights`` truncated to the ``r`` ranks used.
+    """
+    if not isinstance(weights, torch.Tensor):
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+    weights = torch.as_tensor(weights, dtype=negative_scores.dtype, device=negative_scores.device)
+    nonzero = torch.nonzero(weights > 0)
+    n_ranks = min(int(nonzero.max()) + 1 if nonzero.numel() else 1, negative_scores.shape[1])
+    if mask is None:
+        top = torch.topk(negative_scores, n_ranks, dim=1).values
+        return top, torch.ones_like(top, dtype=torch.bool), weights[:n_ranks]
+    if mask.shape != negative_scores.shape:
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)} but negative_scores has "
+            f"{tuple(negative_scores.shape)}."
+        )
+    masked = negative_scores.masked_fill(~mask, -math.inf)
+    top = torch.topk(masked, n_ranks, dim=1).values
+    valid = torch.isfinite(top)
+    return torch.where(valid, top, torch.zeros_like(top)), valid, weights[:n_ranks]
+
+
+def _check_positive_scores(positive_scores, negative_scores):
+    if negative_scores.ndim != 2:
+        raise ValueError(
+            f"negative_scores must be 2-D (n_samples, n_negatives), got {negative_scores.ndim}-D."
+        )
+    if positive_scores.shape != negative_scores.shape[:1]:
+        raise ValueError(
+            f"positive_scores has shape {tuple(positive_scores.shape)} but negative_scores has "
+            f"{negative_scores.shape[0]} rows."
+        )
+
+
+def powl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=None, margin=1.0):
+    """Pairwise ordered weighted loss of each example.
+
+    ``sum_j weights[j] * phi(positive_score - negative_score_[j])`` where ``negative_score_[j]``
+    is the ``j``-th highest score among the example's (valid) negatives.
+
+    Parameters
+    ----------
+    positive_scores : torch.Tensor of shape (n_samples,)
+        Score of the positive label of each example.
+    negative_scores : torch.Tensor of shape (n_samples, n_negatives)
+        Scores of the negative labels, in any order.
+    weights : array-like or torch.Tensor of shape (n_weights,)
+        Non-negative, non-increasing weights by rank. Ranks beyond ``n_weights`` weigh 0; weights
+        beyond the number of valid negatives of a row are unused for that row.
+    surrogate : str or callable, default="hinge"
+        See :func:`get_surrogate`.
+    mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
+        ``True`` where the entry is a negative of the example (e.g. ``False`` for its own
+        positive labels in a shared sample). None: all entries are negatives.
+    margin : float, default=1.0
+        Margin of the ramp surrogate.
+
+    Returns
+    -------
+    losses : torch.Tensor of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skrank.losses import powl
+    >>> powl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0, 0.0, 0.0])
+    tensor([1.4000])
+    """
+    _check_positive_scores(positive_scores, negative_scores)
+    phi = get_surrogate(surrogate, margin=margin)
+    top, valid, weights = _sorted_negatives(negative_scores, weights, mask)
+    terms = phi(positive_scores[:, None] - top) * weights
+    return torch.where(valid, terms, torch.zeros_like(terms)).sum(dim=1)
+
+
+def bowl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=None, margin=1.0):
+    """Binary ordered weighted loss of each example.
+
+    ``phi(positive_score) + sum_j weights[j] * phi(-negative_score_[j])`` with the negatives
+    sorted by decreasing score. Same parameters as :func:`powl`.
+
+    Parameters
+    ----------
+    positive_scores : torch.Tensor of shape (n_samples,)
+        Score of the positive label of each example.
+    negative_scores : torch.Tensor of shape (n_samples, n_negatives)
+        Scores of the negative labels, in any order.
+    weights : array-like or torch.Tensor of shape (n_weights,)
+        Non-negative, non-increasing weights by rank.
+    surrogate : str or callable, default="hinge"
+        See :func:`get_surrogate`.
+    mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
+        ``True`` where the entry is a negative of the example.
+    margin : float, default=1.0
+        Margin of the ramp surrogate.
+
+    Returns
+    -------
+    losses : torch.Tensor of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skrank.losses import bowl
+    >>> bowl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0, 0.0, 0.0])
+    tensor([2.4000])
+    """
+    _check_positive_scores(positive_scores, negative_scores)
+    phi = get_surrogate(surrogate, margin=margin)
+    top, valid, weights = _sorted_negatives(negative_scores, weights, mask)
+    terms = phi(-top) * weights
+    return phi(positive_scores) + torch.where(valid, terms, torch.zeros_like(terms)).sum(dim=1)
+
+
+def ordered_weighted_loss(
+    positive_scores,
+    negative_scores,
+    weights,
+    *,
+    loss="bowl",
+    surrogate="hinge",
+    mask=None,
+    margin=1.0,
+):
+    """POWL or BOWL of each example (see :func:`powl` and :func:`bowl`).
+
+    Parameters
+    ----------
+    positive_scores : torch.Tensor of shape (n_samples,)
+        Score of the positive label of each example.
+    negative_scores : torch.Tensor of shape (n_samples, n_negatives)
+        Scores of the negative labels, in any order.
+    weights : array-like or torch.Tensor of shape (n_weights,)
+        Non-negative, non-increasing weights by rank.
+    loss : {"bowl", "powl"}, default="bowl"
+        Which ordered weighted loss.
+    surrogate : str or callable, default="hinge"
+        See :func:`get_surrogate`.
+    mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
+        ``True`` where the entry is a negative of the example.
+    margin : float, default=1.0
+        Margin of the ramp surrogate.
+
+    Returns
+    -------
+    losses : torch.Tensor of shape (n_samples,)
+    """
+    if loss not in _LOSSES:
+        raise ValueError(f"loss must be 'bowl' or 'powl', got {loss!r}.")
+    return _LOSSES[loss](
+        positive_scores, negative_scores, weights, surrogate, mask=mask, margin=margin
+    )
+
+
+_LOSSES = {"bowl": bowl, "powl": powl}
+
+
+class OrderedWeightedLoss(nn.Module):
+    """POWL or BOWL as a ``torch.nn.Module``, averaged over the examples of a batch.
+
+    Stochastic Negative Mining (Reddi et al., 2019, Algorithm 1): given each example's positive
+    score and the scores of ``B`` sampled negative labels, sort the negatives by score and weigh
+    them by rank with ``weights``; top-k' weights make the loss focus on the hardest sampled
+    negatives, uniform weights give plain negative sampling. See :func:`owl_weights` for the
+    weight vectors and :class:`~skrank.losses.NegativeLabelSampler` for drawing the negatives.
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_weights,)
+        Non-negative, non-increasing weights by rank (e.g. from :func:`owl_weights`). Stored as a
+        buffer: it follows the module's device and is part of its ``state_dict``.
+    loss : {"bowl", "powl"}, default="bowl"
+        Binary or pairwise ordered weighted loss.
+    surrogate : {"hinge", "logistic", "squared_hinge", "exponential", "ramp"} or callable, \
+default="hinge"
+        The surrogate ``phi`` of the 0-1 step.
+    margin : float, default=1.0
+        Margin of the ramp surrogate.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skrank.losses import OrderedWeightedLoss, owl_weights
+    >>> criterion = OrderedWeightedLoss(owl_weights("topk", n_negatives=3), loss="powl")
+    >>> positive = torch.tensor([0.5, 0.2], requires_grad=True)
+    >>> negatives = torch.tensor([[0.9, -0.2, 0.1], [0.0, 0.3, -0.5]])
+    >>> criterion(positive, negatives)
+    tensor(1.2500, grad_fn=<MeanBackward0>)
+    """
+
+    def __init__(self, weights, loss="bowl", surrogate="hinge", margin=1.0):
+        super().__init__()
+        if loss not in _LOSSES:
+            raise ValueError(f"loss must be 'bowl' or 'powl', got {loss!r}.")
+        self.loss = loss
+        self.surrogate = surrogate
+        self.margin = margin
+        self._phi = get_surrogate(surrogate, margin=margin)
+        self.register_buffer(
+            "weights", torch.as_tensor(check_weight_vector(weights), dtype=torch.float32)
+        )
+
+    def forward(self, positive_scores, negative_scores, mask=None):
+        """Mean loss over the batch.
+
+        Parameters
+        ----------
+        positive_scores : torch.Tensor of shape (n_samples,)
+            Score of each example's positive label.
+        negative_scores : torch.Tensor of shape (n_samples, n_negatives)
+            Scores of sampled negative labels.
+        mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
+            ``True`` where the entry is a negative of the example.
+
+        Returns
+        -------
+        loss : torch.Tensor
+            Scalar.
+        """
+        losses = _LOSSES[self.loss](
+            positive_scores, negative_scores, self.weights, self._phi, mask=mask
+        )
+        return losses.mean()
+
+    def extra_repr(self):
+        return f"loss={self.loss!r}, surrogate={self.surrogate!r}, n_weights={len(self.weights)}"

@@ -1,0 +1,104 @@
+"""Negative-label sampler: exact per-example distribution, masking, cost independent of K."""
+
+import itertools
+from collections import Counter
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.stats import chisquare
+
+from skrank.losses import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
+
+
+@pytest.mark.parametrize("n_labels, size", [(10**12, 2000), (50, 49), (50, 10), (7, 7), (7, 0)])
+def test_sample_distinct_labels_are_distinct_and_in_range(n_labels, size):
+    labels = sample_distinct_labels(n_labels, size, random_state=0)
+    assert labels.shape == (size,) and labels.dtype == np.int64
+    assert len(np.unique(labels)) == size
+    assert size == 0 or (labels.min() >= 0 and labels.max() < n_labels)
+
+
+@pytest.mark.parametrize("n_labels", [5, 11])  # permutation branch, stream branch
+def test_sample_distinct_labels_ordered_selections_are_uniform(n_labels):
+    rng = np.random.RandomState(0)
+    size, draws = 2, 20000
+    counts = Counter(tuple(sample_distinct_labels(n_labels, size, rng)) for _ in range(draws))
+    selections = list(itertools.permutations(range(n_labels), size))
+    assert set(counts) == set(selections)
+    assert chisquare([counts[s] for s in selections]).pvalue > 1e-3
+
+
+def test_each_example_gets_a_uniform_subset_of_its_own_negatives():
+    """Shared sample + masking: every example's negatives are uniform over Y minus its positives."""
+    n_labels, n_negatives = 7, 2
+    indicator = sp.csr_matrix(
+        np.array(
+            [
+                [0, 1, 0, 0, 1, 0, 0],  # positives {1, 4}
+                [1, 0, 0, 0, 0, 0, 0],  # {0}
+                [0, 0, 1, 1, 1, 1, 0],  # {2, 3, 4, 5}: only 3 negatives left
+            ]
+        )
+    )
+    sampler = NegativeLabelSampler(n_labels, n_negatives, random_state=0)
+    counts = [Counter() for _ in range(3)]
+    for _ in range(6000):
+        labels, mask = sampler.sample(indicator)
+        for i in range(3):
+            counts[i][frozenset(labels[mask[i]].tolist())] += 1
+    for i in range(3):
+        negatives = sorted(set(range(n_labels)) - set(indicator[i].indices.tolist()))
+        subsets = [frozenset(s) for s in itertools.combinations(negatives, n_negatives)]
+        assert set(counts[i]) == set(subsets)  # never a positive, always exactly B negatives
+        assert chisquare([counts[i][s] for s in subsets]).pvalue > 1e-3
+
+
+def test_multiclass_positives_and_examples_with_few_negatives():
+    sampler = NegativeLabelSampler(n_labels=4, n_negatives=3, random_state=1)
+    positives = np.array([0, 3, 3, 1])
+    for _ in range(50):
+        labels, mask = sampler.sample(positives)
+        assert sorted(labels.tolist()) == [0, 1, 2, 3]  # B + 1 = K: the whole label set
+        np.testing.assert_array_equal(mask.sum(axis=1), 3)
+        assert not np.any(mask & (labels[None, :] == positives[:, None]))
+    # an example with K - 1 positives keeps its single negative
+    indicator = sp.csr_matrix(np.array([[1, 1, 1, 0], [1, 0, 0, 0]]))
+    labels, mask = NegativeLabelSampler(4, 3, random_state=0).sample(indicator)
+    assert labels[mask[0]].tolist() == [3] and mask[1].sum() == 3
+
+
+def test_sampler_cost_does_not_depend_on_the_number_of_labels():
+    """A sample at K = 10^12 needs memory for the sample only (an O(K) step could not run)."""
+    sampler = NegativeLabelSampler(n_labels=10**12, n_negatives=1024, random_state=0)
+    positives = np.random.RandomState(0).randint(0, 10**12, size=256)
+    labels, mask = sampler.sample(positives)
+    assert labels.shape == (1025,) and mask.shape == (256, 1025)
+    np.testing.assert_array_equal(mask.sum(axis=1), 1024)
+
+
+def test_sampler_is_reproducible_and_validates():
+    first = NegativeLabelSampler(100, 5, random_state=3).sample(np.arange(4))
+    second = NegativeLabelSampler(100, 5, random_state=3).sample(np.arange(4))
+    np.testing.assert_array_equal(first[0], second[0])
+    with pytest.raises(ValueError, match="n_negatives"):
+        NegativeLabelSampler(10, 10)
+    with pytest.raises(ValueError, match="n_labels"):
+        NegativeLabelSampler(1, 1)
+    with pytest.raises(ValueError, match=r"\[0, 10\)"):
+        NegativeLabelSampler(10, 2).sample(np.array([3, 10]))
+    with pytest.raises(ValueError, match="1-D array of integer labels"):
+        NegativeLabelSampler(10, 2).sample(np.array([0.5]))
+    with pytest.raises(ValueError, match="distinct labels"):
+        sample_distinct_labels(3, 4)
+
+
+def test_draw_positive_labels_is_uniform_over_each_rows_positives():
+    indicator = sp.csr_matrix(np.array([[1, 0, 1, 1], [0, 1, 0, 0]]))
+    rng = np.random.RandomState(0)
+    draws = np.array([draw_positive_labels(indicator, rng) for _ in range(3000)])
+    assert set(draws[:, 1]) == {1}
+    counts = np.bincount(draws[:, 0], minlength=4)
+    assert counts[1] == 0 and chisquare(counts[[0, 2, 3]]).pvalue > 1e-3
+    with pytest.raises(ValueError, match="at least one positive"):
+        draw_positive_labels(sp.csr_matrix(np.array([[1, 0], [0, 0]])))

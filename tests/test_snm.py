@@ -1,0 +1,332 @@
+"""SNMClassifier: learning, prediction in chunks, multilabel targets, sparse input, bad input."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+
+from skrank import SNMClassifier
+from skrank import snm as snm_module
+from skrank.metrics import get_scorer
+from skrank.nn import top_k_inner_products
+from skrank.nn._label_embedding import sparse_row_optimizer
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+FAST = dict(
+    embedding_dim=16,
+    hidden_layer_sizes=(32,),
+    n_negatives=8,
+    learning_rate=0.02,
+    batch_size=64,
+    max_epochs=15,
+    device="cpu",
+)
+
+
+def clustered(n_samples=300, n_labels=20, n_features=10, noise=0.3, seed=0):
+    rng = np.random.RandomState(seed)
+    centers = rng.normal(size=(n_labels, n_features))
+    y = np.arange(n_samples) % n_labels
+    return centers[y] + noise * rng.normal(size=(n_samples, n_features)), y
+
+
+def multilabel(n_samples=300, n_labels=15, n_features=12, seed=0):
+    """Each example has 1-3 labels; its features are the sum of its labels' prototypes."""
+    rng = np.random.RandomState(seed)
+    prototypes = rng.normal(size=(n_labels, n_features))
+    Y = np.zeros((n_samples, n_labels), dtype=np.int64)
+    for i in range(n_samples):
+        Y[i, rng.choice(n_labels, rng.randint(1, 4), replace=False)] = 1
+    return Y @ prototypes + 0.1 * rng.normal(size=(n_samples, n_features)), Y
+
+
+def brute_force_top_k(scores, k):
+    return np.argsort(-scores, axis=1, kind="stable")[:, :k]
+
+
+@pytest.mark.parametrize("k", [1, 3, 17])
+def test_chunked_top_k_matches_a_stable_full_sort_with_ties(k):
+    rng = np.random.RandomState(0)
+    table = torch.tensor(rng.randint(-2, 3, size=(17, 3)), dtype=torch.float32)  # many ties
+    queries = torch.tensor(rng.randint(-2, 3, size=(23, 3)), dtype=torch.float32)
+    expected = brute_force_top_k((queries @ table.T).numpy(), k)
+    for block_elements in (1, 40, 10**6):  # one row per chunk, a few, everything at once
+        scores, indices = top_k_inner_products(
+            queries, lambda a, b: table[a:b], 17, k, block_elements=block_elements
+        )
+        np.testing.assert_array_equal(indices.numpy(), expected)
+        np.testing.assert_array_equal(
+            scores.numpy(), np.take_along_axis((queries @ table.T).numpy(), expected, axis=1)
+        )
+    with pytest.raises(ValueError, match="k=18"):
+        top_k_inner_products(queries, lambda a, b: table[a:b], 17, 18)
+
+
+def test_learns_multiclass_with_string_labels_and_consistent_predictions():
+    X, y = clustered()
+    labels = np.array([f"label-{i}" for i in range(20)], dtype=object)[y]
+    clf = SNMClassifier(random_state=0, **FAST).fit(X, labels)
+    assert clf.score(X, labels) > 0.95
+    assert clf.n_negatives_ == 8 and clf.n_iter_ == 15 and len(clf.history_) == 15
+    np.testing.assert_array_equal(clf.classes_, np.unique(labels))
+
+    scores = clf.decision_function(X[:40])
+    assert scores.shape == (40, 20) and scores.dtype == np.float32
+    assert np.all(np.abs(scores) <= 1 + 1e-5)  # cosine similarities
+    top_labels, top_scores = clf.predict_top_k(X[:40], k=5, return_scores=True)
+    order = brute_force_top_k(scores, 5)
+    np.testing.assert_array_equal(top_labels, clf.classes_[order])
+    np.testing.assert_allclose(top_scores, np.take_along_axis(scores, order, 1), atol=1e-6)
+    np.testing.assert_array_equal(clf.predict(X[:40]), top_labels[:, 0])
+    # score is Recall@score_k: top-3 accuracy here
+    clf.set_params(score_k=3)
+    hits = [label in row for label, row in zip(labels, clf.predict_top_k(X, 3), strict=True)]
+    assert clf.score(X, labels) == pytest.approx(np.mean(hits))
+
+
+def test_top_1_mining_beats_negative_sampling_on_hard_negatives():
+    """Top-1 SNM against uniform weights at the same B and budget (the paper's claim)."""
+    X, y = clustered(n_samples=600, n_labels=60, noise=0.9, seed=1)
+    params = dict(FAST, n_negatives=32, max_epochs=20)
+    snm = SNMClassifier(random_state=0, **params).fit(X, y).score(X, y)
+    sampling = SNMClassifier(negative_weights="uniform", random_state=0, **params).fit(X, y)
+    assert snm > sampling.score(X, y) + 0.05
+
+
+def test_sparse_input_matches_dense_input():
+    X, y = clustered(n_samples=120, n_labels=6)
+    X[np.abs(X) < 0.5] = 0
+    dense = SNMClassifier(random_state=0, **dict(FAST, max_epochs=3, n_negatives=4)).fit(X, y)
+    sparse = SNMClassifier(random_state=0, **dict(FAST, max_epochs=3, n_negatives=4))
+    sparse.fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(
+        dense.decision_function(X), sparse.decision_function(sp.csr_matrix(X)), atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("sparse_targets", [False, True])
+def test_multilabel_targets(sparse_targets):
+    X, Y = multilabel()
+    targets = sp.csr_matrix(Y) if sparse_targets else Y
+    clf = SNMClassifier(random_state=0, score_k=3, **dict(FAST, max_epochs=25)).fit(X, targets)
+    np.testing.assert_array_equal(clf.classes_, np.arange(15))
+    predicted = clf.predict(X)
+    assert sp.issparse(predicted) == sparse_targets and predicted.dtype == Y.dtype
+    predicted = predicted.toarray() if sparse_targets else predicted
+    np.testing.assert_array_equal(predicted.sum(axis=1), 3)
+    top = clf.predict_top_k(X, 3)
+    np.testing.assert_array_equal(np.sort(top, axis=1), np.nonzero(predicted)[1].reshape(-1, 3))
+    # Recall@3: true labels among the 3 best / number of true labels
+    expected = np.mean([Y[i, top[i]].sum() / Y[i].sum() for i in range(len(Y))])
+    assert clf.score(X, targets) == pytest.approx(expected)
+    assert expected > 0.8
+
+
+def test_multilabel_rows_without_labels_are_skipped_with_a_count():
+    X, Y = multilabel(n_samples=60)
+    Y[[3, 7, 11]] = 0
+    with pytest.warns(UserWarning, match="3 of 60 training examples have no positive label"):
+        SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y)
+    with pytest.raises(ValueError, match="No training example has a positive label"):
+        SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, np.zeros_like(Y))
+
+
+def test_a_step_reads_and_updates_only_the_sampled_label_rows():
+    rng = np.random.RandomState(0)
+    n_labels = 5000
+    X = rng.normal(size=(64, 5))
+    positives = snm_module._one_hot(rng.randint(0, n_labels, 64), n_labels)  # multilabel form
+    clf = SNMClassifier(
+        label_optimizer="sgd", random_state=0, **dict(FAST, batch_size=16, max_epochs=1)
+    ).fit(X, positives)
+    classes = len(clf.classes_)
+    assert classes == n_labels
+    clf._batch_sampler(positives, np.random.RandomState(0))
+    clf.module_.zero_grad(set_to_none=True)
+    before = clf.module_.label_embeddings.weight.detach().clone()
+    optimizers = clf._build_optimizers(clf._trainable_parameters())
+    loss = clf._batch_loss(torch.tensor(X[:16], dtype=torch.float32), positives, np.arange(16))
+    loss.backward()
+    gradient = clf.module_.label_embeddings.weight.grad
+    assert gradient.is_sparse
+    touched = torch.unique(gradient.coalesce().indices())
+    assert touched.numel() <= 16 + clf.n_negatives_ + 1
+    for optimizer in optimizers:
+        optimizer.step()
+    changed = torch.nonzero((clf.module_.label_embeddings.weight != before).any(dim=1)).ravel()
+    assert set(changed.tolist()) <= set(touched.tolist())
+    assert 0 < changed.numel() < classes
+
+
+def test_binary_targets_follow_the_scikit_learn_convention():
+    X, y = clustered(n_samples=100, n_labels=2)
+    clf = SNMClassifier(random_state=0, **dict(FAST, n_negatives=1)).fit(X, y == 1)
+    decision = clf.decision_function(X)
+    assert decision.shape == (100,)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(decision > 0).astype(int)])
+
+
+def test_negative_weight_options_reach_the_loss():
+    X, y = clustered(n_samples=60, n_labels=10)
+    fit = dict(FAST, max_epochs=1, n_negatives=4)
+    cases = {
+        "uniform": [0.25] * 4,
+        "power": np.array([1, 1 / 2, 1 / 3, 1 / 4]) / (25 / 12),
+    }
+    for weights, expected in cases.items():
+        clf = SNMClassifier(negative_weights=weights, **fit).fit(X, y)
+        np.testing.assert_allclose(clf.negative_weights_, expected)
+        np.testing.assert_allclose(clf.criterion_.weights.numpy(), expected, rtol=1e-6)
+    clf = SNMClassifier(negative_weights=[2.0, 1.0, 1.0, 0.0], **fit).fit(X, y)
+    np.testing.assert_allclose(clf.negative_weights_, [2.0, 1.0, 1.0, 0.0])
+    clf = SNMClassifier(top_k_negatives=2, weight_scale="paper", **fit).fit(X, y)
+    np.testing.assert_allclose(clf.negative_weights_, [9 / 8, 9 / 8, 0, 0])  # (K-1)/(k'B)
+    for loss in ("powl", "bowl"):
+        for surrogate in ("logistic", "squared_hinge", "exponential", "ramp"):
+            clf = SNMClassifier(loss=loss, surrogate=surrogate, **fit).fit(X, y)
+            assert np.isfinite(clf.history_[0]["loss"])
+
+
+def test_n_negatives_is_clamped_to_the_label_count_with_a_warning():
+    X, y = clustered(n_samples=60, n_labels=5)
+    with pytest.warns(UserWarning, match="n_negatives=16 exceeds the 4 negative labels"):
+        clf = SNMClassifier(top_k_negatives=8, **dict(FAST, n_negatives=16, max_epochs=1))
+        clf.fit(X, y)
+    assert clf.n_negatives_ == 4
+    np.testing.assert_allclose(clf.negative_weights_, [0.25] * 4)  # top-8 clamped to top-4
+
+
+@pytest.mark.parametrize(
+    "params, targets, match",
+    [
+        (dict(top_k_negatives=9), None, "top_k_negatives=9 exceeds n_negatives=8"),
+        (dict(score_k=21), None, "score_k=21 exceeds the number of labels 20"),
+        (dict(negative_weights=[1.0, 0.5]), None, "2 entries but n_negatives=8"),
+        (dict(negative_weights=[0.1] + [0.5] * 7), None, "non-increasing"),
+        ({}, "one", "at least two labels"),
+        ({}, "continuous", "Unknown label type"),
+        ({}, "multioutput", "multiclass-multioutput"),
+    ],
+)
+def test_bad_settings_and_targets_raise_clear_errors(params, targets, match):
+    X, y = clustered(n_samples=40)
+    y = {
+        None: y,
+        "one": np.zeros(40),
+        "continuous": np.linspace(0, 1, 40),
+        "multioutput": np.stack([y, y], axis=1),
+    }[targets]
+    with pytest.raises(ValueError, match=match):
+        SNMClassifier(**dict(FAST, **params, max_epochs=1)).fit(X, y)
+
+
+def test_bad_inputs_at_fit_and_predict():
+    X, y = clustered(n_samples=60)
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SNMClassifier(**FAST).fit(bad, y)
+    bad[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        SNMClassifier(**FAST).fit(sp.csr_matrix(bad), y)
+    clf = SNMClassifier(**FAST)
+    with pytest.raises(NotFittedError):
+        clf.predict_top_k(X, 1)
+    clf.set_params(max_epochs=1).fit(X, y)
+    for wrong in (X[:, :4], sp.csr_matrix(X[:, :4])):
+        for method in (clf.predict, clf.decision_function, lambda Z: clf.predict_top_k(Z, 2)):
+            with pytest.raises(ValueError, match="features"):
+                method(wrong)
+    for k in (0, 21, 2.5):
+        with pytest.raises(ValueError, match=r"k must be an integer in \[1, 20\]"):
+            clf.predict_top_k(X, k)
+    with pytest.raises(ValueError, match="not among the labels"):
+        clf.score(X, y + 100)
+
+
+def test_decision_function_refuses_a_matrix_that_does_not_fit(monkeypatch):
+    X, y = clustered(n_samples=60)
+    clf = SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, y)
+    monkeypatch.setattr(snm_module, "_available_memory_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match="predict_top_k"):
+        clf.decision_function(X)
+    assert clf.predict_top_k(X, 2).shape == (60, 2)  # top-k never builds the matrix
+
+
+def test_reproducible_picklable_and_validation_history():
+    X, y = clustered(n_samples=200)
+    params = dict(FAST, max_epochs=4, validation_fraction=0.25)
+    first = SNMClassifier(random_state=3, **params).fit(X, y)
+    second = SNMClassifier(random_state=3, **params).fit(X, y)
+    np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
+    assert all("validation_score" in record for record in first.history_)
+    restored = pickle.loads(pickle.dumps(first))
+    np.testing.assert_array_equal(restored.predict_top_k(X, 3), first.predict_top_k(X, 3))
+
+
+def test_faiss_search_agrees_with_exact_search_and_pickles():
+    pytest.importorskip("faiss")
+    X, y = clustered()
+    clf = SNMClassifier(random_state=0, **FAST).fit(X, y)
+    exact = clf.predict_top_k(X, 3)
+    clf.set_params(search="faiss")
+    approximate = clf.predict_top_k(X, 3)
+    assert np.mean(approximate[:, 0] == exact[:, 0]) > 0.95
+    restored = pickle.loads(pickle.dumps(clf))  # the cached index is dropped, then rebuilt
+    np.testing.assert_array_equal(restored.predict_top_k(X, 3), approximate)
+    # validation during training searches exactly: no index is built from interim weights
+    params = dict(FAST, max_epochs=2, validation_fraction=0.2)
+    assert SNMClassifier(search="faiss", **params).fit(X, y)._faiss_index is None
+
+
+def test_warm_start_continues_and_checks_labels():
+    X, y = clustered(n_samples=100)
+    clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, y)
+    module = clf.module_
+    clf.fit(X, y)
+    assert clf.module_ is module and len(clf.history_) == 4
+    with pytest.raises(ValueError, match="same labels"):
+        clf.fit(X, (y + 1) % 21)
+
+
+def test_no_warning_in_a_normal_fit():
+    X, y = clustered(n_samples=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SNMClassifier(random_state=0, **dict(FAST, max_epochs=2)).fit(X, y).score(X, y)
+
+
+@pytest.mark.parametrize("label_optimizer", ["adagrad", "sparse_adam", "sgd"])
+def test_every_label_optimizer_learns_without_warnings(label_optimizer):
+    X, y = clustered(n_samples=200, n_labels=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = SNMClassifier(label_optimizer=label_optimizer, random_state=0, **FAST).fit(X, y)
+    assert clf.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="name must be one of"):
+        sparse_row_optimizer("adam", clf.module_.label_embeddings.parameters(), 0.1)
+
+
+def test_scorers_use_predict_top_k_and_match_score():
+    X, Y = multilabel(n_samples=120)
+    clf = SNMClassifier(random_state=0, score_k=5, **dict(FAST, max_epochs=5)).fit(X, Y)
+    assert get_scorer("recall@5")(clf, X, Y) == pytest.approx(clf.score(X, Y))
+    top = clf.predict_top_k(X, 3)
+    expected = np.mean([Y[i, top[i]].sum() / 3 for i in range(len(Y))])
+    assert get_scorer("precision@3")(clf, X, Y) == pytest.approx(expected)
+    search = GridSearchCV(
+        SNMClassifier(**dict(FAST, max_epochs=2)),
+        {"negative_weights": ["topk", "uniform"]},
+        scoring=get_scorer("recall@3"),
+        cv=2,
+    )
+    X, y = clustered(n_samples=200, n_labels=10)
+    search.fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.best_score_ > 0.5

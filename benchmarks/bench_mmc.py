@@ -167,12 +167,18 @@ def digits_section(quick, metric_learn_python):
     runs = [
         ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
         ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
-        (f"skrank MMC, B={most} pairs", lambda: fit_skrank(
-            X, y, negatives="pairs", n_samples=most)),
-        ("metric-learn, 200 constraints", lambda: fit_metric_learn(
-            metric_learn_python, X, y, n_constraints=200)),
-        (f"metric-learn, {most} constraints", lambda: fit_metric_learn(
-            metric_learn_python, X, y, n_constraints=most)),
+        (
+            f"skrank MMC, B={most} pairs",
+            lambda: fit_skrank(X, y, negatives="pairs", n_samples=most),
+        ),
+        (
+            "metric-learn, 200 constraints",
+            lambda: fit_metric_learn(metric_learn_python, X, y, n_constraints=200),
+        ),
+        (
+            f"metric-learn, {most} constraints",
+            lambda: fit_metric_learn(metric_learn_python, X, y, n_constraints=most),
+        ),
     ]
     results = [(name, timed(name, run)) for name, run in runs]
     reference = results[-1][1]
@@ -267,11 +273,15 @@ def main(argv=None):
         n, most = X.shape[0], 2000 if args.quick else 20000
         return [
             ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
-            ("skrank MMC, B=0.15n tuples", lambda: fit_skrank(
-                X, y, negatives="tuples", n_samples=int(0.15 * n))),
+            (
+                "skrank MMC, B=0.15n tuples",
+                lambda: fit_skrank(X, y, negatives="tuples", n_samples=int(0.15 * n)),
+            ),
             ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
-            (f"metric-learn, {most} constraints", lambda: fit_metric_learn(
-                python, X, y, n_constraints=most)),
+            (
+                f"metric-learn, {most} constraints",
+                lambda: fit_metric_learn(python, X, y, n_constraints=most),
+            ),
         ]
 
     mnist_section(args.quick, python, 1000 if args.quick else None, 0.9, mnist_runs)

@@ -64,8 +64,16 @@ def run(sizes, n_runs):
 
 
 def summarise(records, sizes):
-    header = ["n", "negatives", "test objective", "test constraint", "fit s", "objective / all",
-              "speed-up", "converged"]
+    header = [
+        "n",
+        "negatives",
+        "test objective",
+        "test constraint",
+        "fit s",
+        "objective / all",
+        "speed-up",
+        "converged",
+    ]
     rows = []
     for n in sizes:
         by_label = {}
@@ -75,18 +83,21 @@ def summarise(records, sizes):
         reference = by_label["all pairs"][0].mean(axis=0)
         for label, (values, converged) in by_label.items():
             mean, std = values.mean(axis=0), values.std(axis=0)
-            rows.append([
-                n,
-                label,
-                f"{mean[0]:.4f} ± {std[0]:.4f}",
-                f"{mean[1]:.4f} ± {std[1]:.4f}",
-                f"{mean[2]:.2f} ± {std[2]:.2f}",
-                f"{mean[0] / reference[0]:.4f}",
-                f"{reference[2] / mean[2]:.1f}",
-                converged,
-            ])
-    print_table("Test objective and constraint versus all pairs (mean ± std over runs)",
-                header, rows)
+            rows.append(
+                [
+                    n,
+                    label,
+                    f"{mean[0]:.4f} ± {std[0]:.4f}",
+                    f"{mean[1]:.4f} ± {std[1]:.4f}",
+                    f"{mean[2]:.2f} ± {std[2]:.2f}",
+                    f"{mean[0] / reference[0]:.4f}",
+                    f"{reference[2] / mean[2]:.1f}",
+                    converged,
+                ]
+            )
+    print_table(
+        "Test objective and constraint versus all pairs (mean ± std over runs)", header, rows
+    )
 
 
 def main(argv=None):

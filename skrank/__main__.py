@@ -39,7 +39,9 @@ def _format_table(records):
     ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     rule = "  ".join("-" * w for w in widths)
-    rendered = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)) for line in lines]
+    rendered = [
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)) for line in lines
+    ]
     return "\n".join([rendered[0], rule, *rendered[1:]])
 
 

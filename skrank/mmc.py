@@ -190,9 +190,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_classification_targets(y)
         if np.unique(y).shape[0] < 2:
-            raise ValueError(
-                "MMC needs at least two classes in y (dissimilar pairs); got 1 class."
-            )
+            raise ValueError("MMC needs at least two classes in y (dissimilar pairs); got 1 class.")
         fit = fit_mmc(
             X,
             y,

@@ -8,15 +8,15 @@ over pairs when a sufficient statistic exists:
 * :class:`PairStatistics` accumulates, in one pass over chunks of data, the class sums and the Gram
   matrix from which the mean outer products over positive and negative pairs follow exactly, in
   ``O(n d^2)`` time and ``O(K d + d^2)`` memory;
-* :func:`similar_pair_scatter` gives the mean of ``(x_i - x_j)(x_i - x_j)^T`` over positive pairs from
-  the within-class scatter, also in ``O(n d^2)``.
+* :func:`similar_pair_scatter` gives the mean of ``(x_i - x_j)(x_i - x_j)^T`` over positive pairs
+  from the within-class scatter, also in ``O(n d^2)``.
 
 Where the negative pairs are needed one by one (a non-linear function of each pair, as in MMC's
 objective), they are either enumerated in blocks (:func:`iter_negative_pairs`) or replaced by an
 *incomplete U-statistic* (Section 4 of Vogel, Bellet & Clémençon, 2018):
 
-* :func:`sample_negative_pairs`: ``B`` negative pairs drawn uniformly with replacement from the set of
-  all negative pairs;
+* :func:`sample_negative_pairs`: ``B`` negative pairs drawn uniformly with replacement from the
+  set of all negative pairs;
 * :func:`sample_negative_tuples`: ``B`` K-tuples holding one random item of each class, each giving
   its ``K (K - 1) / 2`` pairs, weighted ``n_k n_l / n_-`` so that the estimate is unbiased.
 
@@ -180,9 +180,7 @@ class PairStatistics:
         X = np.asarray(X, dtype=np.float64)
         class_codes = np.asarray(class_codes)
         if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(
-                f"X must have shape (n_samples, {self.n_features}), got {X.shape}."
-            )
+            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
         if class_codes.shape != (X.shape[0],):
             raise ValueError(
                 f"class_codes must have shape ({X.shape[0]},), got {class_codes.shape}."
@@ -236,9 +234,7 @@ class PairStatistics:
             Symmetric matrix.
         """
         if self.n_positive_pairs == 0:
-            raise ValueError(
-                "No class has two items: there are no positive (same-class) pairs."
-            )
+            raise ValueError("No class has two items: there are no positive (same-class) pairs.")
         total = self._between_class_outer() - self.gram_
         return _symmetrize(total) / (2 * self.n_positive_pairs)
 
@@ -266,9 +262,13 @@ def _symmetrize(matrix):
 def similar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the positive pairs ``i < j``.
 
-    Computed from the within-class scatter with no pair loop:
-    ``sum_{i<j, y_i=y_j} (x_i - x_j)(x_i - x_j)^T = sum_k n_k sum_{i in k} (x_i - mu_k)(x_i - mu_k)^T``.
-    For any ``A``, ``<S, A>`` is the mean squared Mahalanobis distance ``d_A^2`` over positive pairs.
+    Computed from the within-class scatter with no pair loop::
+
+        sum_{i<j, y_i=y_j} (x_i - x_j)(x_i - x_j)^T
+            = sum_k n_k sum_{i in k} (x_i - mu_k)(x_i - mu_k)^T
+
+    For any ``A``, ``<S, A>`` is the mean squared Mahalanobis distance ``d_A^2`` over positive
+    pairs.
 
     Parameters
     ----------
@@ -459,6 +459,7 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=2**24):
         weighted_first = X[sample.first[part]] * sample.weight[part, None]
         total += weighted_first.T @ X[sample.second[part]]
     return _symmetrize(total)
+
 
 def dissimilar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the negative pairs ``i < j``.

@@ -42,6 +42,8 @@ class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
     targets, each epoch pairs every example with one of its positive labels drawn uniformly (the
     paper's protocol), and all its positive labels are excluded from its negatives.
 
+    Read more in the :ref:`User Guide <snm>`.
+
     Parameters
     ----------
     loss : {"bowl", "powl"}, default="bowl"
@@ -131,7 +133,7 @@ default="hinge"
         Labels (multilabel: ``arange(n_labels)``, the columns of the indicator matrix).
     n_negatives_ : int
         Number of sampled negatives used (``n_negatives`` clamped to ``K - 1``).
-    negative_weights_ : ndarray of shape (n_negatives_,)
+    negative_weights_ : ndarray of length ``n_negatives_``
         Weights by rank used by the loss.
     module_ : LabelEmbeddingNetwork
         The trained network and label table.

@@ -1,8 +1,8 @@
 """scikit-learn's common estimator checks on every public skrank estimator.
 
 Estimators are discovered from ``skrank.__all__``, so a new estimator is checked as soon as it is
-exported. ``CHECK_PARAMS`` gives small settings that keep the checks fast; ``EXPECTED_FAILED_CHECKS``
-lists, per estimator, each check that is expected to fail and why.
+exported. ``CHECK_PARAMS`` gives small settings that keep the checks fast;
+``EXPECTED_FAILED_CHECKS`` lists, per estimator, each check that is expected to fail and why.
 """
 
 import inspect

@@ -17,3 +17,19 @@ def test_there_are_examples():
 def test_example_runs(path, documentation_run):
     runpy.run_path(str(path), run_name="__main__")
     assert plt.get_fignums(), f"{path.name} draws no figure"
+
+
+@pytest.mark.parametrize(
+    "estimator", ["SOPRCEmbedder", "SNMClassifier", "PointwiseROCSimilarity", "MMC"]
+)
+def test_gallery_covers_estimator(estimator):
+    """Each estimator has an example, and one inside a Pipeline tuned by GridSearchCV."""
+    sources = [path.read_text() for path in EXAMPLES]
+    using = [source for source in sources if f"{estimator}(" in source]
+    assert using, f"no example uses {estimator}"
+    assert any(
+        "GridSearchCV(" in source
+        and ("make_pipeline(" in source or "Pipeline(" in source)
+        and "get_scorer(" in source
+        for source in using
+    ), f"no example tunes {estimator} in a Pipeline with GridSearchCV and skrank scorers"

@@ -286,9 +286,9 @@ def test_shuffled_batch_sampler_covers_each_item_once_per_epoch():
     assert len(sampler) == 5
     first, second = list(sampler), list(sampler)
     assert sorted(np.concatenate(first)) == list(range(23))
-    assert not all(np.array_equal(a, b) for a, b in zip(first, second))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, second, strict=False))
     again = list(ShuffledBatchSampler(23, 5, random_state=0))
-    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=False))
 
 
 def test_class_balanced_sampler_structure():
@@ -306,7 +306,7 @@ def test_class_balanced_sampler_structure():
             labels, counts = np.unique(y[batch], return_counts=True)
             assert len(labels) >= 2  # every batch has negatives
             # no lone item of a class unless its class has a single item overall
-            for label, count in zip(labels, counts):
+            for label, count in zip(labels, counts, strict=False):
                 assert count >= 2 or sizes[label] == 1
         assert abs(len(batches) - len(sampler)) <= 2
 
@@ -315,7 +315,7 @@ def test_class_balanced_sampler_is_deterministic_and_validates():
     y = np.repeat(np.arange(6), 12)
     a = list(ClassBalancedBatchSampler(y, 12, 3, random_state=1))
     b = list(ClassBalancedBatchSampler(y, 12, 3, random_state=1))
-    assert all(np.array_equal(p, q) for p, q in zip(a, b))
+    assert all(np.array_equal(p, q) for p, q in zip(a, b, strict=False))
     for batch in a[:-1]:
         assert len(np.unique(y[batch])) == 4 and len(batch) == 12
     with pytest.raises(ValueError, match="batch_size"):

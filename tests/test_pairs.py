@@ -98,14 +98,14 @@ def test_sample_negative_pairs_are_negative_and_uniform_over_pairs():
     np.testing.assert_allclose(sample.weight, 1 / n_draws)
     _, n_negative = count_pairs(y)
     counts = np.bincount(y)
-    for k, l in itertools.combinations(range(3), 2):
+    for k, m in itertools.combinations(range(3), 2):
         observed = np.mean(
-            ((y[sample.first] == k) & (y[sample.second] == l))
-            | ((y[sample.first] == l) & (y[sample.second] == k))
+            ((y[sample.first] == k) & (y[sample.second] == m))
+            | ((y[sample.first] == m) & (y[sample.second] == k))
         )
-        expected = counts[k] * counts[l] / n_negative
+        expected = counts[k] * counts[m] / n_negative
         # binomial standard error is below 0.0012 here: 5 sigma
-        assert abs(observed - expected) < 0.006, (k, l, observed, expected)
+        assert abs(observed - expected) < 0.006, (k, m, observed, expected)
     # every unordered negative pair equally likely
     unordered = np.sort(np.column_stack([sample.first, sample.second]), axis=1)
     _, pair_counts = np.unique(unordered, axis=0, return_counts=True)
@@ -122,7 +122,8 @@ def test_sample_negative_tuples_structure_and_unbiasedness():
     np.testing.assert_allclose(sample.weight.sum(), 1.0)
     # one item per class in every tuple: the first tuple's pairs cover each class pair once
     first_tuple_pairs = {
-        tuple(sorted((y[i], y[j]))) for i, j in zip(sample.first[:6], sample.second[:6])
+        tuple(sorted((y[i], y[j])))
+        for i, j in zip(sample.first[:6], sample.second[:6], strict=False)
     }
     assert first_tuple_pairs == set(itertools.combinations(range(4), 2))
 
@@ -154,7 +155,7 @@ def test_sampled_pairs_estimate_is_unbiased():
 def test_iter_negative_pairs_covers_every_pair_once(block):
     X, y = _tiny_problem(n=17)
     blocks = list(iter_negative_pairs(y, max_pairs_per_block=block))
-    pairs = [(int(i), int(j)) for b in blocks for i, j in zip(b.first, b.second)]
+    pairs = [(int(i), int(j)) for b in blocks for i, j in zip(b.first, b.second, strict=False)]
     assert sorted(pairs) == _brute_force_pairs(y, False)
     np.testing.assert_allclose(sum(b.weight.sum() for b in blocks), 1.0)
     full = [negative_pair_outer_mean(X, b) for b in blocks]
@@ -188,7 +189,10 @@ def test_negative_pair_outer_mean_in_chunks_equals_one_gather():
     one_gather = negative_pair_outer_mean(X, sample)
     chunked = negative_pair_outer_mean(X, sample, max_gathered=7)  # one pair per chunk
     np.testing.assert_allclose(chunked, one_gather, atol=1e-14)
-    loop = sum(w * (np.outer(X[i], X[j]) + np.outer(X[j], X[i])) / 2 for i, j, w in zip(*sample))
+    loop = sum(
+        w * (np.outer(X[i], X[j]) + np.outer(X[j], X[i])) / 2
+        for i, j, w in zip(*sample, strict=False)
+    )
     np.testing.assert_allclose(one_gather, loop, atol=1e-14)
 
 
@@ -196,4 +200,4 @@ def test_labels_of_mixed_types_are_paired():
     y = np.array([1, "a", 1, "a", 2.5], dtype=object)
     assert count_pairs(y) == (2, 8)
     sample = sample_negative_pairs(y, 50, random_state=0)
-    assert all(y[i] != y[j] for i, j in zip(sample.first, sample.second))
+    assert all(y[i] != y[j] for i, j in zip(sample.first, sample.second, strict=False))

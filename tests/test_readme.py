@@ -11,7 +11,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
 
 def test_readme_has_a_quick_start_per_estimator():
     code = "\n".join(BLOCKS)
-    for estimator in ("SOPRCEmbedder", "PointwiseROCSimilarity", "MMC"):
+    for estimator in ("SOPRCEmbedder", "SNMClassifier", "PointwiseROCSimilarity", "MMC"):
         assert f"from skrank import {estimator}" in code
 
 

@@ -452,6 +452,8 @@ class OrderedWeightedLoss(nn.Module):
     negatives, uniform weights give plain negative sampling. See :func:`owl_weights` for the
     weight vectors and :class:`~skrank.losses.NegativeLabelSampler` for drawing the negatives.
 
+    Read more in the :ref:`User Guide <losses>`.
+
     Parameters
     ----------
     weights : array-like of shape (n_weights,)

@@ -143,8 +143,10 @@ class BaseTorchEstimator(BaseEstimator):
             )
         if self.lr_milestones is not None:
             milestones = np.asarray(self.lr_milestones)
-            if milestones.ndim != 1 or not np.all(milestones == np.round(milestones)) or (
-                milestones.size and milestones.min() < 1
+            if (
+                milestones.ndim != 1
+                or not np.all(milestones == np.round(milestones))
+                or (milestones.size and milestones.min() < 1)
             ):
                 raise ValueError(
                     f"lr_milestones must be positive epoch numbers, got {self.lr_milestones!r}."
@@ -246,7 +248,9 @@ class BaseTorchEstimator(BaseEstimator):
         self.converged_ = False
         self.n_iter_ = 0
         progress = tqdm(
-            range(self.max_epochs), desc=type(self).__name__, disable=not self.verbose,
+            range(self.max_epochs),
+            desc=type(self).__name__,
+            disable=not self.verbose,
             leave=True,
         )
         for _ in progress:

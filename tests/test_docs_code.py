@@ -1,4 +1,4 @@
-"""The complete code blocks of the documentation run (the others are marked as fragments)."""
+"""Every code block of the documentation pages that hold complete programs runs."""
 
 import re
 from pathlib import Path
@@ -7,10 +7,13 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)")
+# Pages whose every code block is a complete program (the other pages show fragments of a
+# user's own code, with names such as ``pipeline`` or ``model`` left to the reader).
+RUNNABLE_PAGES = ["index.rst", "user_guide/losses.rst"]
 
 
 def complete_blocks():
-    """(page, index, code) of every Python code block of a page listed in RUNNABLE_PAGES."""
+    """Every Python code block of the RUNNABLE_PAGES, as ``pytest.param(code, id="page-index")``."""
     blocks = []
     for page in RUNNABLE_PAGES:
         text = (DOCS / page).read_text()
@@ -18,11 +21,6 @@ def complete_blocks():
             code = "\n".join(line[3:] for line in match.group(1).splitlines())
             blocks.append(pytest.param(code, id=f"{page}-{index}"))
     return blocks
-
-
-# Pages whose every code block is a complete program (the other pages show fragments of a
-# user's own code, with names such as ``pipeline`` or ``model`` left to the reader).
-RUNNABLE_PAGES = ["index.rst", "user_guide/losses.rst"]
 
 
 def test_runnable_pages_have_code():

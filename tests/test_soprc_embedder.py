@@ -16,14 +16,8 @@ from skrank import SOPRCEmbedder
 from skrank.exceptions import DivergenceWarning
 from skrank.metrics import mean_auprc_score
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These tiny models train faster on one thread than on a busy thread pool."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# These tiny models train faster on one thread than on a busy thread pool.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 FAST = dict(hidden_layer_sizes=(32,), n_components=8, batch_size=32, max_epochs=4, device="cpu")

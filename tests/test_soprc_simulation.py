@@ -17,15 +17,6 @@ from skrank.losses import soprc_query_loss
 PRIOR, BATCH_SIZE, N_BATCHES = 0.1, 1024, 300
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny tensors run faster on one thread than on a busy thread pool."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def one_minus_ap(positive_mask_by_rank):
     """1 - AP of rankings given as boolean rows (True = positive), best score first."""
     hits = np.cumsum(positive_mask_by_rank, axis=1)
@@ -34,7 +25,7 @@ def one_minus_ap(positive_mask_by_rank):
 
 
 @pytest.mark.parametrize("distribution", ["binormal", "bibeta", "offset_uniform"])
-def test_soprc_estimator_is_unbiased_whatever_the_batch_rate(distribution, one_thread):
+def test_soprc_estimator_is_unbiased_whatever_the_batch_rate(distribution, one_torch_thread):
     y_score, y_true = make_score_simulation(distribution, positive_rate=PRIOR, random_state=0)
     order = np.argsort(-y_score, kind="stable")
     target = one_minus_ap(y_true[order][None, :] == 1)[0]

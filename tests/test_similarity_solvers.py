@@ -1,11 +1,13 @@
 """Solvers of the pointwise ROC problem, against the KKT conditions, brute force and cvxpy."""
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from skrank.exceptions import SolverAccuracyWarning
 from skrank.pairs import PairStatistics
 from skrank.similarity import feasible_alpha_range, solve_cvxpy, solve_kkt
 
@@ -216,3 +218,66 @@ def test_missing_cvxpy_gives_install_instructions(monkeypatch):
     monkeypatch.setitem(sys.modules, "cvxpy", None)
     with pytest.raises(ImportError, match=r'pip install "skrank\[solvers\]"'):
         solve_cvxpy(np.eye(2), np.eye(2), 0.0)
+
+
+def _force_inaccurate(monkeypatch, shrink):
+    """Make every cvxpy solve report ``optimal_inaccurate``, its A shrunk by ``1 - shrink``."""
+    import cvxpy as cp
+
+    original = cp.Problem.solve
+
+    def solve(problem, *args, **kwargs):
+        value = original(problem, *args, **kwargs)
+        (variable,) = problem.variables()
+        variable.value = variable.value * (1 - shrink)
+        problem._status = cp.OPTIMAL_INACCURATE
+        return value
+
+    monkeypatch.setattr(cp.Problem, "solve", solve)
+
+
+def test_certified_gap_of_the_exact_solution_is_zero_and_grows_with_the_error():
+    from skrank.similarity._solvers import _certified_gap
+
+    P, N = _digits_problem(16)
+    beta = 0.5 * (np.vdot(N, P) / np.linalg.norm(P) - np.linalg.norm(N))
+    exact = solve_kkt(P, N, beta)
+    assert _certified_gap(P, N, beta, exact.A, exact.lambda_) < 1e-13
+    # An infeasible A has no certificate.
+    assert _certified_gap(P, N, beta, 1.01 * exact.A, exact.lambda_) == np.inf
+    # Constraint inactive (lambda = 0, A = P / ||P||_F): A shrunk by 1e-3 stays feasible and
+    # loses 1e-3 of the objective; the certificate sees exactly that.
+    beta = 2 * np.vdot(N, P) / np.linalg.norm(P) + np.linalg.norm(N)
+    exact = solve_kkt(P, N, beta)
+    assert exact.case == "inactive"
+    gap = _certified_gap(P, N, beta, 0.999 * exact.A, exact.lambda_)
+    scale = max(np.linalg.norm(P), np.linalg.norm(N), abs(beta))
+    assert gap == pytest.approx(1e-3 * np.vdot(P, exact.A) / scale, rel=1e-6)
+
+
+def test_inaccurate_status_with_a_certified_gap_is_accepted_silently(monkeypatch):
+    _force_inaccurate(monkeypatch, shrink=0.0)
+    P, N = _digits_problem()
+    beta = 0.9 * -np.linalg.norm(N) + 0.1 * np.vdot(N, P) / np.linalg.norm(P)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solution = solve_cvxpy(P, N, beta)
+    assert solution.case.startswith("cvxpy: optimal_inaccurate, certified relative gap")
+    assert _relative_difference(solution.A, solve_kkt(P, N, beta).A) < 1e-4
+
+
+def test_inaccurate_status_with_a_moderate_gap_warns(monkeypatch):
+    _force_inaccurate(monkeypatch, shrink=1e-6)
+    P, N = _digits_problem(16)
+    beta = 0.5 * (np.vdot(N, P) / np.linalg.norm(P) - np.linalg.norm(N))
+    with pytest.warns(SolverAccuracyWarning, match="relative gap of"):
+        solution = solve_cvxpy(P, N, beta)
+    assert _relative_difference(solution.A, solve_kkt(P, N, beta).A) < 1e-4
+
+
+def test_inaccurate_status_with_a_large_gap_is_refused_after_a_retry(monkeypatch):
+    _force_inaccurate(monkeypatch, shrink=1e-2)
+    P, N = _digits_problem(16)
+    beta = 0.5 * (np.vdot(N, P) / np.linalg.norm(P) - np.linalg.norm(N))
+    with pytest.raises(RuntimeError, match=r"certified gap .*; then .*certified gap.*solver='kkt'"):
+        solve_cvxpy(P, N, beta)

@@ -38,9 +38,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
 from skrank import MMC
-from skrank._mmc_solver import figure_of_merit
 from skrank.datasets import load_mnist
-from skrank.pairs import similar_pair_scatter
+from skrank.similarity import similar_pair_scatter
+from skrank.similarity._mmc_solver import figure_of_merit
 
 DEFAULT_METRIC_LEARN_PYTHON = Path("/work/venv-ml/bin/python")
 METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_mmc.py")

@@ -4,7 +4,7 @@ Two tables, on MNIST-10k (``skrank.datasets.load_mnist``) reduced by PCA to d di
 L2-normalised, as ``PointwiseROCSimilarity`` uses it:
 
 1. Exact ``P`` and ``N`` (mean symmetrised outer products over positive and negative pairs) from
-   class sums and the Gram matrix (``skrank.pairs.PairStatistics``, O(n d^2)) against explicit
+   class sums and the Gram matrix (``skrank.similarity.PairStatistics``, O(n d^2)) against explicit
    pair loops (O(n^2 d^2)): a Python loop over pairs (tiny n) and the same loop vectorised over
    blocks of pairs (small n). Both give the same matrices; the table gives the time ratio. Then
    the statistics of all 10,000 items at d = 784 (target: under 1 s).
@@ -28,8 +28,7 @@ import numpy as np
 from sklearn.decomposition import PCA
 
 from skrank.datasets import load_mnist
-from skrank.pairs import PairStatistics
-from skrank.similarity import solve_cvxpy, solve_kkt
+from skrank.similarity import PairStatistics, solve_cvxpy, solve_kkt
 from skrank.similarity._pair_scores import (
     CALIBRATION_PAIRS,
     negative_pair_similarities,

@@ -44,8 +44,9 @@ from torch.nn import functional as F
 
 from skrank import SNMClassifier
 from skrank.datasets import load_bibtex, load_corel5k, make_large_output_classification
-from skrank.losses import draw_positive_labels, ordered_weighted_loss, owl_weights
+from skrank.losses import ordered_weighted_loss, owl_weights
 from skrank.metrics import top_k_precision_score, top_k_recall_score
+from skrank.sampling import draw_positive_labels
 
 KS = [1, 3, 5]
 METHODS = {  # name: SNMClassifier parameters on top of the shared ones
@@ -361,8 +362,7 @@ def cell(result):
 # ------------------------------------------------------------------------------ search
 def run_search(args):
     """Prediction-time top-10 search: exact chunked scan against a faiss HNSW graph."""
-    from skrank.nn import top_k_inner_products
-    from skrank.nn._search import FaissInnerProductIndex
+    from skrank.metrics import FaissInnerProductIndex, top_k_inner_products
 
     rng = np.random.RandomState(0)
     n_queries, k, dim = 1000, 10, args.scaling_dim

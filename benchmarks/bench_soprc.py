@@ -47,7 +47,7 @@ from skrank import SOPRCEmbedder
 from skrank.datasets import load_mnist
 from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
-from skrank.nn import ClassBalancedBatchSampler
+from skrank.sampling import ClassBalancedBatchSampler
 
 RECALL_KS = (1, 4, 16)
 BUDGET = dict(max_epochs=20, learning_rate=0.05, optimizer="sgd", lr_milestones=[15])

@@ -83,8 +83,8 @@ def _mmc_row():
     from sklearn.neighbors import KNeighborsClassifier
 
     from skrank import MMC
-    from skrank._mmc_solver import figure_of_merit
     from skrank.datasets import load_mnist
+    from skrank.similarity._mmc_solver import figure_of_merit
 
     X, y = load_mnist(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(

@@ -18,11 +18,11 @@ from skrank.metrics import (
     precision_at_k_score,
     recall_at_k_score,
     retrieval_scores,
+    top_k_indices,
     top_k_precision_score,
     top_k_recall_score,
 )
 from skrank.metrics._labels import top_k_hits
-from skrank.metrics._topk import top_k_indices
 
 # ---------------------------------------------------------------- brute-force references
 

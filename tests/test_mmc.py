@@ -14,7 +14,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 
 from skrank import MMC
-from skrank._mmc_solver import figure_of_merit
+from skrank.similarity._mmc_solver import figure_of_merit
 
 
 def _noisy_classes(seed=0, n=240, n_informative=2, n_noise=6, n_classes=3):

@@ -6,7 +6,9 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from skrank._mmc_solver import (
+from skrank.sampling import PairSample, sample_negative_pairs, sample_negative_tuples
+from skrank.similarity import dissimilar_pair_scatter, similar_pair_scatter
+from skrank.similarity._mmc_solver import (
     AllNegativePairs,
     SampledPairs,
     SimplexGeometry,
@@ -16,13 +18,6 @@ from skrank._mmc_solver import (
     initial_metric,
     maximize_mean_distance,
     project_capped_simplex,
-)
-from skrank.pairs import (
-    PairSample,
-    dissimilar_pair_scatter,
-    sample_negative_pairs,
-    sample_negative_tuples,
-    similar_pair_scatter,
 )
 
 

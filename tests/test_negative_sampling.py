@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import chisquare
 
-from skrank.losses import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
+from skrank.sampling import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
 
 
 @pytest.mark.parametrize("n_labels, size", [(10**12, 2000), (50, 49), (50, 10), (7, 7), (7, 0)])

@@ -13,15 +13,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from skrank.exceptions import DivergenceWarning
-from skrank.nn import (
-    MLP,
-    BaseTorchEstimator,
-    ClassBalancedBatchSampler,
-    ShuffledBatchSampler,
-    resolve_device,
-)
+from skrank.nn import MLP, BaseTorchEstimator, resolve_device
 from skrank.nn import _base as base_module
 from skrank.nn._modules import module_output_dim
+from skrank.sampling import ClassBalancedBatchSampler, ShuffledBatchSampler
 
 
 class LinearTorchRegressor(RegressorMixin, BaseTorchEstimator):

@@ -3,15 +3,13 @@ import itertools
 import numpy as np
 import pytest
 
-from skrank.pairs import (
-    PairStatistics,
+from skrank.sampling import (
     count_pairs,
     iter_negative_pairs,
-    negative_pair_outer_mean,
     sample_negative_pairs,
     sample_negative_tuples,
-    similar_pair_scatter,
 )
+from skrank.similarity import PairStatistics, negative_pair_outer_mean, similar_pair_scatter
 
 
 def _tiny_problem(seed=0, n=13, d=4, n_classes=3):

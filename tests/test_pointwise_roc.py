@@ -13,7 +13,7 @@ from sklearn.metrics import roc_curve
 from sklearn.model_selection import GridSearchCV
 
 from skrank import PointwiseROCSimilarity
-from skrank.similarity import _estimator, solve_kkt
+from skrank.similarity import _pointwise_roc, solve_kkt
 from skrank.similarity._pair_scores import (
     ItemReservoir,
     negative_pair_similarities,
@@ -231,7 +231,7 @@ def test_partial_fit_reservoir_threshold_reaches_target_fpr():
 
 
 def test_partial_fit_with_a_single_class_reservoir_asks_for_calibration(monkeypatch):
-    monkeypatch.setattr(_estimator, "RESERVOIR_ITEMS", 1)
+    monkeypatch.setattr(_pointwise_roc, "RESERVOIR_ITEMS", 1)
     X, y = _tiny_data()
     model = PointwiseROCSimilarity(alpha=0.4)
     with pytest.warns(UserWarning, match="single class"):
@@ -302,7 +302,7 @@ def test_threshold_is_the_training_quantile():
 
 
 def test_threshold_from_a_pair_sample_when_pairs_are_many(monkeypatch):
-    monkeypatch.setattr(_estimator, "CALIBRATION_PAIRS", 2000)
+    monkeypatch.setattr(_pointwise_roc, "CALIBRATION_PAIRS", 2000)
     X, y = _tiny_data(n=300, d=3)
     model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.1, random_state=0).fit(X, y)
     negative = _pairs(y, False)

@@ -8,8 +8,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 from skrank.exceptions import SolverAccuracyWarning
-from skrank.pairs import PairStatistics
-from skrank.similarity import feasible_alpha_range, solve_cvxpy, solve_kkt
+from skrank.similarity import PairStatistics, feasible_alpha_range, solve_cvxpy, solve_kkt
 
 KKT_ATOL = 1e-10
 
@@ -237,7 +236,7 @@ def _force_inaccurate(monkeypatch, shrink):
 
 
 def test_certified_gap_of_the_exact_solution_is_zero_and_grows_with_the_error():
-    from skrank.similarity._solvers import _certified_gap
+    from skrank.similarity._pointwise_roc_solvers import _certified_gap
 
     P, N = _digits_problem(16)
     beta = 0.5 * (np.vdot(N, P) / np.linalg.norm(P) - np.linalg.norm(N))

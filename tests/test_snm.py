@@ -11,10 +11,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
 
 from skrank import SNMClassifier
-from skrank import snm as snm_module
-from skrank.metrics import get_scorer
-from skrank.nn import top_k_inner_products
-from skrank.nn._label_embedding import sparse_row_optimizer
+from skrank.metrics import get_scorer, top_k_inner_products
+from skrank.multilabel import _snm as snm_module
+from skrank.multilabel._label_embedding import sparse_row_optimizer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -209,7 +208,7 @@ def test_n_negatives_is_clamped_to_the_label_count_with_a_warning():
         (dict(score_k=21), None, "score_k=21 exceeds the number of labels 20"),
         (dict(negative_weights=[1.0, 0.5]), None, "2 entries but n_negatives=8"),
         (dict(negative_weights=[0.1] + [0.5] * 7), None, "non-increasing"),
-        ({}, "one", "at least two labels"),
+        ({}, "one", "at least two classes"),
         ({}, "continuous", "Unknown label type"),
         ({}, "multioutput", "multiclass-multioutput"),
     ],

@@ -2,9 +2,11 @@
 
 SOPRC (a surrogate of 1 - AUPRC for retrieval, with its per-class auxiliary state), and the ordered
 weighted losses of Stochastic Negative Mining (Reddi et al., AISTATS 2019): surrogates, weight
-vectors, the POWL/BOWL losses and the negative-label sampler.
+vectors and the POWL/BOWL losses. The negative-label sampler that feeds them lives in
+:mod:`skrank.sampling`.
 """
 
+from ..utils._deprecation import moved_attributes
 from ._owl import (
     OrderedWeightedLoss,
     bowl,
@@ -18,7 +20,6 @@ from ._owl import (
     ramp,
     squared_hinge,
 )
-from ._sampling import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
 from ._soprc import (
     SOPRCLoss,
     interpolate_scores,
@@ -28,11 +29,9 @@ from ._soprc import (
 )
 
 __all__ = [
-    "NegativeLabelSampler",
     "OrderedWeightedLoss",
     "SOPRCLoss",
     "bowl",
-    "draw_positive_labels",
     "exponential",
     "get_surrogate",
     "hinge",
@@ -44,7 +43,14 @@ __all__ = [
     "owl_weights",
     "powl",
     "ramp",
-    "sample_distinct_labels",
     "soprc_query_loss",
     "squared_hinge",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    dict.fromkeys(
+        ["NegativeLabelSampler", "draw_positive_labels", "sample_distinct_labels"],
+        "skrank.sampling",
+    ),
+)

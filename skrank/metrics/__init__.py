@@ -8,6 +8,9 @@
   (mean interpolated precision over queries at given recall levels).
 - Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`.
 - Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
+- Exact top-k search with the tie rule every skrank metric uses (the smaller index first):
+  :func:`top_k_indices`, :func:`top_k_inner_products` (chunked, over a large table), and the
+  approximate :class:`FaissInnerProductIndex`.
 - Scorers for ``GridSearchCV``: :func:`get_scorer` ("mean_auprc", "recall@10",
   "precision@5", "tpr@fpr=0.01", ...), :func:`make_retrieval_scorer`.
 """
@@ -27,8 +30,10 @@ from ._retrieval import (
     retrieval_scores,
 )
 from ._scorer import get_scorer, make_retrieval_scorer
+from ._search import FaissInnerProductIndex, top_k_indices, top_k_inner_products
 
 __all__ = [
+    "FaissInnerProductIndex",
     "auprc_score",
     "get_scorer",
     "make_retrieval_scorer",
@@ -40,6 +45,8 @@ __all__ = [
     "precision_at_k_score",
     "recall_at_k_score",
     "retrieval_scores",
+    "top_k_indices",
+    "top_k_inner_products",
     "top_k_precision_score",
     "top_k_recall_score",
 ]

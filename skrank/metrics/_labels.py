@@ -10,7 +10,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
-from ._topk import top_k_indices
+from ._search import top_k_indices
 from ._validation import check_k
 
 

@@ -3,7 +3,8 @@
 import numpy as np
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from ._validation import check_fpr, check_scores, encode_labels, positive_mask
+from ..utils._labels import encode_labels
+from ._validation import check_fpr, check_scores, positive_mask
 
 
 def _counts_at_thresholds(is_positive, y_score):
@@ -150,7 +151,7 @@ def pair_scores_and_labels(similarity, y):
     same_class : ndarray of the same shape, dtype=bool
     """
     similarity = check_array(similarity, dtype=np.float64, input_name="similarity")
-    codes = encode_labels(y)
+    codes = encode_labels(y)[1]
     n_samples = similarity.shape[0]
     if similarity.shape != (n_samples, n_samples):
         raise ValueError(f"similarity must be square; got shape {similarity.shape}.")

@@ -11,8 +11,10 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from ._topk import top_k_indices
-from ._validation import auto_chunk_size, check_chunk_size, check_k, encode_labels
+from ..utils._labels import encode_labels
+from ..utils._memory import chunk_rows
+from ._search import top_k_indices
+from ._validation import check_chunk_size, check_k
 
 _METRICS = ("cosine", "euclidean")
 
@@ -197,7 +199,7 @@ def _retrieval_statistics(
     """
     similarity = _similarity_function(X, metric)
     n_samples = len(X)
-    chunk_size = chunk_size or auto_chunk_size(n_samples, _bytes_per_entry(codes) * n_samples)
+    chunk_size = chunk_size or chunk_rows(n_samples, _bytes_per_entry(codes) * n_samples)
     n_positives = np.bincount(codes)[codes] - 1
     query_auprc = np.empty(n_samples) if average_precision else None
     positives_in_top_k = np.zeros((n_samples, len(ks)), dtype=np.int64)
@@ -251,7 +253,7 @@ def _check_retrieval_k(k, X):
 
 def _retrieval_scores(X, y, ks, metric, chunk_size, average_precision):
     """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
-    codes = encode_labels(y)
+    codes = encode_labels(y)[1]
     check_consistent_length(X, codes)
     n_positives, query_auprc, positives_in_top_k, _ = _retrieval_statistics(
         X,
@@ -475,7 +477,7 @@ def mean_precision_curve_and_auprc(X, y, *, metric, recall_levels, chunk_size):
     """
     X = _check_embedding(X)
     recall_levels = _check_recall_levels(recall_levels)
-    codes = encode_labels(y)
+    codes = encode_labels(y)[1]
     check_consistent_length(X, codes)
     n_positives, query_auprc, _, query_precision = _retrieval_statistics(
         X,

@@ -42,7 +42,7 @@ from ._retrieval import (
     recall_at_k_score,
     similarity_matrix,
 )
-from ._topk import top_k_indices
+from ._search import top_k_indices
 from ._validation import check_fpr
 
 _TOP_K_NAME = re.compile(r"(recall|precision)@(\d+)")

@@ -3,10 +3,7 @@
 import numbers
 
 import numpy as np
-from sklearn import get_config
 from sklearn.utils.validation import check_array, column_or_1d
-
-from .._utils import encode_labels  # noqa: F401  (re-exported for the metrics modules)
 
 
 def check_scores(y_score, *, input_name="y_score"):
@@ -96,16 +93,6 @@ def check_chunk_size(chunk_size):
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
     return int(chunk_size)
-
-
-def auto_chunk_size(n_rows, bytes_per_row):
-    """Rows per chunk so that one chunk's work arrays fit scikit-learn's ``working_memory``.
-
-    The budget is ``sklearn.get_config()["working_memory"]`` MiB (1024 by default), as for
-    ``sklearn.metrics.pairwise_distances_chunked``; change it with ``sklearn.config_context``.
-    """
-    budget = get_config()["working_memory"] * 2**20
-    return int(max(1, min(n_rows, budget // max(bytes_per_row, 1))))
 
 
 def _preview(values, limit=5):

@@ -1,18 +1,22 @@
-"""Shared torch core: modules, batch samplers, devices and the training loop of the estimators."""
+"""Shared torch core: modules, devices and the training loop of the estimators."""
 
+from ..utils._deprecation import moved_attributes
 from ._base import BaseTorchEstimator
 from ._device import resolve_device
-from ._label_embedding import LabelEmbeddingNetwork
 from ._modules import MLP
-from ._samplers import ClassBalancedBatchSampler, ShuffledBatchSampler
-from ._search import top_k_inner_products
 
 __all__ = [
     "MLP",
     "BaseTorchEstimator",
-    "ClassBalancedBatchSampler",
-    "LabelEmbeddingNetwork",
-    "ShuffledBatchSampler",
     "resolve_device",
-    "top_k_inner_products",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "ClassBalancedBatchSampler": "skrank.sampling",
+        "ShuffledBatchSampler": "skrank.sampling",
+        "LabelEmbeddingNetwork": "skrank.multilabel",
+        "top_k_inner_products": "skrank.metrics",
+    },
+)

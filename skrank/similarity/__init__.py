@@ -1,12 +1,42 @@
-"""Pointwise ROC similarity learning: the estimator and its Neyman-Pearson solvers."""
+"""Pair-based metric learners and their mathematics.
 
-from ._estimator import PointwiseROCSimilarity
-from ._solvers import NeymanPearsonSolution, feasible_alpha_range, solve_cvxpy, solve_kkt
+The two learners of a similarity or a distance from the pairs implied by class labels:
+
+- :class:`PointwiseROCSimilarity`: a bilinear similarity with the largest true-positive rate at
+  a bounded negative risk (Vogel, Bellet & Clémençon, 2018), solved in closed form
+  (:func:`solve_kkt`) or with cvxpy (:func:`solve_cvxpy`); :func:`feasible_alpha_range`.
+- :class:`MMC`: a Mahalanobis metric (Xing et al., 2002), solved to a certified optimum.
+
+and the exact pair statistics they are built on, with no loop over pairs:
+:class:`PairStatistics`, :func:`similar_pair_scatter`, :func:`dissimilar_pair_scatter`,
+:func:`negative_pair_outer_mean`. The pair samplers (incomplete U-statistics) are in
+:mod:`skrank.sampling`.
+"""
+
+from ._mmc import MMC
+from ._pair_statistics import (
+    PairStatistics,
+    dissimilar_pair_scatter,
+    negative_pair_outer_mean,
+    similar_pair_scatter,
+)
+from ._pointwise_roc import PointwiseROCSimilarity
+from ._pointwise_roc_solvers import (
+    NeymanPearsonSolution,
+    feasible_alpha_range,
+    solve_cvxpy,
+    solve_kkt,
+)
 
 __all__ = [
+    "MMC",
     "NeymanPearsonSolution",
+    "PairStatistics",
     "PointwiseROCSimilarity",
+    "dissimilar_pair_scatter",
     "feasible_alpha_range",
+    "negative_pair_outer_mean",
+    "similar_pair_scatter",
     "solve_cvxpy",
     "solve_kkt",
 ]

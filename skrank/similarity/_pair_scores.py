@@ -9,15 +9,14 @@ large uniform sample of them (:func:`negative_pair_similarities`). A stream seen
 
 import numpy as np
 
-from ..pairs import count_pairs, iter_negative_pairs, sample_negative_pairs
+from ..sampling import count_pairs, iter_negative_pairs, sample_negative_pairs
+from ..utils._memory import chunk_rows
 
 # Threshold calibration: the exact quantile over all negative pairs up to this many pairs, beyond
 # it the quantile over this many pairs drawn uniformly with replacement.
 CALIBRATION_PAIRS = 250_000
 # Items kept from a stream to calibrate the threshold after partial_fit.
 RESERVOIR_ITEMS = 2_000
-# Bound on the entries of the score blocks computed at once.
-_BLOCK_ENTRIES = 1 << 22
 
 
 def bilinear_similarity(X1, X2, A):
@@ -67,8 +66,9 @@ def negative_pair_similarities(
     A : ndarray of shape (n_features, n_features)
         The matrix of the similarity.
     max_pairs : int, default=CALIBRATION_PAIRS
-        With at most this many negative pairs, all of them are scored (in blocks of bounded
-        memory); otherwise ``max_pairs`` negative pairs drawn uniformly with replacement.
+        With at most this many negative pairs, all of them are scored (in blocks sized from
+        scikit-learn's ``working_memory``); otherwise ``max_pairs`` negative pairs drawn
+        uniformly with replacement.
     random_state : int, RandomState instance or None, default=None
         Seed of the pair sample.
 
@@ -79,14 +79,14 @@ def negative_pair_similarities(
     XA = X @ A
     if count_pairs(class_codes)[1] <= max_pairs:
         blocks = []
-        for block in iter_negative_pairs(class_codes, max_pairs_per_block=_BLOCK_ENTRIES):
+        for block in iter_negative_pairs(class_codes):
             first_row = block.first[0]
             rows = XA[first_row : block.first[-1] + 1] @ X.T
             blocks.append(rows[block.first - first_row, block.second])
         scores = np.concatenate(blocks)
     else:
         sample = sample_negative_pairs(class_codes, max_pairs, random_state)
-        chunk = max(1, _BLOCK_ENTRIES // X.shape[1])
+        chunk = chunk_rows(max_pairs, 16 * X.shape[1] + 8)
         parts = [slice(start, start + chunk) for start in range(0, max_pairs, chunk)]
         scores = np.concatenate(
             [np.einsum("ij,ij->i", XA[sample.first[p]], X[sample.second[p]]) for p in parts]

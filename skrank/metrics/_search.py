@@ -1,20 +1,27 @@
-"""Top-k maximum inner product search over a large table, exact in bounded memory, or with faiss.
+"""Exact top-k selection with skrank's one tie rule, and top-k inner product search.
 
-The exact search walks the table in chunks of rows and the queries in chunks, keeping a running
-top-k per query, so neither the (n_queries, n_rows) score matrix nor a large block of it is ever
-held. Ties are broken by row index, the smaller first, as a stable descending sort would order
-them (the convention of :mod:`skrank.metrics`).
+The tie rule, used by every metric and prediction of skrank: among equal scores the smaller
+column (row, item or label index) ranks first, exactly as a stable descending sort orders them, so
+every prefix ``[:, :j]`` of a top-k is the top-j under the same rule.
+
+- :func:`top_k_indices`: the k best columns of each row of a score matrix.
+- :func:`top_k_inner_products`: the k best rows of a large table by inner product with each
+  query, walking the table and the queries in chunks (never the full score matrix), exact.
+- :class:`FaissInnerProductIndex`: the approximate alternative (faiss HNSW).
 """
 
 import numpy as np
 import torch
 
-# Largest score block (queries x rows) held at once, in elements: 32 MiB of float32.
-_BLOCK_ELEMENTS = 2**23
+from ..utils._memory import working_memory_bytes
 
 
 def _ordered_block_top_k(block, k):
-    """Best ``k`` columns of each row of ``block``, ordered by (score desc, column asc)."""
+    """Best ``k`` columns of each row of the tensor ``block``, ordered by (score desc, column asc).
+
+    One ``torch.topk`` pass of ``k + 1`` candidates; only rows where a tie crosses position ``k``
+    (tied columns outside the candidates may have a smaller index) are fully sorted.
+    """
     n_candidates = min(k + 1, block.shape[1])
     values, columns = torch.topk(block, n_candidates, dim=1)
     columns, by_column = torch.sort(columns, dim=1)
@@ -31,7 +38,32 @@ def _ordered_block_top_k(block, k):
     return values[:, :k], columns[:, :k]
 
 
-def top_k_inner_products(queries, table_chunk, n_rows, k, *, block_elements=_BLOCK_ELEMENTS):
+def top_k_indices(scores, k):
+    """Column indices of the ``k`` largest scores of each row, best first, ties by column.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_rows, n_columns)
+        Scores; ``-inf`` is allowed (it marks an excluded column).
+    k : int
+        Number of columns to return, ``1 <= k <= n_columns``.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_rows, k), dtype int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import top_k_indices
+    >>> top_k_indices(np.array([[0.5, 0.9, 0.5, 0.1]]), 3)
+    array([[1, 0, 2]])
+    """
+    indices = _ordered_block_top_k(torch.from_numpy(np.asarray(scores)), k)[1]
+    return np.ascontiguousarray(indices.numpy())
+
+
+def top_k_inner_products(queries, table_chunk, n_rows, k, *, block_elements=None):
     """Exact top-k rows of a table by inner product with each query, in chunks.
 
     Parameters
@@ -45,8 +77,9 @@ def top_k_inner_products(queries, table_chunk, n_rows, k, *, block_elements=_BLO
         Number of rows of the table.
     k : int
         Number of rows to return per query, ``1 <= k <= n_rows``.
-    block_elements : int, default=2**23
-        Largest number of scores computed at once; sets the chunk sizes.
+    block_elements : int or None, default=None
+        Largest number of scores computed at once; sets the chunk sizes. None fits a block and
+        its sorting work (about 16 bytes per score) in scikit-learn's ``working_memory``.
 
     Returns
     -------
@@ -58,7 +91,7 @@ def top_k_inner_products(queries, table_chunk, n_rows, k, *, block_elements=_BLO
     Examples
     --------
     >>> import torch
-    >>> from skrank.nn import top_k_inner_products
+    >>> from skrank.metrics import top_k_inner_products
     >>> table = torch.eye(4)
     >>> queries = torch.tensor([[0.0, 2.0, 1.0, 0.0]])
     >>> scores, indices = top_k_inner_products(queries, lambda a, b: table[a:b], 4, k=2)
@@ -66,6 +99,8 @@ def top_k_inner_products(queries, table_chunk, n_rows, k, *, block_elements=_BLO
     ([[1, 2]], [[2.0, 1.0]])
     """
     n_queries = queries.shape[0]
+    if block_elements is None:
+        block_elements = working_memory_bytes() // 16
     if not 1 <= k <= n_rows:
         raise ValueError(f"k={k} must lie in [1, {n_rows}] (the number of rows).")
     row_chunk = max(k, min(n_rows, block_elements // max(1, min(n_queries, 1024))))

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._modules import MLP
+from ..nn import MLP
 
 
 class LabelEmbeddingNetwork(nn.Module):
@@ -35,7 +35,7 @@ class LabelEmbeddingNetwork(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from skrank.nn import LabelEmbeddingNetwork
+    >>> from skrank.multilabel import LabelEmbeddingNetwork
     >>> network = LabelEmbeddingNetwork(n_features=6, n_labels=1000, embedding_dim=8,
     ...                                 hidden_layer_sizes=(16,))
     >>> embeddings = network(torch.randn(4, 6))

@@ -41,7 +41,7 @@ def sample_distinct_labels(n_labels, size, random_state=None):
 
     Examples
     --------
-    >>> from skrank.losses import sample_distinct_labels
+    >>> from skrank.sampling import sample_distinct_labels
     >>> labels = sample_distinct_labels(10**9, 5, random_state=0)
     >>> labels.shape, len(set(labels.tolist()))
     ((5,), 5)
@@ -102,7 +102,7 @@ class NegativeLabelSampler:
     Examples
     --------
     >>> import numpy as np
-    >>> from skrank.losses import NegativeLabelSampler
+    >>> from skrank.sampling import NegativeLabelSampler
     >>> sampler = NegativeLabelSampler(n_labels=1000, n_negatives=8, random_state=0)
     >>> labels, mask = sampler.sample(np.array([3, 17, 3]))
     >>> mask.sum(axis=1)

@@ -9,11 +9,13 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import Interval, StrOptions, _fit_context
-from .losses import SOPRCLoss
-from .metrics import mean_auprc_score
-from .nn import MLP, BaseTorchEstimator, ClassBalancedBatchSampler, resolve_device
-from .nn._modules import module_output_dim
+from .._compat import Interval, StrOptions, _fit_context
+from ..losses import SOPRCLoss
+from ..metrics import mean_auprc_score
+from ..nn import MLP, BaseTorchEstimator, resolve_device
+from ..nn._modules import module_output_dim
+from ..sampling import ClassBalancedBatchSampler
+from ..utils._labels import check_class_counts, encode_labels
 
 __all__ = ["SOPRCEmbedder"]
 
@@ -236,8 +238,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
         check_classification_targets(y)
-        classes, codes = np.unique(y, return_inverse=True)
-        _check_retrieval_classes(np.bincount(codes), "y")
+        classes, codes = encode_labels(y)
+        check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         if (
             self.warm_start
             and hasattr(self, "classes_")
@@ -250,8 +252,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         counts = np.bincount(codes)
         stratify = codes if counts.min() >= 2 else None
         X_train, codes_train, validation = self._split_validation(X, codes, stratify=stratify)
-        _check_retrieval_classes(
-            np.bincount(codes_train, minlength=classes.shape[0]), "the training part of y"
+        check_class_counts(
+            np.bincount(codes_train, minlength=classes.shape[0]),
+            input_name="the training part of y",
+            needed_by="SOPRCEmbedder",
         )
         if validation is not None and np.bincount(validation[1]).max() < 2:
             raise ValueError(
@@ -350,18 +354,3 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         tags.transformer_tags.preserves_dtype = ["float32"]
         tags.non_deterministic = False
         return tags
-
-
-def _check_retrieval_classes(counts, what):
-    """Raise unless there are two classes and one with two items (a query with a positive)."""
-    present = counts[counts > 0]
-    if present.shape[0] < 2:
-        raise ValueError(
-            f"{what} has only one class: retrieval needs at least two classes, so that queries "
-            "have negatives."
-        )
-    if present.max() < 2:
-        raise ValueError(
-            f"No class of {what} has two or more items, so no query has a positive: "
-            "SOPRCEmbedder needs classes with at least two items."
-        )

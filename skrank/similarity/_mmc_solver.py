@@ -7,7 +7,7 @@ MMC (Xing, Ng, Jordan & Russell, 2002) in the form of Section 5.3 of Vogel, Bell
     s.t.   <S, A> = mean_{similar i<j} d_A(x_i, x_j)^2 <= 1,   A >= 0 (PSD),
 
 with ``d_A(x, x') = sqrt((x - x')^T A (x - x'))`` and ``S`` the mean of ``(x_i - x_j)(x_i - x_j)^T``
-over similar pairs (:func:`skrank.pairs.similar_pair_scatter`, exact in ``O(n d^2)``).
+over similar pairs (:func:`skrank.similarity.similar_pair_scatter`, exact in ``O(n d^2)``).
 
 How it is solved
 ----------------
@@ -47,7 +47,8 @@ the spectraplex). The solver stops when this gap, a certificate of suboptimality
 *Gradient without a pair loop.* For pair weights ``c_ij = w_ij / (2 d_ij)``,
 ``sum_ij c_ij u_ij u_ij^T = U^T (Diag(C 1 + C^T 1) - C - C^T) U``: over all negative pairs this is
 accumulated over dense blocks of the class-sorted pair matrix (only different-class blocks are
-computed, memory bounded by ``max_block_entries``); over a pair sample ``C`` is a sparse matrix.
+computed, memory bounded by scikit-learn's ``working_memory``); over a pair sample ``C`` is a
+sparse matrix.
 
 *Zero distances.* ``sqrt`` has an infinite derivative at 0: distances are floored at ``floor``
 (``1e-8`` times the root mean square whitened dissimilar-pair difference) when weighting the
@@ -68,17 +69,10 @@ import numpy as np
 from scipy import linalg, sparse
 from threadpoolctl import threadpool_limits
 
-from .pairs import (
-    PairSample,
-    _check_negative_pairs_exist,
-    _class_codes,
-    _symmetrize,
-    count_pairs,
-    dissimilar_pair_scatter,
-    sample_negative_pairs,
-    sample_negative_tuples,
-    similar_pair_scatter,
-)
+from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_negative_tuples
+from ..sampling._pairs import class_codes
+from ..utils._memory import chunk_rows
+from ._pair_statistics import _symmetrize, dissimilar_pair_scatter, similar_pair_scatter
 
 __all__ = [
     "AllNegativePairs",
@@ -96,6 +90,8 @@ __all__ = [
 
 # Relative size of the distance floor (see the module docstring).
 _FLOOR = 1e-8
+# Bytes of work arrays per pair of a dense block of AllNegativePairs (distances, mask, products).
+_BLOCK_BYTES_PER_PAIR = 24
 # Eigenvalues of S below this fraction of the largest count as "no within-class spread".
 _NULL_SPREAD = 1e-10
 
@@ -116,7 +112,7 @@ def project_capped_simplex(values):
     Examples
     --------
     >>> import numpy as np
-    >>> from skrank._mmc_solver import project_capped_simplex
+    >>> from skrank.similarity._mmc_solver import project_capped_simplex
     >>> project_capped_simplex(np.array([0.2, -1.0, 0.3]))
     array([0.2, 0. , 0.3])
     >>> project_capped_simplex(np.array([2.0, 1.0, -1.0]))
@@ -249,19 +245,22 @@ class AllNegativePairs:
     ----------
     y : array-like of shape (n_samples,)
         Class labels (at least two classes).
-    max_block_entries : int, default=2**22
-        Bound on the number of pairs of one block.
+    max_block_entries : int or None, default=None
+        Bound on the number of pairs of one block; None fits a block's work arrays (about 24
+        bytes per pair) in scikit-learn's ``working_memory``.
     """
 
-    def __init__(self, y, max_block_entries=2**22):
-        codes, counts = _class_codes(y)
-        _check_negative_pairs_exist(counts)
+    def __init__(self, y, max_block_entries=None):
+        codes, counts = class_codes(y, negatives=True)
         self.n_negative = count_pairs(codes)[1]
         self.order = np.argsort(codes, kind="stable")
         n = codes.shape[0]
         # First column (in class-sorted order) that is a negative partner of each sorted row.
         self.first_partner = np.cumsum(counts)[codes[self.order]]
-        rows_per_block = max(1, max_block_entries // n)
+        if max_block_entries is None:
+            rows_per_block = chunk_rows(n, _BLOCK_BYTES_PER_PAIR * n)
+        else:
+            rows_per_block = max(1, max_block_entries // n)
         self.blocks = [
             (start, min(start + rows_per_block, n))
             for start in range(0, n, rows_per_block)
@@ -338,7 +337,7 @@ class AllNegativePairs:
 
 
 class SampledPairs:
-    """A weighted sample of pairs (from :mod:`skrank.pairs`'s samplers).
+    """A weighted sample of pairs (from the samplers of :mod:`skrank.sampling`).
 
     Parameters
     ----------
@@ -346,11 +345,12 @@ class SampledPairs:
         Pairs and weights summing to one.
     n_samples : int
         Number of items the indices refer to.
-    max_block_entries : int, default=2**22
-        Bound on the number of floats gathered at once.
+    max_block_entries : int or None, default=None
+        Bound on the number of floats gathered at once; None fits them in scikit-learn's
+        ``working_memory``.
     """
 
-    def __init__(self, sample, n_samples, max_block_entries=2**22):
+    def __init__(self, sample, n_samples, max_block_entries=None):
         self.sample = PairSample(*(np.asarray(part) for part in sample))
         self.n_samples = n_samples
         self.max_block_entries = max_block_entries
@@ -363,7 +363,10 @@ class SampledPairs:
     def _distances(self, Z):
         first, second, _ = self.sample
         distances = np.empty(first.shape[0])
-        step = max(1, self.max_block_entries // max(Z.shape[1], 1))
+        if self.max_block_entries is None:
+            step = chunk_rows(first.shape[0], 16 * max(Z.shape[1], 1) + 8)
+        else:
+            step = max(1, self.max_block_entries // max(Z.shape[1], 1))
         for start in range(0, first.shape[0], step):
             difference = Z[first[start : start + step]] - Z[second[start : start + step]]
             distances[start : start + step] = np.sqrt(np.einsum("ij,ij->i", difference, difference))
@@ -597,7 +600,7 @@ def fit_mmc(
     scatter_ridge=1e-8,
     random_state=None,
     verbose=False,
-    max_block_entries=2**22,
+    max_block_entries=None,
 ):
     """Solve MMC on ``(X, y)`` and return the components ``L`` (``A = L^T L``).
 
@@ -626,7 +629,7 @@ def fit_mmc(
         Seed of the pair sampler.
     verbose : bool, default=False
         Print solver progress.
-    max_block_entries : int, default=2**22
+    max_block_entries : int or None, default=None
         Memory bound (pairs per block).
 
     BLAS runs on one thread: the solver's matrix products are small or memory-bound, and on a
@@ -739,7 +742,7 @@ def _to_whitened(metric, whitening, diagonal):
     return whitened / np.trace(whitened)
 
 
-def figure_of_merit(Z, y, max_block_entries=2**22):
+def figure_of_merit(Z, y, max_block_entries=None):
     """Mean dissimilar distance over the root mean squared similar distance, all pairs.
 
     Parameters
@@ -748,7 +751,7 @@ def figure_of_merit(Z, y, max_block_entries=2**22):
         Items embedded so that Euclidean distances are the metric's (``X L^T``).
     y : array-like of shape (n_samples,)
         Class labels.
-    max_block_entries : int, default=2**22
+    max_block_entries : int or None, default=None
         Memory bound (pairs per block).
 
     Returns

@@ -13,12 +13,8 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
-from ..pairs import (
-    PairStatistics,
-    negative_pair_outer_mean,
-    sample_negative_pairs,
-    sample_negative_tuples,
-)
+from ..sampling import sample_negative_pairs, sample_negative_tuples
+from ..utils._labels import encode_labels
 from ._pair_scores import (
     CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
@@ -28,7 +24,8 @@ from ._pair_scores import (
     negative_pair_similarities,
     threshold_at_fpr,
 )
-from ._solvers import feasible_alpha_range, solve_cvxpy, solve_kkt
+from ._pair_statistics import PairStatistics, negative_pair_outer_mean
+from ._pointwise_roc_solvers import feasible_alpha_range, solve_cvxpy, solve_kkt
 
 
 class PointwiseROCSimilarity(BaseEstimator):
@@ -77,8 +74,8 @@ class PointwiseROCSimilarity(BaseEstimator):
         Estimate of ``N`` in the constraint: exact over all negative pairs, or the incomplete
         U-statistic of ``n_samples`` negative pairs drawn uniformly with replacement ("pairs"), or
         of ``n_samples`` K-tuples holding one random item per class ("tuples"; see
-        :mod:`skrank.pairs`). ``P`` is always exact. The sampled estimates follow Section 4 of the
-        paper; for this bilinear similarity the exact ``N`` is as cheap as ``P``, so sampling
+        :mod:`skrank.sampling`). ``P`` is always exact. The sampled estimates follow Section 4 of
+        the paper; for this bilinear similarity the exact ``N`` is as cheap as ``P``, so sampling
         only changes the solution, not the cost. :meth:`partial_fit` supports "all" only.
     n_samples : int, default=None
         Number of pairs or tuples drawn when ``negatives`` is "pairs" or "tuples" (required
@@ -136,7 +133,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         Labels predicted for pairs: 0 (different classes) and 1 (same class).
     item_classes_ : ndarray of shape (n_item_classes,)
         Class labels of the training items, in the order of their class codes.
-    pair_statistics_ : skrank.pairs.PairStatistics
+    pair_statistics_ : skrank.similarity.PairStatistics
         Class counts, class sums and Gram matrix of the (normalised) training items.
     n_features_in_ : int
         Number of features seen during fit.
@@ -146,7 +143,7 @@ class PointwiseROCSimilarity(BaseEstimator):
     See Also
     --------
     skrank.similarity.solve_kkt : The closed-form solver.
-    skrank.pairs.PairStatistics : The streaming pair statistics.
+    skrank.similarity.PairStatistics : The streaming pair statistics.
 
     References
     ----------
@@ -296,7 +293,9 @@ class PointwiseROCSimilarity(BaseEstimator):
     def _training_data(self, X, y, *, classes, reset, known_classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
         check_classification_targets(y)
-        item_classes, codes = _encode_labels(y, known_classes, classes)
+        item_classes, codes = encode_labels(
+            y, known_classes=known_classes, declared_classes=classes
+        )
         return self._normalized(X), codes, item_classes
 
     def _normalized(self, X, input_name="X"):
@@ -404,7 +403,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         self._check_fitted()
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
         check_classification_targets(y)
-        _, codes = _encode_labels(y)
+        _, codes = encode_labels(y)
         rng = check_random_state(self.random_state)
         self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
         return self
@@ -528,58 +527,3 @@ class PointwiseROCSimilarity(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-
-def _encode_labels(y, known_classes=None, declared_classes=None):
-    """Class list and integer codes of ``y``; new labels are appended to ``known_classes``.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels.
-    known_classes : ndarray or None
-        Classes seen before, whose codes must not change.
-    declared_classes : array-like or None
-        All allowed labels (``partial_fit``'s ``classes``); declared labels join the class list.
-
-    Returns
-    -------
-    classes : ndarray
-        Known classes followed by the new ones (sorted).
-    codes : ndarray of shape (n_samples,)
-        Index of each label in ``classes``.
-    """
-    present, inverse = np.unique(y, return_inverse=True)
-    candidates = present
-    if declared_classes is not None:
-        declared = np.unique(np.asarray(declared_classes))
-        _check_same_label_kind(declared, present, "classes")
-        undeclared = np.setdiff1d(present, declared)
-        if undeclared.size:
-            raise ValueError(f"y contains labels not in classes: {undeclared[:5].tolist()}.")
-        candidates = declared
-    if known_classes is None:
-        classes = candidates
-    else:
-        _check_same_label_kind(known_classes, candidates, "the labels seen before")
-        known = set(known_classes.tolist())
-        new = [label for label in candidates.tolist() if label not in known]
-        classes = np.concatenate([known_classes, np.asarray(new)]) if new else known_classes
-    index = {label: code for code, label in enumerate(classes.tolist())}
-    codes = np.array([index[label] for label in present.tolist()], dtype=np.int64)
-    return classes, codes[inverse.ravel()]
-
-
-def _check_same_label_kind(reference, labels, reference_name):
-    """Numbers, text and other objects must not mix: numpy would turn numbers into text."""
-    kinds = [
-        {"b": "number", "i": "number", "u": "number", "f": "number", "U": "text"}.get(
-            array.dtype.kind, "object"
-        )
-        for array in (reference, labels)
-    ]
-    if kinds[0] != kinds[1]:
-        raise TypeError(
-            f"Labels of y are of type {labels.dtype} but {reference_name} are of type "
-            f"{reference.dtype}; use labels of one type."
-        )

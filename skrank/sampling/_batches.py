@@ -5,6 +5,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._labels import encode_labels
+
 
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
@@ -65,7 +67,7 @@ class ClassBalancedBatchSampler:
 
     Examples
     --------
-    >>> from skrank.nn import ClassBalancedBatchSampler
+    >>> from skrank.sampling import ClassBalancedBatchSampler
     >>> sampler = ClassBalancedBatchSampler([0] * 4 + [1] * 4 + [2] * 4, batch_size=4,
     ...                                     samples_per_class=2, random_state=0)
     >>> sorted(int(i) for batch in sampler for i in batch)
@@ -83,7 +85,7 @@ class ClassBalancedBatchSampler:
                 f"batch_size={batch_size} holds fewer than two classes of samples_per_class="
                 f"{samples_per_class} items; use batch_size >= {2 * samples_per_class}."
             )
-        _, codes = np.unique(y, return_inverse=True)
+        codes = encode_labels(y)[1]
         order = np.argsort(codes, kind="stable")
         boundaries = np.flatnonzero(np.diff(codes[order])) + 1
         self._class_members = np.split(order, boundaries)

@@ -1,0 +1,618 @@
+"""SNMClassifier: top-k prediction over very large label sets by Stochastic Negative Mining."""
+
+import os
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .._compat import Interval, StrOptions, _fit_context
+from ..losses import OrderedWeightedLoss, owl_weights
+from ..losses._owl import check_weight_vector
+from ..metrics import FaissInnerProductIndex, top_k_inner_products
+from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
+from ..nn import BaseTorchEstimator
+from ..sampling import NegativeLabelSampler, ShuffledBatchSampler, draw_positive_labels
+from ..utils._labels import check_class_counts, encode_labels
+from ._label_embedding import LabelEmbeddingNetwork, sparse_row_optimizer
+
+__all__ = ["SNMClassifier"]
+
+_SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
+
+
+class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
+    """Top-k classifier for very large label sets, trained by Stochastic Negative Mining.
+
+    Scores ``v_y(x) = <g(x), u_y>`` with ``g`` a small network and ``u_y`` a learned label
+    embedding, both L2-normalised (Reddi, Kale, Yu, Holtmann-Rice, Chen & Kumar, "Stochastic
+    Negative Mining for Learning with Large Output Spaces", AISTATS 2019). Each training step
+    samples ``n_negatives`` labels, sorts their scores and applies an ordered weighted loss (BOWL
+    or POWL) that weighs the sampled negatives by rank: by default only the hardest one counts
+    (top-1 SNM); ``negative_weights="uniform"`` is plain negative sampling. A step reads and
+    updates only the sampled rows of the label table, so its cost does not grow with the number
+    of labels ``K``; predictions are computed in chunks and never hold an ``n x K`` matrix.
+
+    The negatives of a mini-batch are one shared sample, each example's own positive labels
+    masked; every example still gets ``n_negatives`` negatives drawn uniformly from its
+    non-positive labels (see :class:`~skrank.losses.NegativeLabelSampler`). With multilabel
+    targets, each epoch pairs every example with one of its positive labels drawn uniformly (the
+    paper's protocol), and all its positive labels are excluded from its negatives.
+
+    Read more in the :ref:`User Guide <snm>`.
+
+    Parameters
+    ----------
+    loss : {"bowl", "powl"}, default="bowl"
+        Binary (``phi(v_y) + sum_j w_j phi(-v_[j])``) or pairwise
+        (``sum_j w_j phi(v_y - v_[j])``) ordered weighted loss.
+    surrogate : {"hinge", "logistic", "squared_hinge", "exponential", "ramp"} or callable, \
+default="hinge"
+        Surrogate ``phi`` of the 0-1 loss (see :func:`skrank.losses.get_surrogate`).
+    margin : float, default=1.0
+        Margin of the ramp surrogate.
+    n_negatives : int, default=1024
+        Number ``B`` of negative labels sampled per step. Values above ``K - 1`` are clamped to
+        ``K - 1`` with a ``UserWarning`` (``n_negatives_`` holds the value used).
+    top_k_negatives : int, default=1
+        Number ``k'`` of hardest sampled negatives weighed by ``"topk"`` (and the ``k'`` of the
+        paper's scaling); at most ``n_negatives``.
+    negative_weights : {"topk", "uniform", "power"} or array-like, default="topk"
+        Weights by rank of the sorted sampled negatives (:func:`skrank.losses.owl_weights`):
+        top-k' SNM, negative sampling, a power law ``j ** -power_exponent``, or an array of
+        ``n_negatives`` non-negative, non-increasing weights.
+    power_exponent : float, default=1.0
+        Exponent of ``negative_weights="power"``.
+    weight_scale : {"normalized", "paper"}, default="normalized"
+        ``"normalized"``: weights sum to 1. ``"paper"``: largest weight ``(K - 1)/(k' B)``, the
+        scaling of the paper's theory.
+    embedding_dim : int, default=512
+        Dimension of the input and label embeddings.
+    hidden_layer_sizes : tuple of int, default=(512,)
+        Hidden layers of the input network (the paper: ReLU 512, then linear 512).
+    activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
+        Hidden activation.
+    dropout : float, default=0.0
+        Dropout after each hidden activation.
+    label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
+        Optimiser of the label table; all three update only the rows read by a step (plain SGD
+        without momentum, as momentum would have to decay every row it ever touched). Adagrad's
+        per-coordinate step sizes suit rows that receive gradients rarely.
+    label_learning_rate : float or None, default=None
+        Learning rate of the label table. None: 0.05 for Adagrad, ``learning_rate`` for
+        SparseAdam, and ``0.1 * batch_size`` for SGD (the loss is a batch mean, so a label row
+        read by a single example gets ``1 / batch_size`` of its gradient: plain SGD needs the
+        paper's "large learning rate").
+    optimizer : {"sgd", "adam", "adamw"}, default="adam"
+        Optimiser of the input network.
+    learning_rate : float, default=1e-3
+        Learning rate of the input network.
+    momentum : float, default=0.9
+        Momentum of SGD (input network only).
+    weight_decay : float, default=0.0
+        L2 penalty of the input network (the label table has none: sparse updates cannot carry
+        it).
+    lr_milestones : array-like of int or None, default=None
+        Epochs after which both learning rates are multiplied by ``lr_decay``.
+    lr_decay : float, default=0.1
+        Factor of the step decay.
+    batch_size : int, default=256
+        Examples per step.
+    max_epochs : int, default=50
+        Passes over the training data.
+    tol : float or None, default=None
+        Convergence tolerance (see :class:`skrank.nn.BaseTorchEstimator`); None trains
+        ``max_epochs`` epochs.
+    n_iter_no_change : int, default=5
+        Epochs without improvement before stopping, when ``tol`` is set.
+    early_stopping : bool, default=False
+        Stop on the validation Recall@``score_k`` and keep the best weights.
+    validation_fraction : float or None, default=None
+        Held-out fraction for the validation score recorded in ``history_``.
+    warm_start : bool, default=False
+        Continue from the previous fit.
+    score_k : int, default=1
+        The ``k`` of :meth:`score` (Recall@k), of the validation score, and of multilabel
+        :meth:`predict`.
+    search : {"exact", "faiss"}, default="exact"
+        Top-k search over the label table at prediction: exact (chunked), or an approximate
+        faiss HNSW index (needs ``faiss``, the ``ann`` extra) for very large ``K``.
+    device : str or torch.device, default="auto"
+        ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``, ...
+    verbose : int, default=0
+        Show a progress bar.
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, batches, positive-label draws and negative sampling.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        Labels (multilabel: ``arange(n_labels)``, the columns of the indicator matrix).
+    n_negatives_ : int
+        Number of sampled negatives used (``n_negatives`` clamped to ``K - 1``).
+    negative_weights_ : ndarray of length ``n_negatives_``
+        Weights by rank used by the loss.
+    module_ : LabelEmbeddingNetwork
+        The trained network and label table.
+    criterion_ : OrderedWeightedLoss
+        The loss.
+    history_ : list of dict
+        Per epoch: ``loss``, ``learning_rate``, ``duration`` and ``validation_score``.
+    n_iter_ : int
+        Epochs run by the last fit.
+    converged_ : bool
+        Whether the convergence test stopped training.
+    device_ : str
+        Device the model was trained on.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank import SNMClassifier
+    >>> rng = np.random.RandomState(0)
+    >>> centers = rng.normal(size=(50, 10))
+    >>> y = np.arange(500) % 50
+    >>> X = centers[y] + 0.1 * rng.normal(size=(500, 10))
+    >>> clf = SNMClassifier(n_negatives=16, embedding_dim=16, hidden_layer_sizes=(32,),
+    ...                     max_epochs=20, learning_rate=1e-2, random_state=0).fit(X, y)
+    >>> clf.predict_top_k(X[:2], k=3).shape
+    (2, 3)
+    >>> clf.score(X, y) > 0.9
+    True
+    """
+
+    _parameter_constraints = {
+        **BaseTorchEstimator._torch_parameter_constraints,
+        "loss": [StrOptions({"bowl", "powl"})],
+        "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
+        "margin": [Interval(Real, 0, None, closed="neither")],
+        "n_negatives": [Interval(Integral, 1, None, closed="left")],
+        "top_k_negatives": [Interval(Integral, 1, None, closed="left")],
+        "negative_weights": [StrOptions({"topk", "uniform", "power"}), "array-like"],
+        "power_exponent": [Interval(Real, 0, None, closed="left")],
+        "weight_scale": [StrOptions({"normalized", "paper"})],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+        "hidden_layer_sizes": ["array-like"],
+        "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "label_optimizer": [StrOptions({"sparse_adam", "adagrad", "sgd"})],
+        "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "score_k": [Interval(Integral, 1, None, closed="left")],
+        "search": [StrOptions({"exact", "faiss"})],
+    }
+
+    def __init__(
+        self,
+        loss="bowl",
+        surrogate="hinge",
+        margin=1.0,
+        n_negatives=1024,
+        top_k_negatives=1,
+        negative_weights="topk",
+        power_exponent=1.0,
+        weight_scale="normalized",
+        embedding_dim=512,
+        hidden_layer_sizes=(512,),
+        activation="relu",
+        dropout=0.0,
+        label_optimizer="adagrad",
+        label_learning_rate=None,
+        optimizer="adam",
+        learning_rate=1e-3,
+        momentum=0.9,
+        weight_decay=0.0,
+        lr_milestones=None,
+        lr_decay=0.1,
+        batch_size=256,
+        max_epochs=50,
+        tol=None,
+        n_iter_no_change=5,
+        early_stopping=False,
+        validation_fraction=None,
+        warm_start=False,
+        score_k=1,
+        search="exact",
+        device="auto",
+        verbose=0,
+        random_state=None,
+    ):
+        self.loss = loss
+        self.surrogate = surrogate
+        self.margin = margin
+        self.n_negatives = n_negatives
+        self.top_k_negatives = top_k_negatives
+        self.negative_weights = negative_weights
+        self.power_exponent = power_exponent
+        self.weight_scale = weight_scale
+        self.embedding_dim = embedding_dim
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.dropout = dropout
+        self.label_optimizer = label_optimizer
+        self.label_learning_rate = label_learning_rate
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.lr_milestones = lr_milestones
+        self.lr_decay = lr_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.warm_start = warm_start
+        self.score_k = score_k
+        self.search = search
+        self.device = device
+        self.verbose = verbose
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the network and the label embeddings.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Inputs; a sparse matrix is densified one mini-batch at a time.
+        y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
+            Multiclass labels (any hashable values), or a multilabel 0/1 indicator matrix, dense
+            or sparse. Multilabel rows without a positive label are skipped with a warning.
+
+        Returns
+        -------
+        self : SNMClassifier
+            Fitted estimator.
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
+        )
+        classes, positives, self._multilabel_output = _encode_targets(y)
+        if (
+            self.warm_start
+            and hasattr(self, "classes_")
+            and not np.array_equal(classes, self.classes_)
+        ):
+            raise ValueError("warm_start=True needs the same labels as the previous fit.")
+        self.classes_ = classes
+        X, positives = _drop_rows_without_positives(X, positives)
+        self._check_label_parameters(len(classes))
+        X_train, y_train, validation = self._split_validation(X, positives)
+        self._faiss_index = None
+        self._run_training(X_train, y_train, validation)
+        return self
+
+    def _check_label_parameters(self, n_labels):
+        """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
+        if self.top_k_negatives > self.n_negatives:
+            raise ValueError(
+                f"top_k_negatives={self.top_k_negatives} exceeds n_negatives="
+                f"{self.n_negatives}: SNM cannot mine more negatives than it samples."
+            )
+        if self.score_k > n_labels:
+            raise ValueError(f"score_k={self.score_k} exceeds the number of labels {n_labels}.")
+        user_weights = None
+        if not isinstance(self.negative_weights, str):
+            user_weights = check_weight_vector(self.negative_weights, self.n_negatives)
+        n_negatives, top_k = self.n_negatives, self.top_k_negatives
+        if n_negatives > n_labels - 1:
+            n_negatives, top_k = n_labels - 1, min(top_k, n_labels - 1)
+            warnings.warn(
+                f"n_negatives={self.n_negatives} exceeds the {n_labels - 1} negative labels of "
+                f"each example (K - 1); using n_negatives={n_negatives} and "
+                f"top_k_negatives={top_k}.",
+                UserWarning,
+                stacklevel=3,
+            )
+        self.n_negatives_ = n_negatives
+        self.negative_weights_ = owl_weights(
+            self.negative_weights if user_weights is None else user_weights[:n_negatives],
+            n_negatives,
+            top_k=top_k,
+            exponent=self.power_exponent,
+            scale=self.weight_scale,
+            n_labels=n_labels,
+        )
+
+    # ------------------------------------------------------------------ core hooks
+    def _build_module(self, n_features):
+        return LabelEmbeddingNetwork(
+            n_features,
+            len(self.classes_),
+            embedding_dim=self.embedding_dim,
+            hidden_layer_sizes=tuple(self.hidden_layer_sizes),
+            activation=self.activation,
+            dropout=self.dropout,
+        )
+
+    def _build_criterion(self, targets):
+        return OrderedWeightedLoss(
+            self.negative_weights_, loss=self.loss, surrogate=self.surrogate, margin=self.margin
+        )
+
+    def _build_optimizers(self, parameters):
+        table = self.module_.label_embeddings.weight
+        optimizers = super()._build_optimizers([p for p in parameters if p is not table])
+        default_rate = {
+            "adagrad": 0.05,
+            "sparse_adam": self.learning_rate,
+            "sgd": 0.1 * self.batch_size,
+        }[self.label_optimizer]
+        learning_rate = self.label_learning_rate or default_rate
+        return [*optimizers, sparse_row_optimizer(self.label_optimizer, [table], learning_rate)]
+
+    def _batch_sampler(self, targets, random_state):
+        # The per-fit generators of the positive draws and the negatives come from the same seed.
+        self._label_rng = np.random.RandomState(random_state.randint(np.iinfo(np.int32).max))
+        self._negative_sampler = NegativeLabelSampler(
+            len(self.classes_), self.n_negatives_, random_state=self._label_rng
+        )
+        return ShuffledBatchSampler(targets.shape[0], self.batch_size, random_state)
+
+    def _batch_loss(self, inputs, targets, indices):
+        positives = targets[indices]
+        positive_labels = draw_positive_labels(positives, self._label_rng)
+        sampled_labels, mask = self._negative_sampler.sample(positives)
+        device = inputs.device
+        embeddings = self.module_(inputs)
+        positive_scores = self.module_.positive_scores(
+            embeddings, torch.as_tensor(positive_labels, device=device)
+        )
+        negative_scores = self.module_.scores(
+            embeddings, torch.as_tensor(sampled_labels, device=device)
+        )
+        return self.criterion_(
+            positive_scores, negative_scores, torch.as_tensor(mask, device=device)
+        )
+
+    def _validation_score(self, X_val, y_val):
+        # Exact search: an approximate index built from mid-training weights would go stale.
+        _, top = self._top_k(X_val, self.score_k, search="exact")
+        return _recall_at_k(y_val, top)
+
+    # ------------------------------------------------------------------ prediction
+    def _top_k(self, X, k, search=None):
+        """Scores and column indices (n, k) of the ``k`` best labels, best first."""
+        n_labels = len(self.classes_)
+        if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
+            raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
+        embeddings = self._forward_in_chunks(X)
+        if (search or self.search) == "faiss":
+            if getattr(self, "_faiss_index", None) is None:
+                self._faiss_index = FaissInnerProductIndex(self.module_.label_table().cpu())
+            return self._faiss_index.search(embeddings, k)
+        queries = torch.from_numpy(embeddings).to(self._inference_device())
+        scores, indices = top_k_inner_products(queries, self.module_.label_table, n_labels, k)
+        return scores.cpu().numpy(), indices.cpu().numpy()
+
+    def _validate_for_prediction(self, X):
+        check_is_fitted(self)
+        return validate_data(
+            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
+        )
+
+    def predict_top_k(self, X, k, return_scores=False):
+        """The ``k`` highest-scored labels of each example, best first.
+
+        Computed in chunks of examples and of labels: memory stays ``O(n k)`` beyond the
+        model, whatever the number of labels. Ties are broken by label index, the smaller first.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Inputs.
+        k : int
+            Number of labels per example, ``1 <= k <= n_labels``.
+        return_scores : bool, default=False
+            Also return the scores of those labels.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples, k)
+            Labels from ``classes_``.
+        scores : ndarray of shape (n_samples, k), float32
+            Their scores (cosine similarities, decreasing along each row); only if
+            ``return_scores``.
+        """
+        X = self._validate_for_prediction(X)
+        scores, indices = self._top_k(X, k)
+        labels = self.classes_[indices]
+        return (labels, scores) if return_scores else labels
+
+    def predict(self, X):
+        """Best label of each example; multilabel: indicator of the ``score_k`` best labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,), or indicator of shape (n_samples, n_labels)
+            Multilabel: sparse CSR if the training targets were sparse, else a dense array of
+            their dtype.
+        """
+        X = self._validate_for_prediction(X)
+        if not self._multilabel_output:
+            return self.classes_[self._top_k(X, 1)[1][:, 0]]
+        _, top = self._top_k(X, self.score_k)
+        sparse_output, dtype = self._multilabel_output
+        n_samples, k = top.shape
+        indicator = sp.csr_matrix(
+            (np.ones(n_samples * k, dtype=dtype), top.ravel(), np.arange(0, n_samples * k + 1, k)),
+            shape=(n_samples, len(self.classes_)),
+        )
+        indicator.sort_indices()
+        return indicator if sparse_output else indicator.toarray()
+
+    def decision_function(self, X):
+        """Scores of every label, shape (n_samples, n_labels).
+
+        Two-class multiclass targets follow scikit-learn's binary convention: one column, the
+        score of ``classes_[1]`` minus that of ``classes_[0]``. Refuses (``MemoryError``) when
+        the ``n_samples x n_labels`` float32 matrix would take more than half of the available
+        memory: use :meth:`predict_top_k` or pass fewer rows at a time.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_labels) or (n_samples,), float32
+            Cosine similarities of the input and label embeddings.
+        """
+        X = self._validate_for_prediction(X)
+        n_labels = len(self.classes_)
+        _check_dense_scores_fit(X.shape[0], n_labels)
+        embeddings = torch.from_numpy(self._forward_in_chunks(X))
+        table = self.module_.label_table().cpu()
+        rows_per_chunk = max(1, 2**23 // n_labels)
+        scores = torch.cat(
+            [
+                embeddings[i : i + rows_per_chunk] @ table.T
+                for i in range(0, X.shape[0], rows_per_chunk)
+            ]
+        ).numpy()
+        if n_labels == 2 and not self._multilabel_output:
+            return scores[:, 1] - scores[:, 0]
+        return scores
+
+    def score(self, X, y):
+        """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
+
+        The :func:`skrank.metrics.top_k_recall_score` of the ``score_k`` best labels, computed
+        from :meth:`predict_top_k` (no ``n x K`` matrix); examples without a true label are
+        excluded with a warning.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
+            True labels, in the format used at fit.
+
+        Returns
+        -------
+        recall : float
+            Mean over examples of (true labels among the ``score_k`` best) / (true labels).
+        """
+        X = self._validate_for_prediction(X)
+        _, top = self._top_k(X, self.score_k)
+        labels = None if self._multilabel_output else self.classes_
+        return _recall_at_k(check_label_targets(y, len(self.classes_), labels), top)
+
+    # ------------------------------------------------------------------ misc
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_faiss_index", None)  # rebuilt on demand; faiss objects do not pickle
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_label = True
+        return tags
+
+
+# ---------------------------------------------------------------------- target handling
+def _encode_targets(y):
+    """Labels and the sparse positive-label indicator of ``y``.
+
+    Returns ``(classes, indicator, multilabel_output)`` where ``multilabel_output`` is False for
+    multiclass targets, else ``(sparse_output, dtype)`` of the indicator given.
+    """
+    with warnings.catch_warnings():
+        # Far more labels than examples per label is the normal case of extreme classification.
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater")
+        check_classification_targets(y)
+        target_type = type_of_target(y, input_name="y")
+    if target_type == "multilabel-indicator":
+        sparse_output = sp.issparse(y)
+        dtype = y.dtype
+        indicator = sp.csr_matrix(y, dtype=np.int8)
+        indicator.eliminate_zeros()
+        classes = np.arange(indicator.shape[1])
+        multilabel_output = (sparse_output, dtype)
+    elif target_type in ("binary", "multiclass"):
+        y = column_or_1d(y, warn=True)
+        classes, codes = encode_labels(y)
+        indicator = _one_hot(codes, len(classes))
+        multilabel_output = False
+    else:
+        raise ValueError(
+            "SNMClassifier needs multiclass labels or a multilabel 0/1 indicator matrix; got "
+            f"targets of type {target_type!r}."
+        )
+    check_class_counts(np.ones(len(classes)), positives=False, needed_by="SNMClassifier")
+    return classes, indicator, multilabel_output
+
+
+def _one_hot(codes, n_labels):
+    n_samples = codes.shape[0]
+    return sp.csr_matrix(
+        (np.ones(n_samples, dtype=np.int8), codes, np.arange(n_samples + 1)),
+        shape=(n_samples, n_labels),
+    )
+
+
+def _drop_rows_without_positives(X, positives):
+    counts = np.diff(positives.indptr)
+    empty = counts == 0
+    if empty.all():
+        raise ValueError("No training example has a positive label.")
+    if empty.any():
+        warnings.warn(
+            f"{int(empty.sum())} of {len(counts)} training examples have no positive label and "
+            "were skipped.",
+            UserWarning,
+            stacklevel=3,
+        )
+        keep = np.flatnonzero(~empty)
+        return X[keep], positives[keep]
+    return X, positives
+
+
+def _recall_at_k(targets, top):
+    """Recall@k of the top-k label columns ``top`` (n, k), by skrank.metrics' label core."""
+    hits, n_true = top_k_hits(targets, top)
+    return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "recall")[0])
+
+
+def _available_memory_bytes():
+    """Memory available to a new allocation (Linux MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_dense_scores_fit(n_samples, n_labels):
+    needed = 4 * n_samples * n_labels
+    available = _available_memory_bytes()
+    if available is not None and needed > available / 2:
+        raise MemoryError(
+            f"decision_function would build a {n_samples} x {n_labels} score matrix "
+            f"({needed / 2**30:.1f} GiB), more than half of the {available / 2**30:.1f} GiB of "
+            "available memory. Use predict_top_k(X, k), which never builds it, or pass fewer "
+            "rows at a time."
+        )

@@ -1,0 +1,36 @@
+"""Memory budgets of chunked computations, all taken from scikit-learn's ``working_memory``.
+
+Every skrank computation that works in blocks (retrieval metrics, top-k search, pair blocks of
+MMC and of the pointwise ROC threshold, gathered pair outer products) sizes its blocks with
+:func:`chunk_rows`, so that ``sklearn.set_config(working_memory=...)`` or
+``sklearn.config_context(working_memory=...)`` bounds them all, as it bounds
+``sklearn.metrics.pairwise_distances_chunked``.
+"""
+
+from sklearn import get_config
+
+
+def working_memory_bytes():
+    """The budget of one block's work arrays: ``working_memory`` MiB (1024 by default)."""
+    return int(get_config()["working_memory"] * 2**20)
+
+
+def chunk_rows(n_rows, bytes_per_row, *, at_least=1):
+    """Rows per block so that one block's work arrays fit the ``working_memory`` budget.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows to process (the result never exceeds it, nor goes below ``at_least``).
+    bytes_per_row : int
+        Bytes of work arrays per row of a block.
+    at_least : int, default=1
+        Smallest useful block (a block of one row may exceed the budget: the computation cannot
+        be cut finer).
+
+    Returns
+    -------
+    rows : int
+    """
+    rows = working_memory_bytes() // max(int(bytes_per_row), 1)
+    return int(max(at_least, min(n_rows, rows)))

@@ -1,0 +1,184 @@
+"""Results of the benchmarks: one JSON file per run, and the tables of ``benchmarks/README.md``.
+
+Every benchmark script builds a :class:`Results` and calls :meth:`Results.save`, which writes
+``benchmarks/results/<name>.json`` holding
+
+- ``benchmark``, ``command`` (the exact command line), ``date`` (ISO, UTC);
+- ``machine``: host name, platform, CPU count and model, memory, load average at start and end,
+  the GPU when one is used;
+- ``versions``: Python, skrank (with the git commit when available) and every library the
+  benchmark names (numpy, scipy, scikit-learn, torch, and its peers);
+- ``tables``: the measured tables, each ``{"title", "columns", "rows", "notes"}``;
+- ``figures``: any other measured values, by name.
+
+``python benchmarks/report.py`` renders each file's tables into ``benchmarks/README.md`` between
+the markers ``<!-- results: <name> -->`` and ``<!-- end results -->``; the prose around them is
+written by hand. Nothing here holds a path of a particular machine: results live next to the
+scripts, wherever the repository is.
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+_BASE_PACKAGES = ("numpy", "scipy", "scikit-learn", "torch")
+
+
+def _version(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit():
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPOSITORY), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPOSITORY), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+uncommitted" if dirty else "")
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_gib():
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _load_average():
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _gpu():
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name(0)
+
+
+def machine_description():
+    """Facts about the machine a benchmark runs on."""
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory_gib": _memory_gib(),
+        "gpu": _gpu(),
+        "load_average_at_start": _load_average(),
+    }
+
+
+class Results:
+    """The results of one benchmark run.
+
+    Parameters
+    ----------
+    name : str
+        File name (without ``.json``) under ``benchmarks/results``, e.g. ``"bench_mmc"`` or
+        ``"bench_snm_scaling"`` for one part of a script.
+    packages : iterable of str, default=()
+        Libraries whose versions to record besides numpy, scipy, scikit-learn and torch (the
+        peers the benchmark compares with).
+    """
+
+    def __init__(self, name, packages=()):
+        self.name = name
+        self.data = {
+            "benchmark": name,
+            "command": " ".join(shlex.quote(arg) for arg in [Path(sys.executable).name, *sys.argv]),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_description(),
+            "versions": {
+                "python": platform.python_version(),
+                "skrank": _skrank_version(),
+                "skrank_commit": _git_commit(),
+                **{package: _version(package) for package in (*_BASE_PACKAGES, *packages)},
+            },
+            "tables": [],
+            "figures": {},
+        }
+
+    def add_table(self, title, columns, rows, notes=None):
+        """Add a table: ``rows`` is a list of lists (or of dicts keyed by ``columns``)."""
+        rows = [[row[c] for c in columns] if isinstance(row, dict) else list(row) for row in rows]
+        for row in rows:
+            if len(row) != len(columns):
+                raise ValueError(f"Row {row!r} does not have the {len(columns)} columns {columns}.")
+        self.data["tables"].append(
+            {"title": title, "columns": list(columns), "rows": rows, "notes": notes}
+        )
+        return self
+
+    def add_figure(self, name, value):
+        """Record a single measured value (a number, a string, a list or a dict)."""
+        self.data["figures"][name] = value
+        return self
+
+    def save(self, directory=None):
+        """Write ``<directory>/<name>.json`` (default ``benchmarks/results``); return the path."""
+        directory = Path(directory) if directory is not None else RESULTS_DIR
+        directory.mkdir(parents=True, exist_ok=True)
+        self.data["machine"]["load_average_at_end"] = _load_average()
+        path = directory / f"{self.name}.json"
+        path.write_text(json.dumps(self.data, indent=1, default=_jsonable) + "\n")
+        shown = path.relative_to(REPOSITORY) if path.is_relative_to(REPOSITORY) else path
+        print(f"results written to {shown}")
+        return path
+
+
+def _skrank_version():
+    """The version of the skrank the benchmark imports (the repository's when run from it)."""
+    try:
+        import skrank
+    except ImportError:
+        return None
+    return skrank.__version__
+
+
+def _jsonable(value):
+    """numpy scalars and arrays as Python numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -12,8 +12,10 @@ from sklearn.model_selection import GridSearchCV
 
 from skrank import SNMClassifier
 from skrank.metrics import get_scorer, top_k_inner_products
+from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _snm as snm_module
-from skrank.multilabel._label_embedding import sparse_row_optimizer
+from skrank.nn import Batch
+from skrank.sampling._labels import _draws_for_distinct
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -144,23 +146,51 @@ def test_a_step_reads_and_updates_only_the_sampled_label_rows():
     clf = SNMClassifier(
         label_optimizer="sgd", random_state=0, **dict(FAST, batch_size=16, max_epochs=1)
     ).fit(X, positives)
-    classes = len(clf.classes_)
-    assert classes == n_labels
-    clf._batch_sampler(positives, np.random.RandomState(0))
-    clf.module_.zero_grad(set_to_none=True)
-    before = clf.module_.label_embeddings.weight.detach().clone()
-    optimizers = clf._build_optimizers(clf._trainable_parameters())
-    loss = clf._batch_loss(torch.tensor(X[:16], dtype=torch.float32), positives, np.arange(16))
-    loss.backward()
-    gradient = clf.module_.label_embeddings.weight.grad
-    assert gradient.is_sparse
-    touched = torch.unique(gradient.coalesce().indices())
-    assert touched.numel() <= 16 + clf.n_negatives_ + 1
-    for optimizer in optimizers:
-        optimizer.step()
-    changed = torch.nonzero((clf.module_.label_embeddings.weight != before).any(dim=1)).ravel()
-    assert set(changed.tolist()) <= set(touched.tolist())
-    assert 0 < changed.numel() < classes
+    assert len(clf.classes_) == n_labels
+    targets = clf.prepare_targets(positives, torch.device("cpu"))
+    batch = Batch(
+        torch.tensor(X[:16], dtype=torch.float32),
+        torch.arange(16),
+        torch.ones(16, dtype=bool),
+        None,
+    )
+    reads = []
+    gather = clf._label_optimizer.gather
+    clf._label_optimizer.gather = lambda rows: reads.append(rows) or gather(rows)
+    table = clf.module_.label_embeddings.weight
+    before = table.detach().clone()
+    clf.train_step(batch, targets)
+    read = set(torch.cat(reads).tolist())
+    # 16 positives and one fixed-size draw of labels, whose repeats are masked.
+    assert len(read) <= 16 + _draws_for_distinct(clf.n_negatives_ + 1, n_labels) < 40
+    changed = torch.nonzero((table != before).any(dim=1)).ravel().tolist()
+    assert 0 < len(changed) <= 16 + clf.n_negatives_ + 1 and set(changed) <= read
+    assert table.grad is None  # the table is never in the autograd graph: no dense gradient
+
+
+def test_row_sparse_optimizer_matches_torch_on_the_rows_read():
+    """Adagrad and lazy Adam on gathered rows equal torch's dense Adagrad / SparseAdam."""
+    rng = torch.Generator().manual_seed(0)
+    start = torch.randn(50, 3, generator=rng)
+    reads = [torch.tensor([4, 9, 4, 17]), torch.tensor([9, 30, 2])]
+    gradients = [torch.randn(4, 3, generator=rng), torch.randn(3, 3, generator=rng)]
+    for method, reference_class in [
+        ("adagrad", torch.optim.Adagrad),
+        ("sparse_adam", torch.optim.SparseAdam),
+        ("sgd", torch.optim.SGD),
+    ]:
+        table = torch.nn.Parameter(start.clone())
+        optimizer = RowSparseOptimizer(table, method=method, lr=0.1)
+        reference = torch.nn.Embedding.from_pretrained(start.clone(), freeze=False, sparse=True)
+        reference_optimizer = reference_class(reference.parameters(), lr=0.1)
+        for rows, gradient in zip(reads, gradients, strict=True):
+            optimizer.zero_grad()
+            (optimizer.gather(rows) * gradient).sum().backward()
+            optimizer.step()
+            reference_optimizer.zero_grad()
+            (reference(rows) * gradient).sum().backward()
+            reference_optimizer.step()
+        torch.testing.assert_close(table.detach(), reference.weight.detach())
 
 
 def test_binary_targets_follow_the_scikit_learn_convention():
@@ -308,8 +338,8 @@ def test_every_label_optimizer_learns_without_warnings(label_optimizer):
         warnings.simplefilter("error")
         clf = SNMClassifier(label_optimizer=label_optimizer, random_state=0, **FAST).fit(X, y)
     assert clf.score(X, y) > 0.9
-    with pytest.raises(ValueError, match="name must be one of"):
-        sparse_row_optimizer("adam", clf.module_.label_embeddings.parameters(), 0.1)
+    with pytest.raises(ValueError, match="method must be one of"):
+        RowSparseOptimizer(clf.module_.label_embeddings.weight, method="adam")
 
 
 def test_scorers_use_predict_top_k_and_match_score():

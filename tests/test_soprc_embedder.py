@@ -120,11 +120,18 @@ def test_user_module_replaces_the_mlp_and_is_not_modified():
     torch.manual_seed(0)
     user_module = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 5))
     before = [p.detach().clone() for p in user_module.parameters()]
-    model = SOPRCEmbedder(user_module, **{**FAST, "n_components": 99}, random_state=0).fit(X, y)
+    model = SOPRCEmbedder(user_module, **{**FAST, "n_components": None}, random_state=0).fit(X, y)
     assert model.n_components_ == 5 and model.transform(X).shape == (X.shape[0], 5)
     np.testing.assert_allclose(np.linalg.norm(model.transform(X), axis=1), 1, rtol=1e-5)
     assert all(torch.equal(a, b) for a, b in zip(before, user_module.parameters(), strict=True))
     assert model.module_ is not user_module
+
+
+def test_user_module_of_another_width_than_n_components_is_refused():
+    X, y = _data()
+    user_module = nn.Linear(20, 5)
+    with pytest.raises(ValueError, match=r"maps to 5 dimensions but n_components=8"):
+        SOPRCEmbedder(user_module, **FAST).fit(X, y)
 
 
 def test_feature_names_and_pandas_output():
@@ -197,7 +204,7 @@ class _ExplodingModule(nn.Module):
 def test_divergence_stops_with_a_warning_and_keeps_finite_weights():
     X, y = _data()
     with pytest.warns(DivergenceWarning, match="non-finite"):
-        model = SOPRCEmbedder(_ExplodingModule(), **FAST, random_state=0).fit(X, y)
+        model = SOPRCEmbedder(_ExplodingModule(), **{**FAST, "n_components": None}).fit(X, y)
     assert np.all(np.isfinite(model.transform(X)))
     assert all(np.isfinite(p.detach().numpy()).all() for p in model.module_.parameters())
 

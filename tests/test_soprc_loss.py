@@ -378,7 +378,7 @@ def test_priors_and_lengths_follow_the_class_counts():
     loss_fn = SOPRCLoss([1, 3, 6])
     torch.testing.assert_close(loss_fn.priors, torch.tensor([0.0, 2 / 9, 5 / 9]))
     assert loss_fn.auxiliary_lengths.tolist() == [0, 2, 5]
-    assert loss_fn.auxiliary.shape == (7,)
+    assert loss_fn.auxiliary.shape == (7 + 1,)  # the vectors, then one scratch entry
 
 
 def test_loss_validates_its_arguments():

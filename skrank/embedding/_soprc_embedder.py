@@ -12,14 +12,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import SOPRCLoss
 from ..metrics import mean_auprc_score
-from ..nn import MLP, BaseTorchEstimator, resolve_device
+from ..nn import MLP, TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
 from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
+from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
+from ..utils._params import store_parameters
 
 __all__ = ["SOPRCEmbedder"]
 
 
+@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
 class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorchEstimator):
     """Embedding whose cosine-similarity ranking maximises AUPRC, trained by SOPRC.
 
@@ -27,9 +30,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     outputs, such that for every item used as a query the items of its class rank first by
     cosine similarity ``e_q . e_i``: it minimises the SOPRC estimator of ``1 - AUPRC`` (mean
     average precision) of Wen et al. (NeurIPS 2022), with the corrections of skrank's design
-    notes (see :class:`skrank.losses.SOPRCLoss`). Batches hold ``batch_size //
-    samples_per_class`` classes of ``samples_per_class`` items each (fewer classes when the data
-    has fewer); every item is seen once per epoch.
+    notes (see :class:`skrank.losses.SOPRCLoss`). Each batch holds ``P = batch_size //
+    samples_per_class`` distinct classes of ``samples_per_class`` items
+    (:class:`~skrank.sampling.ClassBalancedBatchSampler`): classes are drawn in proportion to
+    their size, so every item is seen about once per epoch, and every batch has the same shape.
 
     Read more in the :ref:`User Guide <soprc>`.
 
@@ -41,8 +45,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         ``hidden_layer_sizes`` and ``n_components``.
     hidden_layer_sizes : tuple of int, default=(256,)
         Hidden layers of the default MLP.
-    n_components : int, default=64
-        Embedding dimension of the default MLP.
+    n_components : int or None, default=None
+        Embedding dimension: of the default MLP (64 when None), or, with a ``module``, the
+        width its output must have (None: whatever it is).
     tau1 : float, default=0.1
         Margin of the FPR surrogate (one-sided Huber).
     tau2 : float, default=0.001
@@ -55,49 +60,18 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Weight of the semi-variance of negative scores above their mean (0 disables it).
     max_auxiliary_length : int or None, default=None
         Cap on the length ``L_c = n_c - 1`` of the auxiliary vectors; memory per step grows as
-        ``batch_size * (samples_per_class - 1) * L_c``.
+        ``batch_size * (samples_per_class - 1) * max L_c``.
     prior : {"dataset", "batch"}, default="dataset"
         Class prior of the estimator; ``"batch"`` is the biased AP-style ablation.
     tpr_source : {"auxiliary", "batch"}, default="auxiliary"
         ``"batch"`` estimates the TPR from the batch positives instead of the auxiliary vectors
         (an ablation).
     samples_per_class : int, default=4
-        Items of each class in a batch (``M``).
-    batch_size : int, default=224
-        Target batch size (``P * M``).
-    optimizer : {"sgd", "adam", "adamw"}, default="sgd"
-        Optimiser.
-    learning_rate : float, default=0.05
-        Initial learning rate.
-    momentum : float, default=0.9
-        Momentum of SGD.
-    weight_decay : float, default=4e-4
-        L2 penalty.
-    lr_milestones : array-like of int or None, default=None
-        Epochs after which the learning rate is multiplied by ``lr_decay``.
-    lr_decay : float, default=0.1
-        Factor of the step decay.
-    max_epochs : int, default=20
-        Number of passes over the training data.
-    tol : float or None, default=None
-        Minimum improvement over ``n_iter_no_change`` epochs of the training loss (or of the
-        validation mean AUPRC with ``early_stopping``); ``None`` trains ``max_epochs`` epochs.
-    n_iter_no_change : int, default=5
-        Epochs without an improvement of ``tol`` before training stops.
-    early_stopping : bool, default=False
-        Stop on the validation mean AUPRC and keep the best weights (needs
-        ``validation_fraction``).
-    validation_fraction : float or None, default=None
-        Fraction of the training data held out (stratified when possible) to record the
-        validation mean AUPRC each epoch in ``history_``.
-    warm_start : bool, default=False
-        Continue from the previous fit's weights and auxiliary vectors.
-    device : str or torch.device, default="auto"
-        ``"auto"`` uses CUDA when available, else the CPU.
-    verbose : int, default=0
-        Show a progress bar over epochs.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the weights, the batches and the validation split.
+        Items of each class in a batch (``M``); a batch holds ``P = batch_size // M`` classes.
+    class_weights : {"proportional", "uniform"}, default="proportional"
+        How the classes of a batch are drawn: in proportion to their number of items, or
+        uniformly (small classes then recur more often within an epoch).
+    {shared_parameters}
 
     Attributes
     ----------
@@ -109,15 +83,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         The loss with its auxiliary vectors.
     n_components_ : int
         Embedding dimension.
-    history_ : list of dict
-        Per epoch: ``loss``, ``learning_rate``, ``duration`` and, with ``validation_fraction``,
-        ``validation_score`` (mean AUPRC of the held-out items).
-    n_iter_ : int
-        Epochs run by the last ``fit``.
-    converged_ : bool
-        Whether the convergence test stopped training.
-    device_ : str
-        Device the model was trained on.
+    {shared_attributes}
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -146,7 +112,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         **BaseTorchEstimator._torch_parameter_constraints,
         "module": [torch.nn.Module, None],
         "hidden_layer_sizes": ["array-like"],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "tau1": [Interval(Real, 0, None, closed="neither")],
         "tau2": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, 1, closed="right")],
@@ -156,13 +122,14 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "prior": [StrOptions({"dataset", "batch"})],
         "tpr_source": [StrOptions({"auxiliary", "batch"})],
         "samples_per_class": [Interval(Integral, 2, None, closed="left")],
+        "class_weights": [StrOptions({"proportional", "uniform"})],
     }
 
     def __init__(
         self,
         module=None,
         hidden_layer_sizes=(256,),
-        n_components=64,
+        n_components=None,
         *,
         tau1=0.1,
         tau2=0.001,
@@ -173,6 +140,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         prior="dataset",
         tpr_source="auxiliary",
         samples_per_class=4,
+        class_weights="proportional",
         batch_size=224,
         optimizer="sgd",
         learning_rate=0.05,
@@ -186,38 +154,14 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         early_stopping=False,
         validation_fraction=None,
         warm_start=False,
+        callbacks=None,
+        precision="float32",
+        compile=False,
         device="auto",
         verbose=0,
         random_state=None,
     ):
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.n_components = n_components
-        self.tau1 = tau1
-        self.tau2 = tau2
-        self.beta = beta
-        self.lambda_pos = lambda_pos
-        self.lambda_neg = lambda_neg
-        self.max_auxiliary_length = max_auxiliary_length
-        self.prior = prior
-        self.tpr_source = tpr_source
-        self.samples_per_class = samples_per_class
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.weight_decay = weight_decay
-        self.lr_milestones = lr_milestones
-        self.lr_decay = lr_decay
-        self.max_epochs = max_epochs
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.warm_start = warm_start
-        self.device = device
-        self.verbose = verbose
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -239,7 +183,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
         check_classification_targets(y)
         classes, codes = encode_labels(y)
-        check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
+        counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         if (
             self.warm_start
             and hasattr(self, "classes_")
@@ -249,7 +193,6 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 "warm_start=True needs the classes of the previous fit; got different classes."
             )
         self.classes_ = classes
-        counts = np.bincount(codes)
         stratify = codes if counts.min() >= 2 else None
         X_train, codes_train, validation = self._split_validation(X, codes, stratify=stratify)
         check_class_counts(
@@ -262,22 +205,27 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 f"validation_fraction={self.validation_fraction} leaves no class with two items "
                 "in the validation set, so it has no query with a positive; hold out more."
             )
-        self._run_training(X_train, codes_train, validation)
-        return self
+        return self.fit_loop(X_train, codes_train, validation)
 
-    def _build_module(self, n_features):
+    def initialize_module(self, n_features):
         if self.module is None:
-            module = MLP(n_features, tuple(self.hidden_layer_sizes), self.n_components)
+            n_components = 64 if self.n_components is None else self.n_components
+            module = MLP(n_features, tuple(self.hidden_layer_sizes), n_components)
         else:
             module = copy.deepcopy(self.module)
-        device = resolve_device(self.device)
-        self.n_components_ = module_output_dim(module.to(device), n_features, device)
+        width = module_output_dim(module.to(self._device), n_features, self._device)
+        if self.n_components is not None and width != self.n_components:
+            raise ValueError(
+                f"The module maps to {width} dimensions but n_components={self.n_components}; "
+                "set n_components=None (or to the module's output width)."
+            )
+        self.n_components_ = width
         return module
 
-    def _build_criterion(self, targets):
+    def initialize_criterion(self, y):
         # A class absent from the training part (possible without stratification) gets a
         # count of 1: it never forms a positive pair.
-        counts = np.bincount(targets, minlength=self.classes_.shape[0])
+        counts = np.bincount(y, minlength=self.classes_.shape[0])
         return SOPRCLoss(
             np.maximum(counts, 1),
             tau1=self.tau1,
@@ -290,16 +238,26 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             tpr_source=self.tpr_source,
         )
 
-    def _batch_sampler(self, targets, random_state):
+    def get_batch_sampler(self, y, device, random_state):
         return ClassBalancedBatchSampler(
-            targets, self.batch_size, self.samples_per_class, random_state=random_state
+            y,
+            self.batch_size,
+            self.samples_per_class,
+            class_weights=self.class_weights,
+            random_state=random_state,
+            device=device,
         )
 
-    def _batch_loss(self, inputs, targets, indices):
-        labels = torch.as_tensor(targets[indices], device=inputs.device)
-        return self.criterion_(self.module_(inputs), labels)
+    def prepare_targets(self, y, device):
+        return None  # the batches' groups carry the classes
 
-    def _validation_score(self, X_val, y_val):
+    def get_loss(self, batch, targets):
+        n_groups = batch.groups.shape[0]
+        embeddings = self.module_(batch.inputs).view(n_groups, self.samples_per_class, -1)
+        valid = batch.valid.view(n_groups, self.samples_per_class)
+        return self.criterion_.forward_grouped(embeddings.float(), batch.groups, valid)
+
+    def validation_score(self, X_val, y_val):
         return mean_auprc_score(self._embed(X_val), y_val, metric="cosine")
 
     def _embed(self, X):

@@ -490,8 +490,8 @@ default="hinge"
             "weights", torch.as_tensor(check_weight_vector(weights), dtype=torch.float32)
         )
 
-    def forward(self, positive_scores, negative_scores, mask=None):
-        """Mean loss over the batch.
+    def forward(self, positive_scores, negative_scores, mask=None, valid=None):
+        """Mean loss over the (valid) examples of the batch.
 
         Parameters
         ----------
@@ -501,6 +501,9 @@ default="hinge"
             Scores of sampled negative labels.
         mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
             ``True`` where the entry is a negative of the example.
+        valid : torch.Tensor of bool, shape (n_samples,), default=None
+            Which rows are examples (False: padding of a fixed-shape batch, left out of the
+            mean). None: all rows.
 
         Returns
         -------
@@ -510,7 +513,10 @@ default="hinge"
         losses = _LOSSES[self.loss](
             positive_scores, negative_scores, self.weights, self._phi, mask=mask
         )
-        return losses.mean()
+        if valid is None:
+            return losses.mean()
+        losses = torch.where(valid, losses, torch.zeros_like(losses))
+        return losses.sum() / valid.sum().clamp(min=1)
 
     def extra_repr(self):
         return f"loss={self.loss!r}, surrogate={self.surrogate!r}, n_weights={len(self.weights)}"

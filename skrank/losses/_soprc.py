@@ -111,16 +111,17 @@ def _extend_sorted(sorted_scores, counts, score_range):
     return extended
 
 
-def _read_quantiles(extended, counts, lengths):
+def _read_quantiles(extended, counts, lengths, width):
     """The piecewise-linear interpolant through the knots of ``_extend_sorted`` read at
-    ``(j - 0.5) / lengths[r]``, ``j = 1..lengths[r]``; rows ``(rows, max(lengths))``, zero padded.
+    ``(j - 0.5) / lengths[r]``, ``j = 1..lengths[r]``; rows ``(rows, width)``, zero padded
+    (``width >= max(lengths)``).
 
     Linear in ``extended`` for fixed counts and lengths, so rows sharing both can be averaged
     before reading.
     """
     dtype, device = extended.dtype, extended.device
-    positions = torch.arange(int(lengths.max()), device=device, dtype=dtype)
-    quantiles = (positions[None, :] + 0.5) / lengths.to(dtype)[:, None]
+    positions = torch.arange(width, device=device, dtype=dtype)
+    quantiles = (positions[None, :] + 0.5) / lengths.clamp(min=1).to(dtype)[:, None]
     # Target t lies between knots i and i + 1 with i = floor(t n + 0.5), i in 0..n.
     knot = quantiles * counts.to(dtype)[:, None] + 0.5
     segment = torch.minimum(knot.floor().long(), counts[:, None])
@@ -166,7 +167,7 @@ def interpolate_scores(scores, length, score_range=(-1.0, 1.0)):
     counts = torch.tensor([scores.shape[0]], device=scores.device)
     lengths = torch.tensor([int(length)], device=scores.device)
     extended = _extend_sorted(scores.sort().values[None, :], counts, score_range)
-    return _read_quantiles(extended, counts, lengths)[0]
+    return _read_quantiles(extended, counts, lengths, int(length))[0]
 
 
 def _precision_loss(fpr, tpr, prior):
@@ -294,12 +295,23 @@ class SOPRCLoss(nn.Module):
     queries of the class, and blended in as ``v_c <- (1 - beta) v_c + beta * mean`` (the first
     time a class is seen, ``v_c <- mean``). In evaluation mode the vectors are left unchanged.
 
-    Memory per call: ``B^2 K`` floats for the FPR terms and ``B K L`` for the TPR terms, with
-    ``B`` the batch size, ``K`` the largest number of positives of a query in the batch
-    (``samples_per_class - 1`` with class-balanced batches) and ``L`` the largest ``L_c`` of the
-    batch's classes; cap ``L_c`` with ``max_auxiliary_length`` when classes are very large. The
-    auxiliary vectors take ``sum_c L_c <= N`` floats, stored flat in the buffer ``auxiliary``
-    with ``auxiliary_offsets`` and ``auxiliary_lengths``; ``state_dict`` round-trips.
+    Two ways to call it:
+
+    - ``loss(embeddings, labels)``: any batch, labels in any order. Grouping the batch by class
+      reads the labels back to the host (a synchronisation on a GPU).
+    - ``loss.forward_grouped(embeddings, classes, valid)``: a batch laid out as ``G`` groups of
+      ``M`` items, group ``g`` holding items of the class ``classes[g]`` (distinct classes), with
+      ``valid`` marking the items (False: padding). Its shapes depend only on ``G``, ``M`` and
+      the longest auxiliary vector, so a training step never synchronises with the host: this is
+      what :class:`~skrank.SOPRCEmbedder` calls with the batches of
+      :class:`~skrank.sampling.ClassBalancedBatchSampler`.
+
+    Memory per call: ``B^2 (M - 1)`` floats for the FPR terms and ``G M (M - 1) L / 2`` for the
+    TPR terms, with ``B = G M`` the batch size, ``M`` the largest class of the batch and ``L``
+    the longest auxiliary vector (the largest ``L_c``); cap ``L_c`` with ``max_auxiliary_length``
+    when classes are very large. The auxiliary vectors take ``sum_c L_c <= N`` floats, stored flat
+    in the buffer ``auxiliary`` (plus one scratch entry) with ``auxiliary_offsets`` and
+    ``auxiliary_lengths``; ``state_dict`` round-trips.
 
     Read more in the :ref:`User Guide <losses>`.
 
@@ -343,6 +355,9 @@ class SOPRCLoss(nn.Module):
     >>> loss.backward()
     >>> tuple(loss_fn.auxiliary_vector(0).shape)
     (9,)
+    >>> grouped = loss_fn.forward_grouped(embeddings.view(3, 4, 8), torch.tensor([0, 1, 2]))
+    >>> bool(torch.isclose(grouped, loss_fn(embeddings, labels)))
+    True
     """
 
     def __init__(
@@ -393,10 +408,13 @@ class SOPRCLoss(nn.Module):
         if max_auxiliary_length is not None:
             lengths = np.minimum(lengths, max_auxiliary_length)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        # Static width of every gathered auxiliary row: shapes never depend on the batch.
+        self._width = int(lengths.max())
         self.register_buffer(
             "priors", torch.as_tensor((counts - 1) / (counts.sum() - 1), dtype=torch.float32)
         )
-        self.register_buffer("auxiliary", torch.zeros(int(lengths.sum())))
+        # The last entry is scratch space: writes outside a class's vector land there.
+        self.register_buffer("auxiliary", torch.zeros(int(lengths.sum()) + 1))
         self.register_buffer("auxiliary_offsets", torch.as_tensor(offsets, dtype=torch.long))
         self.register_buffer("auxiliary_lengths", torch.as_tensor(lengths, dtype=torch.long))
         self.register_buffer("class_seen", torch.zeros(counts.shape[0], dtype=torch.bool))
@@ -411,6 +429,7 @@ class SOPRCLoss(nn.Module):
         start, length = int(self.auxiliary_offsets[label]), int(self.auxiliary_lengths[label])
         return self.auxiliary[start : start + length]
 
+    # ------------------------------------------------------------------ entry points
     def forward(self, embeddings, labels):
         """Loss of a batch of embeddings, scored by cosine similarity.
 
@@ -419,7 +438,7 @@ class SOPRCLoss(nn.Module):
         embeddings : torch.Tensor of shape (batch_size, n_dims)
             Embeddings (L2-normalised here, so any scale works).
         labels : torch.Tensor of shape (batch_size,)
-            Class indices in ``0..n_classes-1``.
+            Class indices in ``0..n_classes-1``, in any order.
 
         Returns
         -------
@@ -430,11 +449,40 @@ class SOPRCLoss(nn.Module):
             raise ValueError(
                 f"embeddings must be 2-D (batch_size, n_dims), got {tuple(embeddings.shape)}."
             )
-        normalized = F.normalize(embeddings, dim=1)
-        scores = normalized @ normalized.T
+        layout = _GroupLayout.of(self._check_labels(labels, embeddings.shape[0]))
+        grouped = embeddings[layout.index].view(*layout.valid.shape, -1)
+        return self.forward_grouped(grouped, layout.classes, layout.valid)
+
+    def forward_grouped(self, embeddings, classes, valid=None):
+        """Loss of a batch laid out as groups of items of distinct classes; no host sync.
+
+        Parameters
+        ----------
+        embeddings : torch.Tensor of shape (n_groups, group_size, n_dims)
+            ``embeddings[g]`` are items of class ``classes[g]`` (L2-normalised here).
+        classes : torch.Tensor of shape (n_groups,)
+            Class index of each group; distinct classes (the auxiliary update of a class
+            repeated in a batch would keep only one group's estimate).
+        valid : torch.Tensor of bool of shape (n_groups, group_size), default=None
+            Which entries are items (False: padding, ignored). None: all of them.
+
+        Returns
+        -------
+        loss : torch.Tensor
+            Scalar loss.
+        """
+        if embeddings.ndim != 3:
+            raise ValueError(
+                "embeddings must be 3-D (n_groups, group_size, n_dims), got "
+                f"{tuple(embeddings.shape)}."
+            )
+        n_groups, size, _ = embeddings.shape
+        flat = F.normalize(embeddings.reshape(n_groups * size, -1), dim=1)
+        scores = flat @ flat.T
         # Matrix products need not be exactly symmetric; the pair shortcut needs s_qp == s_pq.
         scores = (scores + scores.T) / 2
-        return self._loss(scores, self._check_batch(scores, labels), symmetric=True)
+        valid = self._check_valid(valid, (n_groups, size), embeddings.device)
+        return self._loss(scores, classes.long(), valid, symmetric=True)
 
     def score_loss(self, scores, labels):
         """Loss of a batch given its ``(batch_size, batch_size)`` similarity matrix.
@@ -452,69 +500,80 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        labels = self._check_batch(scores, labels)
-        return self._loss(scores, labels, symmetric=bool(torch.equal(scores, scores.T)))
-
-    def _loss(self, scores, labels, symmetric):
-        batch = _BatchPairs(scores, labels, symmetric)
-        n_valid = int(batch.valid.sum())
-        if n_valid == 0:
-            return scores.sum() * 0.0
-        if self.training:
-            self._update_auxiliary(batch)
-        per_query = self._query_losses(batch) + self._semivariance(batch)
-        return torch.where(batch.valid, per_query, torch.zeros_like(per_query)).sum() / n_valid
-
-    def _check_batch(self, scores, labels):
         if scores.ndim != 2 or scores.shape[0] != scores.shape[1]:
             raise ValueError(f"scores must be a square matrix, got shape {tuple(scores.shape)}.")
-        labels = torch.as_tensor(labels, device=scores.device)
-        if labels.shape != (scores.shape[0],):
-            raise ValueError(
-                f"labels must have shape ({scores.shape[0]},), got {tuple(labels.shape)}."
-            )
+        layout = _GroupLayout.of(self._check_labels(labels, scores.shape[0]))
+        grouped = scores[layout.index][:, layout.index]
+        symmetric = bool(torch.equal(scores, scores.T))
+        return self._loss(grouped, layout.classes, layout.valid, symmetric=symmetric)
+
+    def _check_labels(self, labels, size):
+        labels = torch.as_tensor(labels)
+        if labels.shape != (size,):
+            raise ValueError(f"labels must have shape ({size},), got {tuple(labels.shape)}.")
         if labels.is_floating_point() or (
             labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= self.n_classes)
         ):
             raise ValueError(f"labels must be class indices in 0..{self.n_classes - 1}.")
         return labels.long()
 
+    @staticmethod
+    def _check_valid(valid, shape, device):
+        if valid is None:
+            return torch.ones(shape, dtype=torch.bool, device=device)
+        if tuple(valid.shape) != shape:
+            raise ValueError(f"valid must have shape {shape}, got {tuple(valid.shape)}.")
+        return valid.to(device=device, dtype=torch.bool)
+
+    # ------------------------------------------------------------------ the grouped core
+    def _loss(self, scores, classes, valid, symmetric):
+        if valid.shape[1] < 2:  # groups of one item: no query has a positive
+            return scores.sum() * 0.0
+        batch = _GroupedBatch(scores, classes, valid, symmetric)
+        if self.training:
+            self._update_auxiliary(batch)
+        per_query = self._query_losses(batch) + self._semivariance(batch)
+        queries = batch.query_valid
+        total = torch.where(queries, per_query, torch.zeros_like(per_query)).sum()
+        return total / queries.sum().clamp(min=1)
+
     @torch.no_grad()
     def _update_auxiliary(self, batch):
-        queries = batch.valid
-        codes, counts = batch.labels[queries], batch.n_positives[queries]
+        n_groups, size, n_others = batch.positive_scores.shape
         sorted_scores = (
-            batch.positive_scores[queries]
-            .detach()
-            .masked_fill(~batch.positive_valid[queries], float("inf"))
-            .sort(dim=1)
-            .values
+            batch.positive_scores.detach()
+            .masked_fill(~batch.positive_valid, float("inf"))
+            .sort(dim=2)
+            .values.view(n_groups * size, n_others)
         )
-        extended = _extend_sorted(sorted_scores, counts, self.score_range)
-        # All queries of a class in a batch have the same number of positives, and φ is linear
-        # in the knots: the mean of their interpolations is the interpolation of the mean knots.
-        classes, row_class = codes.unique(return_inverse=True)
-        knots = extended.new_zeros(classes.shape[0], extended.shape[1])
-        knots.index_add_(0, row_class, extended)
-        knots /= torch.bincount(row_class, minlength=classes.shape[0])[:, None]
-        class_counts = counts.new_zeros(classes.shape[0]).scatter_(0, row_class, counts)
-        lengths = self.auxiliary_lengths[classes]
-        mean = _read_quantiles(knots, class_counts, lengths).to(self.auxiliary.dtype)
-        blended = torch.where(
-            self.class_seen[classes][:, None],
-            torch.lerp(self._auxiliary_rows(classes, padding=0.0), mean, self.beta),
-            mean,
-        )
-        positions, inside = self._auxiliary_positions(classes)
-        if inside is None:
-            self.auxiliary.index_copy_(0, positions.view(-1), blended.view(-1))
-        else:
-            self.auxiliary[positions[inside]] = blended[inside]
-        self.class_seen[classes] = True
+        counts = batch.n_positives.view(-1)
+        extended = _extend_sorted(sorted_scores, counts.clamp(min=1), self.score_range)
+        # All valid queries of a group have the same number of positives, and φ is linear in
+        # the knots: the mean of their interpolations is the interpolation of the mean knots.
+        queries = batch.query_valid.view(n_groups, size)
+        n_queries = queries.sum(dim=1)
+        # Rows of padding or of queries without positives hold infinities: they must not mix in.
+        extended = torch.where(queries.view(-1, 1), extended, torch.zeros_like(extended))
+        knots = extended.view(n_groups, size, -1).sum(dim=1)
+        knots = knots / n_queries.clamp(min=1)[:, None]
+        group_counts = batch.n_positives.amax(dim=1).clamp(min=1)
+        lengths = self.auxiliary_lengths[batch.classes]
+        mean = _read_quantiles(knots, group_counts, lengths, self._width).to(self.auxiliary.dtype)
+        positions, inside = self._auxiliary_positions(batch.classes)
+        previous = self._gather_auxiliary(positions, inside, padding=0.0)
+        seen = self.class_seen[batch.classes]
+        blended = torch.where(seen[:, None], torch.lerp(previous, mean, self.beta), mean)
+        updated = n_queries > 0
+        blended = torch.where(updated[:, None], blended, previous)
+        # Positions past a vector's end write the scratch entry, which is never read.
+        target = torch.where(inside, positions, self.auxiliary.shape[0] - 1)
+        self.auxiliary.index_put_((target.view(-1),), blended.view(-1))
+        self.class_seen[batch.classes] = seen | updated
 
     def _query_losses(self, batch):
-        """``loss_q`` of every query (meaningless where ``batch.valid`` is False)."""
-        positive = batch.positive_scores
+        """``loss_q`` of every query, shape (G M,) (meaningless where not ``query_valid``)."""
+        n_groups, size, n_others = batch.positive_scores.shape
+        positive = batch.positive_scores.view(n_groups * size, n_others)
         # Items that are not negatives of a query get score -inf: every term then vanishes.
         negatives = batch.scores.masked_fill(~batch.negative_mask, float("-inf"))
         if self.exact:
@@ -523,41 +582,42 @@ class SOPRCLoss(nn.Module):
             fpr = _FalsePositiveSum.apply(positive, negatives, self.tau1)
         fpr = fpr / batch.n_negatives.clamp(min=1)[:, None]
 
+        n_positives = batch.n_positives.view(-1)
         if self.tpr_source == "auxiliary":
-            tpr = self._auxiliary_true_positive_sums(batch)
-            n_reference = self.auxiliary_lengths[batch.labels]
+            tpr = self._auxiliary_true_positive_sums(batch).view(n_groups * size, n_others)
+            n_reference = self.auxiliary_lengths[batch.classes].repeat_interleave(size)
         else:
-            reference = positive.masked_fill(~batch.positive_valid, float("-inf"))
+            reference = positive.masked_fill(
+                ~batch.positive_valid.view(n_groups * size, n_others), float("-inf")
+            )
             differences = positive[:, :, None] - reference[:, None, :]
             terms = (
                 _indicator(differences) if self.exact else one_sided_sigmoid(differences, self.tau2)
             )
-            tpr, n_reference = terms.sum(dim=2), batch.n_positives
+            tpr, n_reference = terms.sum(dim=2), n_positives
         tpr = (1 + tpr) / (n_reference[:, None] + 1)
 
         if self.prior == "dataset":
-            prior = self.priors[batch.labels]
+            prior = self.priors[batch.classes].repeat_interleave(size)
         else:
-            prior = batch.n_positives / (batch.n_positives + batch.n_negatives).clamp(min=1)
+            prior = n_positives / (n_positives + batch.n_negatives).clamp(min=1)
         prior = prior.to(batch.scores.dtype).clamp(min=1e-12)[:, None]
-        per_positive = _precision_loss(fpr, tpr, prior) * batch.positive_valid
-        return per_positive.sum(dim=1) / batch.n_positives.clamp(min=1)
+        per_positive = _precision_loss(fpr, tpr, prior) * batch.positive_valid.view_as(fpr)
+        return per_positive.sum(dim=1) / n_positives.clamp(min=1)
 
     def _auxiliary_true_positive_sums(self, batch):
-        """``sum_{u in v_c} l2(s_qp - u)`` for every query ``q`` and positive ``p``: ``(B, K)``."""
+        """``sum_{u in v_c} l2(s_qp - u)`` for every query and positive, shape (G, M, M - 1)."""
+        n_groups, size, n_others = batch.positive_scores.shape
+        positions, inside = self._auxiliary_positions(batch.classes)
+        reference = self._gather_auxiliary(positions, inside, padding=float("-inf"))
         if not batch.symmetric:
-            reference = self._auxiliary_rows(batch.labels, padding=float("-inf"))
-            return self._true_positive_sums(batch.positive_scores, reference)
-        # s_qp = s_pq and q, p share the class, hence v_c: one term per unordered pair, with
-        # the pairs of a class against its vector v_c (+inf pads thresholds; their terms vanish).
-        first, second = batch.unordered_pairs
-        classes, pair_class = batch.labels[first].unique(return_inverse=True)
-        slot = _rank_within_groups(pair_class, classes.shape[0])
-        thresholds = batch.scores.new_full((classes.shape[0], int(slot.max()) + 1), float("inf"))
-        thresholds = thresholds.index_put((pair_class, slot), batch.scores[first, second])
-        reference = self._auxiliary_rows(classes, padding=float("-inf"))
-        pair_sums = self._true_positive_sums(thresholds, reference)[pair_class, slot]
-        return pair_sums[batch.pair_ids(pair_sums.shape[0])]
+            thresholds = batch.positive_scores.reshape(n_groups, size * n_others)
+            return self._true_positive_sums(thresholds, reference).view(n_groups, size, n_others)
+        # s_qp = s_pq and q, p share the class, hence v_c: one term per unordered pair.
+        first, second, pair_of = _unordered_pairs(size, batch.scores.device)
+        thresholds = batch.group_blocks[:, first, second]
+        pair_sums = self._true_positive_sums(thresholds, reference)
+        return pair_sums[:, pair_of]
 
     def _true_positive_sums(self, thresholds, reference):
         """Row-wise ``sum_u l2(t - u)`` (or ``1{t <= u}``) of thresholds ``(R, W)`` against
@@ -566,36 +626,28 @@ class SOPRCLoss(nn.Module):
             return _indicator(thresholds[:, :, None] - reference[:, None, :]).sum(dim=2)
         return _TruePositiveSum.apply(thresholds, reference, self.tau2)
 
-    def _auxiliary_rows(self, labels, padding):
-        """``v_c`` of the class of each label as rows ``(n, max L_c)`` padded with ``padding``."""
-        index, inside = self._auxiliary_positions(labels)
-        if inside is None:
-            return self.auxiliary.index_select(0, index.view(-1)).view(index.shape)
-        # Positions past a row's length read a sentinel appended to the vectors.
-        padded = torch.cat([self.auxiliary, self.auxiliary.new_full((1,), padding)])
-        index = torch.where(inside, index, self.auxiliary.shape[0])
-        return padded.index_select(0, index.view(-1)).view(index.shape)
+    def _auxiliary_positions(self, classes):
+        """Flat positions ``(n, width)`` of the vectors of ``classes`` in ``auxiliary``, and the
+        mask of the positions inside each vector."""
+        columns = torch.arange(self._width, device=classes.device)
+        positions = self.auxiliary_offsets[classes][:, None] + columns[None, :]
+        return positions, columns[None, :] < self.auxiliary_lengths[classes][:, None]
 
-    def _auxiliary_positions(self, labels):
-        """Flat positions ``(n, max L_c)`` of the vectors of ``labels`` and the mask of the
-        positions inside each vector (``None`` when all have the same length)."""
-        lengths = self.auxiliary_lengths[labels]
-        width = int(lengths.max())
-        columns = torch.arange(width, device=labels.device)
-        index = self.auxiliary_offsets[labels][:, None] + columns[None, :]
-        if int(lengths.min()) == width:
-            return index, None
-        return index, columns[None, :] < lengths[:, None]
+    def _gather_auxiliary(self, positions, inside, padding):
+        """The vectors at ``positions``, ``padding`` outside each vector."""
+        target = torch.where(inside, positions, self.auxiliary.shape[0] - 1)
+        rows = self.auxiliary[target]
+        return rows.masked_fill(~inside, padding)
 
     def _semivariance(self, batch):
-        """The semi-variance regulariser of every query."""
-        total = torch.zeros_like(batch.n_positives, dtype=batch.scores.dtype)
+        """The semi-variance regulariser of every query, shape (G M,)."""
+        total = torch.zeros_like(batch.n_negatives, dtype=batch.scores.dtype)
         if self.lambda_pos > 0:
             positive, valid = batch.positive_scores, batch.positive_valid
             n_positives = batch.n_positives.clamp(min=1)
-            mean = (positive * valid).sum(dim=1) / n_positives
-            below = (mean[:, None] - positive).clamp(min=0) * valid
-            total = total + self.lambda_pos * (below**2).sum(dim=1) / n_positives
+            mean = (positive * valid).sum(dim=2) / n_positives
+            below = (mean[:, :, None] - positive).clamp(min=0) * valid
+            total = total + self.lambda_pos * ((below**2).sum(dim=2) / n_positives).view(-1)
         if self.lambda_neg > 0:
             mask, n_negatives = batch.negative_mask, batch.n_negatives.clamp(min=1)
             mean = (batch.scores * mask).sum(dim=1) / n_negatives
@@ -661,52 +713,77 @@ class _TruePositiveSum(torch.autograd.Function):
         return grad_output * slope, None, None
 
 
-class _BatchPairs:
-    """Positives (padded per query) and negatives of every query of a batch."""
+class _GroupedBatch:
+    """Positives and negatives of every query of a batch laid out as ``G`` groups of ``M`` items.
 
-    def __init__(self, scores, labels, symmetric):
-        size = scores.shape[0]
-        same = labels[:, None] == labels[None, :]
-        positive_mask = same.fill_diagonal_(False)
-        self.scores, self.labels, self.symmetric = scores, labels, symmetric
-        self.negative_mask = labels[:, None] != labels[None, :]
-        self.n_positives = positive_mask.sum(dim=1)
-        self.n_negatives = size - 1 - self.n_positives
-        self.valid = (self.n_positives > 0) & (self.n_negatives > 0)
-        width = max(int(self.n_positives.max()), 1)
-        # Column indices of each query's positives, in batch order, padded with column 0.
-        rows, positive_columns = positive_mask.nonzero(as_tuple=True)
-        columns = torch.arange(width, device=scores.device)
-        self.positive_valid = columns[None, :] < self.n_positives[:, None]
-        starts = torch.cumsum(self.n_positives, 0) - self.n_positives
-        flat = (starts[:, None] + columns[None, :]).clamp(max=max(rows.shape[0] - 1, 0))
-        if rows.shape[0] == 0:
-            self.positive_index = torch.zeros(size, width, dtype=torch.long, device=scores.device)
-        else:
-            self.positive_index = positive_columns[flat].masked_fill(~self.positive_valid, 0)
-        self.positive_scores = scores.gather(1, self.positive_index)
-        upper = rows < positive_columns
-        self.unordered_pairs = (rows[upper], positive_columns[upper])
+    ``scores`` is ``(G M, G M)`` in that layout; the positives of the item ``(g, i)`` are the other
+    valid items ``(g, j)`` of its group (``M - 1`` slots), its negatives the valid items of the
+    other groups. Every shape depends on ``G`` and ``M`` only.
+    """
 
-    def pair_ids(self, n_pairs):
-        """``(B, K)`` index of the unordered pair ``{q, p}`` of each query and padded positive."""
-        first, second = self.unordered_pairs
-        size = self.scores.shape[0]
-        ids = torch.zeros(size, size, dtype=torch.long, device=self.scores.device)
-        numbers = torch.arange(n_pairs, device=self.scores.device)
-        ids[first, second] = numbers
-        ids[second, first] = numbers
-        return ids.gather(1, self.positive_index)
+    def __init__(self, scores, classes, valid, symmetric):
+        n_groups, size = valid.shape
+        if scores.shape != (n_groups * size, n_groups * size):
+            raise ValueError(
+                f"scores of shape {tuple(scores.shape)} do not match {n_groups} groups of {size}."
+            )
+        if classes.shape != (n_groups,):
+            raise ValueError(f"classes must have shape ({n_groups},), got {tuple(classes.shape)}.")
+        device = scores.device
+        self.scores, self.classes, self.symmetric = scores, classes, symmetric
+        others = _other_members(size, device)
+        blocks = torch.diagonal(scores.view(n_groups, size, n_groups, size), dim1=0, dim2=2)
+        self.group_blocks = blocks.permute(2, 0, 1)
+        self.positive_scores = self.group_blocks.gather(2, others.expand(n_groups, -1, -1))
+        self.positive_valid = valid[:, others] & valid[:, :, None]
+        self.n_positives = self.positive_valid.sum(dim=2)
+        group_of = torch.arange(n_groups, device=device).repeat_interleave(size)
+        flat_valid = valid.view(-1)
+        self.negative_mask = (
+            (group_of[:, None] != group_of[None, :]) & flat_valid[:, None] & flat_valid[None, :]
+        )
+        self.n_negatives = self.negative_mask.sum(dim=1)
+        self.query_valid = flat_valid & (self.n_positives.view(-1) > 0) & (self.n_negatives > 0)
 
 
-def _rank_within_groups(groups, n_groups):
-    """Position of each element among the elements of its group (in order of appearance)."""
-    order = torch.sort(groups, stable=True).indices
-    sizes = torch.bincount(groups, minlength=n_groups)
-    starts = torch.cumsum(sizes, 0) - sizes
-    ranks = torch.empty_like(groups)
-    ranks[order] = torch.arange(groups.shape[0], device=groups.device) - starts[groups[order]]
-    return ranks
+def _other_members(size, device):
+    """``(size, size - 1)``: for each position of a group, the other positions in order."""
+    columns = torch.arange(size - 1, device=device)
+    rows = torch.arange(size, device=device)[:, None]
+    return columns[None, :] + (columns[None, :] >= rows).long()
+
+
+def _unordered_pairs(size, device):
+    """The ``size (size - 1) / 2`` pairs ``a < b`` of a group, and for each position and other
+    member (as in :func:`_other_members`) the index of their pair."""
+    first, second = torch.triu_indices(size, size, offset=1, device=device)
+    pair_index = torch.zeros(size, size, dtype=torch.long, device=device)
+    numbers = torch.arange(first.shape[0], device=device)
+    pair_index[first, second] = numbers
+    pair_index[second, first] = numbers
+    return first, second, pair_index.gather(1, _other_members(size, device))
+
+
+class _GroupLayout:
+    """Where each item of a batch with labels in any order goes in a grouped layout."""
+
+    def __init__(self, index, valid, classes):
+        self.index, self.valid, self.classes = index, valid, classes
+
+    @classmethod
+    def of(cls, labels):
+        """Group ``labels`` by class: reads the group sizes back to the host."""
+        classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
+        n_groups, size = classes.shape[0], max(int(counts.max()), 1) if labels.numel() else 1
+        order = torch.argsort(inverse, stable=True)
+        starts = torch.cumsum(counts, 0) - counts
+        slot = torch.arange(labels.shape[0], device=labels.device) - starts[inverse[order]]
+        position = inverse[order] * size + slot
+        index = torch.zeros(n_groups * size, dtype=torch.long, device=labels.device)
+        valid = torch.zeros(n_groups * size, dtype=torch.bool, device=labels.device)
+        index[position] = order
+        valid[position] = True
+        return cls(index, valid.view(n_groups, size), classes)
 
 
 def _check_class_counts(class_counts):

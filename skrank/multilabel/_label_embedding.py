@@ -90,50 +90,116 @@ class LabelEmbeddingNetwork(nn.Module):
             return F.normalize(self.label_embeddings.weight[start:stop], dim=1)
 
 
-class _UncheckedSparseStep:
-    """Steps with torch's sparse-invariant checks explicitly off.
+class RowSparseOptimizer(torch.optim.Optimizer):
+    """Adagrad, lazy Adam or SGD on the rows of a table that a step read, and no other row.
 
-    The sparse gradients of an ``nn.Embedding`` are valid by construction; opting out explicitly
-    also silences the warning torch gives when the checks are off by default.
-    """
+    :meth:`gather` hands out rows of the table as a leaf tensor that records its gradient;
+    :meth:`step` then updates those rows only (rows read several times get the sum of their
+    gradients, once), so a step costs ``O(rows read x dim)`` whatever the size of the table,
+    with fixed-shape tensor operations only: no host synchronisation on a GPU, unlike torch's
+    sparse gradients, whose coalescing reads sizes back. The updates are those of
+    :class:`torch.optim.Adagrad` (``eps=1e-10``), :class:`torch.optim.SparseAdam` (one step
+    count for the table; moments of unread rows untouched) and plain SGD (no momentum: a
+    momentum buffer would have to decay every row it ever touched).
 
-    def step(self, closure=None):
-        with torch.sparse.check_sparse_tensor_invariants(enable=False):
-            return super().step(closure)
-
-
-class _SparseAdagrad(_UncheckedSparseStep, torch.optim.Adagrad):
-    pass
-
-
-class _SparseAdam(_UncheckedSparseStep, torch.optim.SparseAdam):
-    pass
-
-
-class _SparseSGD(_UncheckedSparseStep, torch.optim.SGD):
-    pass
-
-
-_SPARSE_OPTIMIZERS = {"adagrad": _SparseAdagrad, "sparse_adam": _SparseAdam, "sgd": _SparseSGD}
-
-
-def sparse_row_optimizer(name, parameters, learning_rate):
-    """An optimiser that updates only the rows of a table present in its sparse gradient.
+    A ``torch.optim.Optimizer``: learning-rate schedulers and ``state_dict`` work as usual.
 
     Parameters
     ----------
-    name : {"adagrad", "sparse_adam", "sgd"}
-        Adagrad, SparseAdam (lazy Adam) or plain SGD (no momentum: a momentum buffer would have
-        to decay every row it ever touched, a cost that grows with the table).
-    parameters : iterable of torch.nn.Parameter
-        Parameters with sparse gradients (e.g. ``nn.Embedding(..., sparse=True).weight``).
-    learning_rate : float
-        Step size.
+    table : torch.nn.Parameter of shape (n_rows, dim)
+        The table (e.g. ``LabelEmbeddingNetwork.label_embeddings.weight``); it is read through
+        :meth:`gather`, not through autograd.
+    method : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
+        The update rule.
+    lr : float, default=0.05
+        Learning rate.
 
-    Returns
-    -------
-    optimizer : torch.optim.Optimizer
+    Examples
+    --------
+    >>> import torch
+    >>> from skrank.multilabel import RowSparseOptimizer
+    >>> table = torch.nn.Parameter(torch.ones(1000, 4))
+    >>> optimizer = RowSparseOptimizer(table, method="sgd", lr=0.5)
+    >>> rows = optimizer.gather(torch.tensor([3, 7, 3]))
+    >>> rows.sum().backward()
+    >>> optimizer.step()
+    >>> table[3, 0].item(), table[7, 0].item(), table[0, 0].item()
+    (0.0, 0.5, 1.0)
     """
-    if name not in _SPARSE_OPTIMIZERS:
-        raise ValueError(f"name must be one of {sorted(_SPARSE_OPTIMIZERS)}, got {name!r}.")
-    return _SPARSE_OPTIMIZERS[name](parameters, lr=learning_rate)
+
+    _METHODS = ("adagrad", "sparse_adam", "sgd")
+
+    def __init__(self, table, *, method="adagrad", lr=0.05):
+        if method not in self._METHODS:
+            raise ValueError(f"method must be one of {list(self._METHODS)}, got {method!r}.")
+        if not lr > 0:
+            raise ValueError(f"lr must be positive, got {lr!r}.")
+        eps = 1e-10 if method == "adagrad" else 1e-8
+        super().__init__([table], {"lr": lr, "method": method, "eps": eps, "betas": (0.9, 0.999)})
+        self._reads = []
+
+    @property
+    def table(self):
+        """The table being optimised."""
+        return self.param_groups[0]["params"][0]
+
+    def gather(self, rows):
+        """Rows ``rows`` of the table as a leaf tensor whose gradient the next step applies."""
+        values = self.table.detach()[rows].requires_grad_()
+        self._reads.append((rows, values))
+        return values
+
+    def zero_grad(self, set_to_none=True):
+        """Forget the rows gathered since the last step."""
+        self._reads.clear()
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """Update the rows gathered since the last step with their gradients."""
+        reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
+        self._reads.clear()
+        if not reads:
+            return None
+        rows = torch.cat([rows for rows, _ in reads])
+        gradients = torch.cat([gradient for _, gradient in reads])
+        group = self.param_groups[0]
+        rows, gradient = _summed_per_row(rows, gradients)
+        table, lr = self.table, group["lr"]
+        state = self.state[table]
+        if group["method"] == "sgd":
+            table.index_put_((rows,), table[rows] - lr * gradient)
+        elif group["method"] == "adagrad":
+            if "sum" not in state:
+                state["sum"] = torch.zeros_like(table)
+            total = state["sum"][rows] + gradient.square()
+            state["sum"].index_put_((rows,), total)
+            table.index_put_((rows,), table[rows] - lr * gradient / (total.sqrt() + group["eps"]))
+        else:
+            if "exp_avg" not in state:
+                state["step"] = 0
+                state["exp_avg"] = torch.zeros_like(table)
+                state["exp_avg_sq"] = torch.zeros_like(table)
+            state["step"] += 1
+            beta1, beta2 = group["betas"]
+            average = torch.lerp(state["exp_avg"][rows], gradient, 1 - beta1)
+            square = torch.lerp(state["exp_avg_sq"][rows], gradient.square(), 1 - beta2)
+            state["exp_avg"].index_put_((rows,), average)
+            state["exp_avg_sq"].index_put_((rows,), square)
+            correction1 = 1 - beta1 ** state["step"]
+            correction2 = 1 - beta2 ** state["step"]
+            step_size = lr * correction2**0.5 / correction1
+            table.index_put_(
+                (rows,), table[rows] - step_size * average / (square.sqrt() + group["eps"])
+            )
+        return None
+
+
+def _summed_per_row(rows, gradients):
+    """Each read row with the sum of the gradients of all reads of that row (fixed shapes)."""
+    rows, order = torch.sort(rows)
+    new_row = torch.ones_like(rows, dtype=torch.bool)
+    new_row[1:] = rows[1:] != rows[:-1]
+    segment = torch.cumsum(new_row, 0) - 1
+    sums = torch.zeros_like(gradients).index_add_(0, segment, gradients[order])
+    # Repeated rows get the same sum, so their (identical) updates may land in any order.
+    return rows, sums[segment]

@@ -10,22 +10,28 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from torch.nn import functional as F
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import OrderedWeightedLoss, owl_weights
 from ..losses._owl import check_weight_vector
 from ..metrics import FaissInnerProductIndex, top_k_inner_products
 from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
-from ..nn import BaseTorchEstimator
-from ..sampling import NegativeLabelSampler, ShuffledBatchSampler, draw_positive_labels
+from ..nn import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
+from ..sampling._labels import draw_from_positive_table, positive_table
+from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
-from ._label_embedding import LabelEmbeddingNetwork, sparse_row_optimizer
+from ..utils._memory import chunk_rows
+from ..utils._params import store_parameters
+from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer
 
 __all__ = ["SNMClassifier"]
 
 _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 
 
+@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
 class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
     """Top-k classifier for very large label sets, trained by Stochastic Negative Mining.
 
@@ -56,9 +62,10 @@ default="hinge"
         Surrogate ``phi`` of the 0-1 loss (see :func:`skrank.losses.get_surrogate`).
     margin : float, default=1.0
         Margin of the ramp surrogate.
-    n_negatives : int, default=1024
-        Number ``B`` of negative labels sampled per step. Values above ``K - 1`` are clamped to
-        ``K - 1`` with a ``UserWarning`` (``n_negatives_`` holds the value used).
+    n_negatives : int or "auto", default="auto"
+        Number ``B`` of negative labels sampled per step. ``"auto"``: ``min(1024, K - 1)``.
+        Values above ``K - 1`` are clamped to ``K - 1`` with a ``UserWarning`` (``n_negatives_``
+        holds the value used).
     top_k_negatives : int, default=1
         Number ``k'`` of hardest sampled negatives weighed by ``"topk"`` (and the ``k'`` of the
         paper's scaling); at most ``n_negatives``.
@@ -80,54 +87,22 @@ default="hinge"
     dropout : float, default=0.0
         Dropout after each hidden activation.
     label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
-        Optimiser of the label table; all three update only the rows read by a step (plain SGD
-        without momentum, as momentum would have to decay every row it ever touched). Adagrad's
-        per-coordinate step sizes suit rows that receive gradients rarely.
+        Optimiser of the label table (:class:`~skrank.multilabel.RowSparseOptimizer`); all three
+        update only the rows read by a step (plain SGD without momentum, as momentum would have
+        to decay every row it ever touched). Adagrad's per-coordinate step sizes suit rows that
+        receive gradients rarely.
     label_learning_rate : float or None, default=None
         Learning rate of the label table. None: 0.05 for Adagrad, ``learning_rate`` for
         SparseAdam, and ``0.1 * batch_size`` for SGD (the loss is a batch mean, so a label row
         read by a single example gets ``1 / batch_size`` of its gradient: plain SGD needs the
         paper's "large learning rate").
-    optimizer : {"sgd", "adam", "adamw"}, default="adam"
-        Optimiser of the input network.
-    learning_rate : float, default=1e-3
-        Learning rate of the input network.
-    momentum : float, default=0.9
-        Momentum of SGD (input network only).
-    weight_decay : float, default=0.0
-        L2 penalty of the input network (the label table has none: sparse updates cannot carry
-        it).
-    lr_milestones : array-like of int or None, default=None
-        Epochs after which both learning rates are multiplied by ``lr_decay``.
-    lr_decay : float, default=0.1
-        Factor of the step decay.
-    batch_size : int, default=256
-        Examples per step.
-    max_epochs : int, default=50
-        Passes over the training data.
-    tol : float or None, default=None
-        Convergence tolerance (see :class:`skrank.nn.BaseTorchEstimator`); None trains
-        ``max_epochs`` epochs.
-    n_iter_no_change : int, default=5
-        Epochs without improvement before stopping, when ``tol`` is set.
-    early_stopping : bool, default=False
-        Stop on the validation Recall@``score_k`` and keep the best weights.
-    validation_fraction : float or None, default=None
-        Held-out fraction for the validation score recorded in ``history_``.
-    warm_start : bool, default=False
-        Continue from the previous fit.
     score_k : int, default=1
         The ``k`` of :meth:`score` (Recall@k), of the validation score, and of multilabel
         :meth:`predict`.
     search : {"exact", "faiss"}, default="exact"
         Top-k search over the label table at prediction: exact (chunked), or an approximate
         faiss HNSW index (needs ``faiss``, the ``ann`` extra) for very large ``K``.
-    device : str or torch.device, default="auto"
-        ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``, ...
-    verbose : int, default=0
-        Show a progress bar.
-    random_state : int, RandomState instance or None, default=None
-        Seeds initialisation, batches, positive-label draws and negative sampling.
+    {shared_parameters}
 
     Attributes
     ----------
@@ -141,14 +116,7 @@ default="hinge"
         The trained network and label table.
     criterion_ : OrderedWeightedLoss
         The loss.
-    history_ : list of dict
-        Per epoch: ``loss``, ``learning_rate``, ``duration`` and ``validation_score``.
-    n_iter_ : int
-        Epochs run by the last fit.
-    converged_ : bool
-        Whether the convergence test stopped training.
-    device_ : str
-        Device the model was trained on.
+    {shared_attributes}
     n_features_in_ : int
         Number of input features.
 
@@ -173,7 +141,7 @@ default="hinge"
         "loss": [StrOptions({"bowl", "powl"})],
         "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
         "margin": [Interval(Real, 0, None, closed="neither")],
-        "n_negatives": [Interval(Integral, 1, None, closed="left")],
+        "n_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "top_k_negatives": [Interval(Integral, 1, None, closed="left")],
         "negative_weights": [StrOptions({"topk", "uniform", "power"}), "array-like"],
         "power_exponent": [Interval(Real, 0, None, closed="left")],
@@ -193,7 +161,7 @@ default="hinge"
         loss="bowl",
         surrogate="hinge",
         margin=1.0,
-        n_negatives=1024,
+        n_negatives="auto",
         top_k_negatives=1,
         negative_weights="topk",
         power_exponent=1.0,
@@ -204,6 +172,8 @@ default="hinge"
         dropout=0.0,
         label_optimizer="adagrad",
         label_learning_rate=None,
+        score_k=1,
+        search="exact",
         optimizer="adam",
         learning_rate=1e-3,
         momentum=0.9,
@@ -217,44 +187,14 @@ default="hinge"
         early_stopping=False,
         validation_fraction=None,
         warm_start=False,
-        score_k=1,
-        search="exact",
+        callbacks=None,
+        precision="float32",
+        compile=False,
         device="auto",
         verbose=0,
         random_state=None,
     ):
-        self.loss = loss
-        self.surrogate = surrogate
-        self.margin = margin
-        self.n_negatives = n_negatives
-        self.top_k_negatives = top_k_negatives
-        self.negative_weights = negative_weights
-        self.power_exponent = power_exponent
-        self.weight_scale = weight_scale
-        self.embedding_dim = embedding_dim
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.dropout = dropout
-        self.label_optimizer = label_optimizer
-        self.label_learning_rate = label_learning_rate
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.weight_decay = weight_decay
-        self.lr_milestones = lr_milestones
-        self.lr_decay = lr_decay
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.warm_start = warm_start
-        self.score_k = score_k
-        self.search = search
-        self.device = device
-        self.verbose = verbose
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -289,22 +229,22 @@ default="hinge"
         self._check_label_parameters(len(classes))
         X_train, y_train, validation = self._split_validation(X, positives)
         self._faiss_index = None
-        self._run_training(X_train, y_train, validation)
-        return self
+        return self.fit_loop(X_train, y_train, validation)
 
     def _check_label_parameters(self, n_labels):
         """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
-        if self.top_k_negatives > self.n_negatives:
+        requested = min(1024, n_labels - 1) if self.n_negatives == "auto" else self.n_negatives
+        if self.top_k_negatives > requested:
             raise ValueError(
-                f"top_k_negatives={self.top_k_negatives} exceeds n_negatives="
-                f"{self.n_negatives}: SNM cannot mine more negatives than it samples."
+                f"top_k_negatives={self.top_k_negatives} exceeds n_negatives={requested}: SNM "
+                "cannot mine more negatives than it samples."
             )
         if self.score_k > n_labels:
             raise ValueError(f"score_k={self.score_k} exceeds the number of labels {n_labels}.")
         user_weights = None
         if not isinstance(self.negative_weights, str):
-            user_weights = check_weight_vector(self.negative_weights, self.n_negatives)
-        n_negatives, top_k = self.n_negatives, self.top_k_negatives
+            user_weights = check_weight_vector(self.negative_weights, requested)
+        n_negatives, top_k = requested, self.top_k_negatives
         if n_negatives > n_labels - 1:
             n_negatives, top_k = n_labels - 1, min(top_k, n_labels - 1)
             warnings.warn(
@@ -324,8 +264,8 @@ default="hinge"
             n_labels=n_labels,
         )
 
-    # ------------------------------------------------------------------ core hooks
-    def _build_module(self, n_features):
+    # ------------------------------------------------------------------ engine steps
+    def initialize_module(self, n_features):
         return LabelEmbeddingNetwork(
             n_features,
             len(self.classes_),
@@ -335,47 +275,60 @@ default="hinge"
             dropout=self.dropout,
         )
 
-    def _build_criterion(self, targets):
+    def initialize_criterion(self, y):
         return OrderedWeightedLoss(
             self.negative_weights_, loss=self.loss, surrogate=self.surrogate, margin=self.margin
         )
 
-    def _build_optimizers(self, parameters):
+    def initialize_optimizers(self):
         table = self.module_.label_embeddings.weight
-        optimizers = super()._build_optimizers([p for p in parameters if p is not table])
+        network = [p for p in self.module_.parameters() if p.requires_grad and p is not table]
         default_rate = {
             "adagrad": 0.05,
             "sparse_adam": self.learning_rate,
             "sgd": 0.1 * self.batch_size,
         }[self.label_optimizer]
-        learning_rate = self.label_learning_rate or default_rate
-        return [*optimizers, sparse_row_optimizer(self.label_optimizer, [table], learning_rate)]
+        self._label_optimizer = RowSparseOptimizer(
+            table, method=self.label_optimizer, lr=self.label_learning_rate or default_rate
+        )
+        return [self._make_optimizer(network), self._label_optimizer]
 
-    def _batch_sampler(self, targets, random_state):
-        # The per-fit generators of the positive draws and the negatives come from the same seed.
-        self._label_rng = np.random.RandomState(random_state.randint(np.iinfo(np.int32).max))
-        self._negative_sampler = NegativeLabelSampler(
-            len(self.classes_), self.n_negatives_, random_state=self._label_rng
-        )
-        return ShuffledBatchSampler(targets.shape[0], self.batch_size, random_state)
+    def prepare_targets(self, y, device):
+        """Each example's positive labels as a padded table on the device, and their counts."""
+        return positive_table(y, len(self.classes_), device)
 
-    def _batch_loss(self, inputs, targets, indices):
-        positives = targets[indices]
-        positive_labels = draw_positive_labels(positives, self._label_rng)
-        sampled_labels, mask = self._negative_sampler.sample(positives)
-        device = inputs.device
-        embeddings = self.module_(inputs)
-        positive_scores = self.module_.positive_scores(
-            embeddings, torch.as_tensor(positive_labels, device=device)
+    def get_batch_sampler(self, y, device, random_state):
+        # The negatives and the positive draws of a step come from the training device.
+        self._label_sampler = NegativeLabelSampler(
+            len(self.classes_), self.n_negatives_, random_state=random_state, device=self._device
         )
-        negative_scores = self.module_.scores(
-            embeddings, torch.as_tensor(sampled_labels, device=device)
-        )
-        return self.criterion_(
-            positive_scores, negative_scores, torch.as_tensor(mask, device=device)
+        return ShuffledBatchSampler(
+            y.shape[0], self.batch_size, random_state=random_state, device=device
         )
 
-    def _validation_score(self, X_val, y_val):
+    def get_loss(self, batch, targets):
+        table, counts = targets
+        positive_sets = table[batch.indices]
+        generator = self._label_sampler.generator
+        positives = draw_from_positive_table(positive_sets, counts[batch.indices], generator)
+        sampled, mask = self._label_sampler.draw(positive_sets)
+        vectors = F.normalize(self._label_optimizer.gather(torch.cat([positives, sampled])), dim=1)
+        embeddings = self.module_(batch.inputs)
+        size = positives.shape[0]
+        positive_scores = (embeddings * vectors[:size]).sum(dim=1)
+        negative_scores = embeddings @ vectors[size:].T
+        return self.criterion_(positive_scores, negative_scores, mask, valid=batch.valid)
+
+    def training_state(self):
+        state = super().training_state()
+        state["label_sampler"] = self._label_sampler.generator.get_state()
+        return state
+
+    def load_training_state(self, state):
+        super().load_training_state(state)
+        self._label_sampler.generator.set_state(state["label_sampler"])
+
+    def validation_score(self, X_val, y_val):
         # Exact search: an approximate index built from mid-training weights would go stale.
         _, top = self._top_k(X_val, self.score_k, search="exact")
         return _recall_at_k(y_val, top)
@@ -479,7 +432,7 @@ default="hinge"
         _check_dense_scores_fit(X.shape[0], n_labels)
         embeddings = torch.from_numpy(self._forward_in_chunks(X))
         table = self.module_.label_table().cpu()
-        rows_per_chunk = max(1, 2**23 // n_labels)
+        rows_per_chunk = chunk_rows(X.shape[0], 4 * n_labels)
         scores = torch.cat(
             [
                 embeddings[i : i + rows_per_chunk] @ table.T

@@ -1,13 +1,33 @@
-"""Shared torch core: modules, devices and the training loop of the estimators."""
+"""The training engine of skrank's torch estimators, usable to build your own.
+
+- :class:`BaseTorchEstimator`: the engine and base class of :class:`~skrank.SOPRCEmbedder` and
+  :class:`~skrank.SNMClassifier`, with public, overridable steps (``initialize_module``,
+  ``get_loss``, ``train_step``, ``run_single_epoch``, ...).
+- Callbacks: :class:`Callback` (the base class), :class:`ProgressBar`, :class:`EarlyStopping`,
+  :class:`LRScheduler`, :class:`Checkpoint`.
+- :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
+  a step receives; :class:`MLP`, the default network; :func:`resolve_device`.
+"""
 
 from ..utils._deprecation import moved_attributes
-from ._base import BaseTorchEstimator
+from ._callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler, ProgressBar
+from ._data import Batch, TrainingInputs
 from ._device import resolve_device
+from ._engine import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
 from ._modules import MLP
 
 __all__ = [
     "MLP",
+    "TORCH_ATTRIBUTE_DOCS",
+    "TORCH_PARAMETER_DOCS",
     "BaseTorchEstimator",
+    "Batch",
+    "Callback",
+    "Checkpoint",
+    "EarlyStopping",
+    "LRScheduler",
+    "ProgressBar",
+    "TrainingInputs",
     "resolve_device",
 ]
 

@@ -1,7 +1,5 @@
-"""Device resolution and conversion of (possibly sparse) mini-batches to tensors."""
+"""Device resolution: the ``device`` parameter of the torch estimators."""
 
-import numpy as np
-import scipy.sparse as sp
 import torch
 
 
@@ -47,39 +45,3 @@ def available_device(device_name):
     if device.type == "cuda" and not torch.cuda.is_available():
         return torch.device("cpu")
     return device
-
-
-class BatchSource:
-    """Rows of a dense array or a sparse matrix, served as float32 tensors per mini-batch.
-
-    A dense array is converted to a tensor once; a sparse matrix is densified one mini-batch at a
-    time, never as a whole.
-
-    Parameters
-    ----------
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Inputs.
-    """
-
-    def __init__(self, X):
-        if sp.issparse(X):
-            self._sparse = sp.csr_matrix(X, dtype=np.float32)
-            self._dense = None
-        else:
-            self._sparse = None
-            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap.
-            self._dense = torch.from_numpy(np.require(X, dtype=np.float32, requirements="W"))
-        self.n_samples = X.shape[0]
-
-    def get(self, indices, device):
-        """Rows ``indices`` as a float32 tensor on ``device``."""
-        if self._dense is not None:
-            rows = self._dense[torch.as_tensor(indices, dtype=torch.long)]
-        else:
-            rows = torch.from_numpy(self._sparse[indices].toarray())
-        return rows.to(device, non_blocking=True)
-
-    def chunks(self, chunk_size, device):
-        """Consecutive chunks of rows, in order, as tensors on ``device``."""
-        for start in range(0, self.n_samples, chunk_size):
-            yield self.get(np.arange(start, min(start + chunk_size, self.n_samples)), device)

@@ -1,30 +1,78 @@
-"""Negative labels for Stochastic Negative Mining, drawn at a cost independent of the label count.
+"""Labels for Stochastic Negative Mining, drawn at a cost independent of the number of labels.
 
 One sample of labels is shared by all examples of a mini-batch (so the scores of a batch are one
 matrix product with the sampled rows of the class table) and each example's own positive labels
 are masked out of it. The sample is large enough, and the masking chosen, so that every example
-still receives exactly ``min(B, K - |P_i|)`` negatives drawn uniformly without replacement from its
+receives ``min(B, K - |P_i|)`` negatives drawn uniformly without replacement from its
 non-positive labels, where ``P_i`` is its set of positive labels: the shared sample changes the
 joint distribution across the examples of a batch, never the distribution of any one example's
 negatives.
+
+Everything is written with fixed-shape torch operations, so that the same code draws on a GPU
+inside a training step without synchronising with the host.
 """
 
+import functools
 from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_random_state
+import torch
+
+from ._batches import make_generator
 
 __all__ = ["NegativeLabelSampler", "draw_positive_labels", "sample_distinct_labels"]
+
+# Probability, per sample, that a fixed-size draw yields fewer distinct labels than asked for.
+_SHORTFALL_PROBABILITY = 1e-12
+
+
+@functools.lru_cache(maxsize=64)
+def _draws_for_distinct(size, n_labels):
+    """Smallest number of uniform draws (with replacement) from ``n_labels`` values that holds
+    ``size`` distinct values except with probability at most ``_SHORTFALL_PROBABILITY``.
+
+    Exact: the distribution of the number of distinct values is propagated draw by draw (a
+    Markov chain on ``0..size``, the last state absorbing). Only used for ``4 size < n_labels``,
+    where it needs fewer than about ``1.4 size + 60`` draws.
+    """
+    p = np.zeros(size + 1)
+    p[0] = 1.0
+    seen = np.arange(size + 1) / n_labels  # probability that a draw repeats a seen value
+    draws = 0
+    while p[:size].sum() > _SHORTFALL_PROBABILITY:
+        new = p * seen
+        new[1:] += p[:-1] * (1.0 - seen[:-1])
+        new[size] += p[size] * (1.0 - seen[size])  # the absorbing state keeps its mass
+        p, draws = new, draws + 1
+    return draws
+
+
+def _distinct_labels(n_labels, size, generator, device):
+    """``(labels, keep)``: a fixed-size vector of labels in random order whose ``keep`` entries
+    are ``size`` distinct labels, a uniformly random ordered selection (fewer only with
+    probability at most 1e-12 when ``4 size < n_labels``). Cost ``O(size log size)``."""
+    if 4 * size >= n_labels:
+        labels = torch.randperm(n_labels, generator=generator, device=device)[:size]
+        return labels, torch.ones(size, dtype=torch.bool, device=device)
+    n_draws = _draws_for_distinct(size, n_labels)
+    labels = torch.randint(n_labels, (n_draws,), generator=generator, device=device)
+    # The first occurrence of each value, in draw order: i.i.d. draws make that order uniform.
+    sorted_labels, order = torch.sort(labels, stable=True)
+    first = torch.ones_like(sorted_labels, dtype=torch.bool)
+    first[1:] = sorted_labels[1:] != sorted_labels[:-1]
+    is_first = torch.empty_like(first)
+    is_first[order] = first
+    return labels, is_first & (torch.cumsum(is_first, 0) <= size)
 
 
 def sample_distinct_labels(n_labels, size, random_state=None):
     """``size`` distinct labels of ``range(n_labels)`` in uniformly random order.
 
     Every ordered selection of ``size`` distinct labels is equally likely. The cost does not grow
-    with ``n_labels``: for ``size <= n_labels / 2`` the labels are the first distinct values of a
-    stream of uniform draws (expected fewer than ``1.4 * size`` draws); otherwise a permutation of
-    ``range(n_labels)``, at most twice ``size``.
+    with ``n_labels``: for ``size < n_labels / 4`` the labels are the first distinct values of a
+    stream of uniform draws (drawn again in the rare case, probability below 1e-12, of too few);
+    otherwise a permutation of ``range(n_labels)``, at most four times ``size``.
 
     Parameters
     ----------
@@ -46,22 +94,15 @@ def sample_distinct_labels(n_labels, size, random_state=None):
     >>> labels.shape, len(set(labels.tolist()))
     ((5,), 5)
     """
-    rng = check_random_state(random_state)
     if not (isinstance(size, Integral) and isinstance(n_labels, Integral)) or not (
         0 <= size <= n_labels
     ):
         raise ValueError(f"Cannot draw {size!r} distinct labels out of {n_labels!r}.")
-    if 2 * size > n_labels:
-        return rng.permutation(n_labels)[:size].astype(np.int64, copy=False)
-    # Expected number of draws to see `size` distinct labels, plus a margin of a few standard
-    # deviations, so that one round almost always suffices.
-    n_draws = int(-n_labels * np.log1p(-size / n_labels)) + int(3 * np.sqrt(size)) + 8
-    draws = rng.randint(0, n_labels, size=n_draws, dtype=np.int64)
-    values, first_seen = np.unique(draws, return_index=True)
-    while values.size < size:
-        draws = np.concatenate([draws, rng.randint(0, n_labels, size=n_draws, dtype=np.int64)])
-        values, first_seen = np.unique(draws, return_index=True)
-    return values[np.argsort(first_seen)[:size]]
+    generator = make_generator(random_state, "cpu")
+    while True:
+        labels, keep = _distinct_labels(int(n_labels), int(size), generator, "cpu")
+        if int(keep.sum()) == size:
+            return labels[keep].numpy()
 
 
 def _positive_lists(positives):
@@ -69,6 +110,7 @@ def _positive_lists(positives):
     if sp.issparse(positives):
         positives = sp.csr_matrix(positives)
         positives.eliminate_zeros()
+        positives.sort_indices()
         return positives.indptr, positives.indices.astype(np.int64, copy=False)
     positives = np.asarray(positives)
     if positives.ndim != 1 or positives.dtype.kind not in "iu":
@@ -79,16 +121,58 @@ def _positive_lists(positives):
     return np.arange(positives.shape[0] + 1), positives.astype(np.int64, copy=False)
 
 
+def positive_table(positives, n_labels, device="cpu"):
+    """Each example's positive labels as rows of a padded tensor.
+
+    Parameters
+    ----------
+    positives : array-like of int of shape (n_samples,), or sparse matrix (n_samples, K)
+        The positive label of each example, or an indicator matrix of its positive labels.
+    n_labels : int
+        Number of labels ``K``: the padding value (larger than every label).
+    device : str or torch.device, default="cpu"
+        Where the table lives.
+
+    Returns
+    -------
+    table : torch.Tensor of shape (n_samples, max_positives), int64
+        Row ``i`` lists example ``i``'s positive labels in increasing order, then ``n_labels``.
+    counts : torch.Tensor of shape (n_samples,), int64
+        Number of positive labels of each example.
+    """
+    indptr, indices = _positive_lists(positives)
+    counts = np.diff(indptr)
+    width = max(int(counts.max(initial=0)), 1)
+    table = np.full((counts.shape[0], width), n_labels, dtype=np.int64)
+    rows = np.repeat(np.arange(counts.shape[0]), counts)
+    table[rows, np.arange(indices.shape[0]) - indptr[rows]] = indices
+    return torch.as_tensor(table, device=device), torch.as_tensor(counts, device=device)
+
+
+def draw_from_positive_table(table, counts, generator):
+    """One label per row of :func:`positive_table`, uniform among the row's positives."""
+    uniform = torch.rand(counts.shape[0], generator=generator, device=table.device)
+    offsets = (uniform * counts).long().clamp(max=table.shape[1] - 1)
+    return table.gather(1, offsets[:, None])[:, 0]
+
+
 class NegativeLabelSampler:
     """Shared negative labels for a mini-batch, each example's positives masked.
 
-    Each call draws ``m = min(K, B + max_i |P_i|)`` distinct labels in random order
-    (:func:`sample_distinct_labels`), shared by the whole batch; example ``i`` takes as its
+    Each call draws ``m = min(K, B + max_i |P_i|)`` distinct labels in random order (as
+    :func:`sample_distinct_labels`), shared by the whole batch; example ``i`` takes as its
     negatives the first ``B`` of them that are not among its positive labels ``P_i``. Because the
     sample is a uniformly random ordered selection, these are ``min(B, K - |P_i|)`` labels drawn
     uniformly without replacement from ``Y \\ P_i``, exactly as if each example had sampled alone
-    (Algorithm 1 of Reddi et al., 2019). The cost of a call is
-    ``O(m log m + nnz(P) log m + n m)``, independent of ``K``.
+    (Algorithm 1 of Reddi et al., 2019). The cost of a call is ``O(m log m + n m log max|P_i|)``,
+    independent of ``K``.
+
+    :meth:`sample` takes and returns numpy arrays (for your own training loop); :meth:`draw` takes
+    and returns tensors of fixed shapes on the sampler's device, drawing with its generator, so
+    that a training step on a GPU needs no host synchronisation (what
+    :class:`~skrank.SNMClassifier` calls). With ``4 m < K`` the fixed-size draw holds fewer than
+    ``m`` distinct labels with probability below ``1e-12`` per call; :meth:`draw` then gives those
+    examples fewer negatives (the mask says which), :meth:`sample` draws again.
 
     Parameters
     ----------
@@ -97,7 +181,9 @@ class NegativeLabelSampler:
     n_negatives : int
         Number ``B`` of negatives per example, ``1 <= B <= K - 1``.
     random_state : int, RandomState instance or None, default=None
-        Seed or generator; successive calls draw successive samples.
+        Seeds the sampler's generator; successive calls draw successive samples.
+    device : str or torch.device, default="cpu"
+        Where :meth:`draw` draws and returns its tensors.
 
     Examples
     --------
@@ -111,7 +197,7 @@ class NegativeLabelSampler:
     False
     """
 
-    def __init__(self, n_labels, n_negatives, random_state=None):
+    def __init__(self, n_labels, n_negatives, random_state=None, device="cpu"):
         if not isinstance(n_labels, Integral) or n_labels < 2:
             raise ValueError(f"n_labels must be an integer >= 2, got {n_labels!r}.")
         if not isinstance(n_negatives, Integral) or not 1 <= n_negatives <= n_labels - 1:
@@ -121,7 +207,38 @@ class NegativeLabelSampler:
             )
         self.n_labels = int(n_labels)
         self.n_negatives = int(n_negatives)
-        self._rng = check_random_state(random_state)
+        self.device = torch.device(device)
+        self.generator = make_generator(random_state, self.device)
+
+    def draw(self, positive_sets):
+        """Draw the shared negatives of one batch, as tensors of fixed shapes.
+
+        Parameters
+        ----------
+        positive_sets : torch.Tensor of shape (n_samples, max_positives), int64
+            Each example's positive labels in increasing order, padded with ``n_labels`` (rows
+            of :func:`positive_table`), on the sampler's device.
+
+        Returns
+        -------
+        labels : torch.Tensor of shape (n_draws,), int64
+            The shared sample; ``n_draws`` depends on ``K``, ``B`` and ``max_positives`` only.
+        mask : torch.Tensor of shape (n_samples, n_draws), bool
+            ``mask[i, j]``: ``labels[j]`` is one of the negatives of example ``i``.
+        """
+        labels, _, mask = self._draw(positive_sets)
+        return labels, mask
+
+    def _draw(self, positive_sets):
+        size = min(self.n_labels, self.n_negatives + positive_sets.shape[1])
+        labels, keep = _distinct_labels(self.n_labels, size, self.generator, self.device)
+        candidates = labels[None, :].expand(positive_sets.shape[0], -1).contiguous()
+        position = torch.searchsorted(positive_sets, candidates).clamp(
+            max=positive_sets.shape[1] - 1
+        )
+        is_positive = positive_sets.gather(1, position) == candidates
+        negative = keep[None, :] & ~is_positive
+        return labels, keep, negative & (torch.cumsum(negative, dim=1) <= self.n_negatives)
 
     def sample(self, positives):
         """Draw the shared negatives of one batch.
@@ -135,35 +252,19 @@ class NegativeLabelSampler:
         Returns
         -------
         labels : ndarray of shape (m,), dtype int64
-            The shared sample of distinct labels.
+            The shared sample of ``m = min(K, B + max_i |P_i|)`` distinct labels.
         mask : ndarray of shape (n_samples, m), dtype bool
             ``mask[i, j]``: ``labels[j]`` is one of the ``B`` negatives of example ``i``.
         """
         indptr, indices = _positive_lists(positives)
         if indices.size and (indices.min() < 0 or indices.max() >= self.n_labels):
             raise ValueError(f"Positive labels must lie in [0, {self.n_labels}).")
-        n_samples = indptr.shape[0] - 1
-        max_positives = int(np.diff(indptr).max()) if n_samples else 0
-        size = min(self.n_labels, self.n_negatives + max_positives)
-        labels = sample_distinct_labels(self.n_labels, size, self._rng)
-
-        order = np.argsort(labels)
-        positions = np.clip(np.searchsorted(labels[order], indices), 0, size - 1)
-        in_sample = labels[order][positions] == indices
-        rows = np.repeat(np.arange(n_samples), np.diff(indptr))[in_sample]
-        columns = order[positions[in_sample]]
-        # Example i keeps the columns before its cutoff that are not its positives. A positive
-        # at column c, the r-th (from 0) of its row by column, lies before the cutoff iff fewer
-        # than B negatives precede it (c - r < B); the cutoff is B plus the number of those.
-        by_row_column = np.lexsort((columns, rows))
-        rows, columns = rows[by_row_column], columns[by_row_column]
-        row_starts = np.searchsorted(rows, rows)
-        rank = np.arange(rows.size) - row_starts
-        before = columns - rank < self.n_negatives
-        cutoff = self.n_negatives + np.bincount(rows[before], minlength=n_samples)
-        mask = np.arange(size)[None, :] < cutoff[:, None]
-        mask[rows, columns] = False
-        return labels, mask
+        table, _ = positive_table(positives, self.n_labels, self.device)
+        size = min(self.n_labels, self.n_negatives + table.shape[1])
+        labels, keep, mask = self._draw(table)
+        while int(keep.sum()) < size:  # probability below 1e-12
+            labels, keep, mask = self._draw(table)
+        return labels[keep].cpu().numpy(), mask[:, keep].cpu().numpy()
 
 
 def draw_positive_labels(indicator, random_state=None):
@@ -183,10 +284,8 @@ def draw_positive_labels(indicator, random_state=None):
     -------
     labels : ndarray of shape (n_samples,), dtype int64
     """
-    rng = check_random_state(random_state)
-    indptr, indices = _positive_lists(indicator)
-    counts = np.diff(indptr)
-    if np.any(counts == 0):
+    table, counts = positive_table(indicator, indicator.shape[1])
+    if bool((counts == 0).any()):
         raise ValueError("Every row needs at least one positive label.")
-    offsets = np.floor(rng.random_sample(counts.shape[0]) * counts).astype(np.int64)
-    return indices[indptr[:-1] + offsets]
+    generator = make_generator(random_state, "cpu")
+    return draw_from_positive_table(table, counts, generator).numpy()

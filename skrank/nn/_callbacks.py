@@ -1,0 +1,293 @@
+"""Callbacks of the training engine: progress bar, early stopping, learning-rate schedules and
+checkpoints, and the :class:`Callback` base class to write your own.
+
+A callback is handed to a torch estimator with ``callbacks=[...]``; the estimator also builds
+the callbacks its own parameters ask for (``verbose``, ``tol``, ``lr_milestones``), see
+:meth:`skrank.nn.BaseTorchEstimator.get_default_callbacks`. The engine calls, in this order::
+
+    on_train_begin
+        on_epoch_begin
+            on_batch_begin, on_batch_end      (once per batch)
+        on_epoch_end                           (after history_[-1] is written)
+    on_train_end                               (also after an interruption or a divergence)
+
+Each hook receives the estimator being fitted and keyword arguments (below); a callback may read
+and write ``estimator.history_[-1]`` (the record of the current epoch) and ask the engine to stop
+with :meth:`~skrank.nn.BaseTorchEstimator.stop_training`. Values of a batch (``loss``) are
+tensors on the training device: reading them (``float(loss)``) makes the host wait for the
+device, so per-batch reads slow GPU training; per-epoch values are in the history.
+"""
+
+import os
+import tempfile
+import warnings
+from numbers import Integral, Real
+from pathlib import Path
+
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from tqdm.auto import tqdm
+
+__all__ = ["Callback", "Checkpoint", "EarlyStopping", "LRScheduler", "ProgressBar"]
+
+
+class Callback:
+    """Base class of the callbacks of skrank's torch estimators.
+
+    Override any of the hooks; each receives the estimator and keyword arguments:
+
+    - ``on_train_begin(estimator, X, y, validation)``: the training inputs and targets as the
+      engine holds them, and the held-out ``(X_val, y_val)`` or None. The module, criterion,
+      optimizers and sampler exist (``module_``, ``criterion_``, ``optimizers_``, ``sampler_``).
+    - ``on_epoch_begin(estimator, epoch)``: ``epoch`` counts from 1.
+    - ``on_batch_begin(estimator, batch)`` and ``on_batch_end(estimator, batch, loss)``: the
+      :class:`~skrank.nn.Batch` and its loss (a tensor on the device).
+    - ``on_epoch_end(estimator, epoch, record)``: ``record`` is ``estimator.history_[-1]``.
+    - ``on_train_end(estimator, interrupted)``: whether training ended on a ``KeyboardInterrupt``
+      or a divergence.
+
+    A callback whose state must survive a checkpoint implements ``state_dict()`` and
+    ``load_state_dict(state)`` (tensors, numbers, strings, lists and dicts only).
+
+    Examples
+    --------
+    >>> from skrank.nn import Callback
+    >>> class PrintLoss(Callback):
+    ...     def on_epoch_end(self, estimator, epoch, record):
+    ...         print(f"epoch {epoch}: loss {record['loss']:.3f}")
+    """
+
+    def on_train_begin(self, estimator, X, y, validation):
+        """Called once, before the first epoch."""
+
+    def on_epoch_begin(self, estimator, epoch):
+        """Called at the start of each epoch."""
+
+    def on_batch_begin(self, estimator, batch):
+        """Called before each training step."""
+
+    def on_batch_end(self, estimator, batch, loss):
+        """Called after each training step."""
+
+    def on_epoch_end(self, estimator, epoch, record):
+        """Called after each epoch, once its history record is written."""
+
+    def on_train_end(self, estimator, interrupted):
+        """Called once when training ends, however it ends."""
+
+    def __repr__(self):
+        arguments = ", ".join(
+            f"{key}={value!r}" for key, value in vars(self).items() if not key.startswith("_")
+        )
+        return f"{type(self).__name__}({arguments})"
+
+
+class ProgressBar(Callback):
+    """A tqdm progress bar over epochs showing the loss and the validation score.
+
+    Built by the estimators when ``verbose`` is set; in a notebook it renders as a widget.
+    """
+
+    def on_train_begin(self, estimator, X, y, validation):
+        self._bar = tqdm(
+            total=estimator.max_epochs,
+            initial=estimator.n_iter_,
+            desc=type(estimator).__name__,
+            leave=True,
+        )
+
+    def on_epoch_end(self, estimator, epoch, record):
+        self._bar.update(1)
+        self._bar.set_postfix(
+            {key: f"{record[key]:.4g}" for key in ("loss", "validation_score") if key in record}
+        )
+
+    def on_train_end(self, estimator, interrupted):
+        self._bar.close()
+
+
+class EarlyStopping(Callback):
+    """Stop when a monitored value stops improving, optionally keeping the best weights.
+
+    Improvement means a validation score larger, or a training loss smaller, than the best so
+    far by more than ``tol``. After ``patience`` epochs without improvement training stops and
+    ``converged_`` is set; if training instead runs to ``max_epochs`` while still improving, a
+    ``ConvergenceWarning`` says so.
+
+    Parameters
+    ----------
+    monitor : {"validation_score", "loss"}, default="validation_score"
+        The history entry to watch (the validation score needs ``validation_fraction``).
+    tol : float, default=1e-4
+        Smallest change that counts as an improvement.
+    patience : int, default=5
+        Epochs without improvement before stopping.
+    restore_best_weights : bool, default=True
+        At the end of training, restore the weights (module and criterion state) of the best
+        epoch.
+    """
+
+    def __init__(self, monitor="validation_score", tol=1e-4, patience=5, restore_best_weights=True):
+        if monitor not in ("validation_score", "loss"):
+            raise ValueError(f"monitor must be 'validation_score' or 'loss', got {monitor!r}.")
+        if not isinstance(tol, Real) or tol < 0:
+            raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+        if isinstance(patience, bool) or not isinstance(patience, Integral) or patience < 1:
+            raise ValueError(f"patience must be a positive integer, got {patience!r}.")
+        self.monitor = monitor
+        self.tol = tol
+        self.patience = patience
+        self.restore_best_weights = restore_best_weights
+
+    def on_train_begin(self, estimator, X, y, validation):
+        if self.monitor == "validation_score" and validation is None:
+            raise ValueError(
+                "EarlyStopping(monitor='validation_score') needs a validation set: set "
+                "validation_fraction, e.g. 0.1, or monitor='loss'."
+            )
+        self._best, self._best_weights, self._waited, self._stopped = None, None, 0, False
+
+    def on_epoch_end(self, estimator, epoch, record):
+        # Higher is better for a score, lower for a loss: compare signed values.
+        value = record[self.monitor] if self.monitor != "loss" else -record["loss"]
+        if self._best is None or value > self._best + self.tol:
+            self._best, self._waited = value, 0
+            if self.restore_best_weights:
+                self._best_weights = estimator.snapshot_weights()
+            return
+        self._waited += 1
+        if self._waited >= self.patience:
+            self._stopped = True
+            estimator.converged_ = True
+            estimator.stop_training(
+                f"{self.monitor} did not improve by more than tol={self.tol} for "
+                f"{self.patience} epochs"
+            )
+
+    def on_train_end(self, estimator, interrupted):
+        if self.restore_best_weights and self._best_weights is not None:
+            estimator.restore_weights(self._best_weights)
+        if not (self._stopped or interrupted) and estimator.n_iter_ >= estimator.max_epochs:
+            quantity = "validation score" if self.monitor == "validation_score" else "loss"
+            warnings.warn(
+                f"{type(estimator).__name__}: max_epochs={estimator.max_epochs} reached and the "
+                f"training {quantity} was still improving by more than tol={self.tol}. Increase "
+                "max_epochs, or set tol=None to train for a fixed number of epochs.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+
+    def state_dict(self):
+        return {"best": self._best, "waited": self._waited}
+
+    def load_state_dict(self, state):
+        self._best, self._waited = state["best"], state["waited"]
+
+
+class LRScheduler(Callback):
+    """A torch learning-rate scheduler on every optimiser of the estimator.
+
+    Parameters
+    ----------
+    scheduler : type
+        A class of :mod:`torch.optim.lr_scheduler` (e.g. ``MultiStepLR``, ``OneCycleLR``,
+        ``LinearLR`` for a warm-up), instantiated once per optimiser as
+        ``scheduler(optimizer, **kwargs)``.
+    step_every : {"epoch", "batch"}, default="epoch"
+        Step the scheduler after every epoch or after every training step.
+    **kwargs
+        Arguments of the scheduler.
+
+    Examples
+    --------
+    >>> from torch.optim.lr_scheduler import LinearLR
+    >>> from skrank.nn import LRScheduler
+    >>> warm_up = LRScheduler(LinearLR, start_factor=0.1, total_iters=3)  # 3 epochs of warm-up
+    """
+
+    def __init__(self, scheduler, step_every="epoch", **kwargs):
+        if step_every not in ("epoch", "batch"):
+            raise ValueError(f"step_every must be 'epoch' or 'batch', got {step_every!r}.")
+        self.scheduler = scheduler
+        self.step_every = step_every
+        self.kwargs = kwargs
+
+    def __repr__(self):
+        arguments = "".join(f", {key}={value!r}" for key, value in self.kwargs.items())
+        name = getattr(self.scheduler, "__name__", repr(self.scheduler))
+        return f"LRScheduler({name}, step_every={self.step_every!r}{arguments})"
+
+    def on_train_begin(self, estimator, X, y, validation):
+        self.schedulers_ = [self.scheduler(opt, **self.kwargs) for opt in estimator.optimizers_]
+
+    def on_batch_end(self, estimator, batch, loss):
+        if self.step_every == "batch":
+            for scheduler in self.schedulers_:
+                scheduler.step()
+
+    def on_epoch_end(self, estimator, epoch, record):
+        if self.step_every == "epoch":
+            for scheduler in self.schedulers_:
+                scheduler.step()
+
+    def state_dict(self):
+        return {"schedulers": [scheduler.state_dict() for scheduler in self.schedulers_]}
+
+    def load_state_dict(self, state):
+        for scheduler, saved in zip(self.schedulers_, state["schedulers"], strict=True):
+            scheduler.load_state_dict(saved)
+
+
+class Checkpoint(Callback):
+    """Save the training state to a file every few epochs, and resume from it.
+
+    The file holds everything a run needs to continue exactly: the weights and the criterion's
+    state, the optimisers', schedulers' and callbacks' states, the random generators and the
+    history. It is written with :func:`torch.save` (atomically: a partial file never replaces a
+    good one) and read with ``torch.load(weights_only=True)``, so loading it never runs code.
+
+    Resuming: fit an estimator with the same parameters and ``warm_start=True``; if the file
+    exists, the run continues from the saved epoch up to ``max_epochs`` epochs in all. On the CPU
+    the result is bitwise the same as an uninterrupted run with the same ``random_state``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint file.
+    every : int, default=1
+        Save after every ``every`` epochs (and after the last one).
+
+    Examples
+    --------
+    >>> from skrank import SOPRCEmbedder
+    >>> from skrank.nn import Checkpoint
+    >>> embedder = SOPRCEmbedder(callbacks=[Checkpoint("soprc.ckpt")], warm_start=True)
+    """
+
+    def __init__(self, path, every=1):
+        if isinstance(every, bool) or not isinstance(every, Integral) or every < 1:
+            raise ValueError(f"every must be a positive integer, got {every!r}.")
+        self.path = os.fspath(path)
+        self.every = every
+
+    def on_train_begin(self, estimator, X, y, validation):
+        if estimator.warm_start and Path(self.path).exists():
+            state = torch.load(self.path, map_location=estimator.device_, weights_only=True)
+            estimator.load_training_state(state)
+
+    def on_epoch_end(self, estimator, epoch, record):
+        if epoch % self.every == 0 or epoch >= estimator.max_epochs:
+            self.save(estimator)
+
+    def save(self, estimator):
+        """Write the estimator's training state to ``path`` now."""
+        directory = Path(self.path).resolve().parent
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".checkpoint-")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                torch.save(estimator.training_state(), file)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

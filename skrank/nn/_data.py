@@ -1,0 +1,139 @@
+"""Training inputs placed once where the training step reads them, and the batches it reads.
+
+:class:`TrainingInputs` holds the rows of ``X`` as float32: on the device when they fit its
+memory (dense rows as one tensor; sparse rows as a padded table of column indices and values,
+densified per batch on the device), otherwise in pinned host memory, gathered per batch on the
+host and copied with ``non_blocking=True``. In the first case the batch indices are drawn on the
+device (``index_device``), so a step reads no index from the host; in the second they are drawn
+on the host, where the rows are.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+# Share of the free memory of a CUDA device that the training inputs may take.
+_DEVICE_DATA_FRACTION = 0.5
+# A padded sparse table is used while it holds at most this many times the stored values.
+_MAX_SPARSE_PADDING = 4
+
+
+class Batch(NamedTuple):
+    """One mini-batch as the training step sees it.
+
+    Attributes
+    ----------
+    inputs : torch.Tensor of shape (batch_size, n_features), float32
+        The rows of the batch, on the training device (rows of padding entries are row 0).
+    indices : torch.Tensor of shape (batch_size,), int64
+        Their row numbers in the training data.
+    valid : torch.Tensor of shape (batch_size,), bool
+        Which entries are items (False: padding of the batch layout).
+    groups : torch.Tensor or None
+        For class-balanced batches, the class of each group of items (see
+        :class:`~skrank.sampling.EpochBatches`); None otherwise.
+    """
+
+    inputs: torch.Tensor
+    indices: torch.Tensor
+    valid: torch.Tensor
+    groups: torch.Tensor | None
+
+
+def _fits_on(device, n_bytes):
+    if device.type != "cuda":
+        return True  # host memory already holds X
+    free, _ = torch.cuda.mem_get_info(device)
+    return n_bytes <= _DEVICE_DATA_FRACTION * free
+
+
+class TrainingInputs:
+    """The rows of ``X`` as float32 tensors, resident on ``device`` when they fit.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Inputs.
+    device : torch.device
+        The training device.
+
+    Attributes
+    ----------
+    index_device : torch.device
+        Where batch indices must be drawn: ``device`` if the rows live there, else the CPU.
+    resident : bool
+        Whether the rows live on ``device``.
+    """
+
+    def __init__(self, X, device):
+        self.device = torch.device(device)
+        self.n_samples, self.n_features = X.shape
+        self._dense = self._columns = self._values = self._csr = None
+        if sp.issparse(X):
+            self._init_sparse(sp.csr_matrix(X, dtype=np.float32))
+        else:
+            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap.
+            rows = torch.from_numpy(np.require(X, dtype=np.float32, requirements=["C", "W"]))
+            self.resident = _fits_on(self.device, rows.numel() * 4)
+            if self.resident:
+                self._dense = rows.to(self.device)
+            else:
+                self._dense = rows.pin_memory() if torch.cuda.is_available() else rows
+        self.index_device = self.device if self.resident else torch.device("cpu")
+
+    def _init_sparse(self, csr):
+        csr.sum_duplicates()
+        lengths = np.diff(csr.indptr)
+        width = max(int(lengths.max(initial=0)), 1)
+        padded_entries = self.n_samples * width
+        self.resident = padded_entries <= _MAX_SPARSE_PADDING * max(csr.nnz, 1) and _fits_on(
+            self.device, padded_entries * 12
+        )
+        if not self.resident:
+            self._csr = csr
+            return
+        rows = np.repeat(np.arange(self.n_samples), lengths)
+        slots = np.arange(csr.nnz) - csr.indptr[rows]
+        columns = np.zeros((self.n_samples, width), dtype=np.int64)
+        values = np.zeros((self.n_samples, width), dtype=np.float32)
+        columns[rows, slots] = csr.indices
+        values[rows, slots] = csr.data
+        self._columns = torch.as_tensor(columns, device=self.device)
+        self._values = torch.as_tensor(values, device=self.device)
+
+    def rows(self, indices):
+        """Rows ``indices`` (a tensor on ``index_device``) as float32 on the training device."""
+        if self._dense is not None:
+            rows = self._dense[indices]
+        elif self._columns is not None:
+            rows = torch.zeros(
+                indices.shape[0], self.n_features, dtype=torch.float32, device=self.device
+            )
+            rows.scatter_add_(1, self._columns[indices], self._values[indices])
+            return rows
+        else:
+            rows = torch.from_numpy(self._csr[indices.numpy()].toarray())
+        if rows.device != self.device:
+            if torch.cuda.is_available() and not rows.is_pinned():
+                rows = rows.pin_memory()
+            rows = rows.to(self.device, non_blocking=True)
+        return rows
+
+    def chunks(self, chunk_size):
+        """Consecutive chunks of rows, in order, as float32 tensors on the training device."""
+        for start in range(0, self.n_samples, chunk_size):
+            stop = min(start + chunk_size, self.n_samples)
+            yield self.rows(torch.arange(start, stop, device=self.index_device))
+
+    def batch(self, epoch, number):
+        """Batch ``number`` of an :class:`~skrank.sampling.EpochBatches`, as a :class:`Batch`."""
+        indices = epoch.indices[number]
+        groups = None if epoch.groups is None else epoch.groups[number].to(self.device)
+        return Batch(
+            self.rows(indices),
+            indices.to(self.device),
+            epoch.valid[number].to(self.device),
+            groups,
+        )

@@ -1,0 +1,669 @@
+"""The training engine of skrank's torch estimators.
+
+:class:`BaseTorchEstimator` is the engine and the base class of ``SOPRCEmbedder`` and
+``SNMClassifier``: a scikit-learn estimator whose ``fit`` runs an epoch loop whose steps are
+public methods a subclass overrides, with callbacks around them (skorch's ``NeuralNet`` and
+Lightning's ``Trainer`` are the models). Read more in the :ref:`User Guide <engine>`.
+"""
+
+import copy
+import io
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+
+from .._compat import Interval, StrOptions
+from ..exceptions import DivergenceWarning
+from ..sampling import ShuffledBatchSampler
+from ..utils._docstrings import render_entries
+from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
+from ._data import TrainingInputs
+from ._device import available_device, resolve_device
+
+__all__ = ["TORCH_ATTRIBUTE_DOCS", "TORCH_PARAMETER_DOCS", "BaseTorchEstimator"]
+
+_PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
+
+#: Documentation of the parameters every torch estimator shares, inserted into their docstrings
+#: (``{shared_parameters}``) with each estimator's own defaults.
+TORCH_PARAMETER_DOCS = {
+    "optimizer": ('{"sgd", "adam", "adamw"}', "Optimiser of the network."),
+    "learning_rate": ("float", "Initial learning rate."),
+    "momentum": ("float", "Momentum of SGD (ignored by Adam and AdamW)."),
+    "weight_decay": ("float", "L2 penalty (decoupled for AdamW)."),
+    "lr_milestones": (
+        "array-like of int or None",
+        "Epochs after which the learning rate is multiplied by ``lr_decay`` (a step decay, run by "
+        "an :class:`~skrank.nn.LRScheduler` callback).",
+    ),
+    "lr_decay": ("float", "Factor of the step decay."),
+    "batch_size": ("int", "Items per mini-batch."),
+    "max_epochs": ("int", "Maximum number of passes over the training data."),
+    "tol": (
+        "float or None",
+        "Smallest improvement of the monitored quantity (the training loss, or the validation "
+        "score with ``early_stopping``) that resets the patience of ``n_iter_no_change`` epochs "
+        "(an :class:`~skrank.nn.EarlyStopping` callback). None trains exactly ``max_epochs`` "
+        "epochs, with no convergence test and no warning.",
+    ),
+    "n_iter_no_change": ("int", "Epochs without an improvement of ``tol`` before stopping."),
+    "early_stopping": (
+        "bool",
+        "Monitor the validation score (needs ``validation_fraction``) instead of the training "
+        "loss, and keep the weights of the best epoch.",
+    ),
+    "validation_fraction": (
+        "float or None",
+        "Fraction of the training data held out to compute a validation score each epoch "
+        "(``history_``), stratified by class when possible.",
+    ),
+    "warm_start": (
+        "bool",
+        "Continue from the previous fit's weights and state for ``max_epochs`` more epochs "
+        "instead of starting anew; with a :class:`~skrank.nn.Checkpoint` whose file exists, "
+        "resume the saved run up to ``max_epochs`` epochs in all.",
+    ),
+    "callbacks": (
+        "list of skrank.nn.Callback or None",
+        "Callbacks called during ``fit`` (:class:`~skrank.nn.Callback`), after those built from "
+        "``lr_milestones``, ``tol`` and ``verbose``. They are copied at the start of ``fit``; "
+        "the copies in use are ``callbacks_``.",
+    ),
+    "precision": (
+        '{"float32", "bfloat16"}',
+        "Precision of the forward pass: ``bfloat16`` runs it under :func:`torch.autocast` (the "
+        "weights and the loss's own arithmetic stay float32). It speeds up large networks on "
+        "recent GPUs and slows small ones on CPUs.",
+    ),
+    "compile": (
+        "bool",
+        "Train with the module compiled by :func:`torch.compile` (a one-off compilation cost "
+        "of seconds to minutes; pays off on GPUs for long runs).",
+    ),
+    "device": (
+        "str or torch.device",
+        '``"auto"`` (CUDA when available, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, '
+        "... The training data are put on the device once when they fit in half of its free "
+        "memory, and streamed from pinned host memory otherwise.",
+    ),
+    "verbose": ("int", "Show a progress bar over epochs (a :class:`~skrank.nn.ProgressBar`)."),
+    "random_state": (
+        "int, RandomState instance or None",
+        "Seeds the weights, the batches, every draw of the training step and the validation split.",
+    ),
+}
+
+#: Documentation of the fitted attributes every torch estimator shares.
+TORCH_ATTRIBUTE_DOCS = {
+    "history_": (
+        "list of dict",
+        "One record per epoch: ``epoch``, ``loss`` (mean training loss), ``learning_rate`` (of "
+        "the first optimiser, during the epoch), ``duration`` (seconds) and, with "
+        "``validation_fraction``, ``validation_score``; callbacks may add entries.",
+    ),
+    "n_iter_": (
+        "int",
+        "Epochs run by the last ``fit`` (counting epochs resumed from a checkpoint).",
+    ),
+    "converged_": ("bool", "Whether the convergence test (``tol``) stopped training."),
+    "device_": ("str", "The device the model was trained on."),
+    "optimizers_": ("list of torch.optim.Optimizer", "The optimisers of the last fit."),
+    "callbacks_": ("list of skrank.nn.Callback", "The callbacks of the last fit."),
+}
+
+_TORCH_PARAMETER_CONSTRAINTS = {
+    "optimizer": [StrOptions({"sgd", "adam", "adamw"})],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "momentum": [Interval(Real, 0, 1, closed="left")],
+    "weight_decay": [Interval(Real, 0, None, closed="left")],
+    "lr_milestones": ["array-like", None],
+    "lr_decay": [Interval(Real, 0, 1, closed="right")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="left"), None],
+    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+    "warm_start": ["boolean"],
+    "callbacks": [list, None],
+    "precision": [StrOptions(set(_PRECISIONS))],
+    "compile": ["boolean"],
+    "device": [str, torch.device],
+    "verbose": ["verbose"],
+    "random_state": ["random_state"],
+}
+
+
+class BaseTorchEstimator(BaseEstimator):
+    """Base class and training engine of skrank's torch estimators.
+
+    ``fit`` of a subclass validates its input and calls :meth:`fit_loop`, which builds the
+    network, the criterion, the optimisers and the batch sampler through the methods below,
+    then trains epoch by epoch. Each of these methods is a documented extension point: a new
+    estimator overrides :meth:`initialize_module` and :meth:`get_loss` (and, as needed, the
+    others); see the gallery example "A new estimator on the training engine".
+
+    ==============================  =============================================================
+    method                          default
+    ==============================  =============================================================
+    :meth:`initialize_module`       none: must be overridden
+    :meth:`initialize_criterion`    None (the loss is computed in :meth:`get_loss`)
+    :meth:`initialize_optimizers`   one SGD, Adam or AdamW over the trainable parameters
+    :meth:`prepare_targets`         ``y`` as a tensor on the training device
+    :meth:`get_batch_sampler`       :class:`~skrank.sampling.ShuffledBatchSampler`
+    :meth:`get_loss`                none: must be overridden
+    :meth:`train_step`              zero the gradients, :meth:`get_loss`, backward, step
+    :meth:`run_single_epoch`        :meth:`train_step` over the epoch's batches
+    :meth:`validation_score`        none (needed with ``validation_fraction``)
+    :meth:`get_default_callbacks`   from ``lr_milestones``, ``tol`` and ``verbose``
+    ==============================  =============================================================
+
+    The engine keeps the training step free of host synchronisation: the data and each epoch's
+    batch indices are on the device, the epoch's loss is accumulated there and read once per
+    epoch, when the engine also checks that loss and weights are finite (a divergence restores
+    the last finite epoch's weights with a :class:`~skrank.exceptions.DivergenceWarning`).
+    A ``KeyboardInterrupt`` during ``fit`` ends training after restoring the weights of the last
+    complete epoch, with a warning: the estimator is fitted and usable. Models pickle, and a
+    model fitted on a GPU unpickles on a CPU-only machine.
+
+    Subclasses declare the shared parameters in their ``__init__`` (scikit-learn needs explicit
+    signatures), merge ``_torch_parameter_constraints`` into their ``_parameter_constraints`` and
+    document them with :data:`TORCH_PARAMETER_DOCS`:
+
+    {shared_parameters}
+
+    Attributes
+    ----------
+    module_ : torch.nn.Module
+        The trained network.
+    criterion_ : torch.nn.Module or None
+        The loss module (with its state, e.g. SOPRC's auxiliary vectors).
+    {shared_attributes}
+    """
+
+    _torch_parameter_constraints = _TORCH_PARAMETER_CONSTRAINTS
+
+    # ------------------------------------------------------------------ extension points
+    def initialize_module(self, n_features):
+        """Return the ``torch.nn.Module`` to train (stored as ``module_``).
+
+        Parameters
+        ----------
+        n_features : int
+            Number of input features.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement initialize_module.")
+
+    def initialize_criterion(self, y):
+        """Return the loss module (``criterion_``), possibly with state of its own, or None.
+
+        Parameters
+        ----------
+        y : object
+            The training targets as passed to :meth:`fit_loop`.
+        """
+        return None
+
+    def initialize_optimizers(self):
+        """Return the list of optimisers (``optimizers_``) of ``module_`` and ``criterion_``.
+
+        The default is one optimiser over their trainable parameters, as set by ``optimizer``,
+        ``learning_rate``, ``momentum`` and ``weight_decay``.
+        """
+        parameters = list(self.module_.parameters())
+        if self.criterion_ is not None:
+            parameters += list(self.criterion_.parameters())
+        return [self._make_optimizer([p for p in parameters if p.requires_grad])]
+
+    def _make_optimizer(self, parameters):
+        if self.optimizer == "sgd":
+            return torch.optim.SGD(
+                parameters,
+                lr=self.learning_rate,
+                momentum=self.momentum,
+                weight_decay=self.weight_decay,
+            )
+        optimizer_class = torch.optim.Adam if self.optimizer == "adam" else torch.optim.AdamW
+        return optimizer_class(parameters, lr=self.learning_rate, weight_decay=self.weight_decay)
+
+    def prepare_targets(self, y, device):
+        """Return the targets in the form :meth:`get_loss` reads (default: a tensor on ``device``).
+
+        Parameters
+        ----------
+        y : object
+            The training targets as passed to :meth:`fit_loop`.
+        device : torch.device
+            The training device.
+        """
+        return torch.as_tensor(np.asarray(y), device=device)
+
+    def get_batch_sampler(self, y, device, random_state):
+        """Return the sampler of each epoch's batches (an object with ``epoch()``, see
+        :class:`~skrank.sampling.EpochBatches`).
+
+        Parameters
+        ----------
+        y : object
+            The training targets as passed to :meth:`fit_loop`.
+        device : torch.device
+            Where the batch indices must live (the device, or the CPU when the data are
+            streamed from the host).
+        random_state : numpy.random.RandomState
+            The fit's random generator, to seed the sampler.
+        """
+        return ShuffledBatchSampler(
+            _n_rows(y), self.batch_size, random_state=random_state, device=device
+        )
+
+    def get_loss(self, batch, targets):
+        """Return the scalar loss of a batch.
+
+        Parameters
+        ----------
+        batch : skrank.nn.Batch
+            The batch: ``inputs`` (rows on the device), ``indices``, ``valid`` (False for
+            padding entries, whose loss must not count) and ``groups``.
+        targets : object
+            The output of :meth:`prepare_targets`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement get_loss.")
+
+    def train_step(self, batch, targets):
+        """One optimisation step on a batch; returns the loss (a detached tensor).
+
+        The forward pass runs under :func:`torch.autocast` when ``precision="bfloat16"``.
+        """
+        for optimizer in self.optimizers_:
+            optimizer.zero_grad(set_to_none=True)
+        with self._autocast():
+            loss = self.get_loss(batch, targets)
+        loss.backward()
+        for optimizer in self.optimizers_:
+            optimizer.step()
+        return loss.detach()
+
+    def run_single_epoch(self, inputs, targets, epoch_batches):
+        """Train on every batch of an epoch; return the mean loss over its items (a tensor).
+
+        Parameters
+        ----------
+        inputs : skrank.nn.TrainingInputs
+            The training inputs.
+        targets : object
+            The output of :meth:`prepare_targets`.
+        epoch_batches : skrank.sampling.EpochBatches
+            The epoch's batches from the sampler.
+        """
+        self.module_.train()
+        if self.criterion_ is not None:
+            self.criterion_.train()
+        total = torch.zeros((), device=self._device)
+        count = torch.zeros((), device=self._device)
+        for number in range(epoch_batches.indices.shape[0]):
+            batch = inputs.batch(epoch_batches, number)
+            self._notify("on_batch_begin", batch=batch)
+            loss = self.train_step(batch, targets)
+            size = batch.valid.sum()
+            total += loss.float() * size
+            count += size
+            self._notify("on_batch_end", batch=batch, loss=loss)
+        return total / count.clamp(min=1)
+
+    def validation_score(self, X_val, y_val):
+        """Return the validation score (higher is better) of the current model on held-out data.
+
+        Called once per epoch when ``validation_fraction`` is set.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no validation score: implement validation_score to use "
+            "validation_fraction."
+        )
+
+    def get_default_callbacks(self):
+        """The callbacks the estimator's parameters ask for, called before ``callbacks``.
+
+        An :class:`~skrank.nn.LRScheduler` (step decay) when ``lr_milestones`` is set, an
+        :class:`~skrank.nn.EarlyStopping` when ``tol`` is set, a
+        :class:`~skrank.nn.ProgressBar` when ``verbose`` is set.
+        """
+        callbacks = []
+        if self.lr_milestones is not None:
+            milestones = [int(m) for m in self.lr_milestones]
+            callbacks.append(
+                LRScheduler(
+                    torch.optim.lr_scheduler.MultiStepLR, milestones=milestones, gamma=self.lr_decay
+                )
+            )
+        if self.tol is not None:
+            callbacks.append(
+                EarlyStopping(
+                    monitor="validation_score" if self.early_stopping else "loss",
+                    tol=self.tol,
+                    patience=self.n_iter_no_change,
+                    restore_best_weights=self.early_stopping,
+                )
+            )
+        if self.verbose:
+            callbacks.append(ProgressBar())
+        return callbacks
+
+    # ------------------------------------------------------------------ controls for callbacks
+    def stop_training(self, reason=None):
+        """Ask the engine to stop after the current epoch (callbacks call this).
+
+        Parameters
+        ----------
+        reason : str or None, default=None
+            Recorded as ``stop_reason`` in the current epoch's history record.
+        """
+        self._stop_requested = True
+        if reason and self.history_:
+            self.history_[-1]["stop_reason"] = reason
+
+    def snapshot_weights(self):
+        """A copy (on the device) of the module's and the criterion's state."""
+        return {
+            name: {key: value.detach().clone() for key, value in obj.state_dict().items()}
+            for name, obj in self._stateful_objects().items()
+        }
+
+    def restore_weights(self, snapshot):
+        """Restore a :meth:`snapshot_weights` copy."""
+        for name, obj in self._stateful_objects().items():
+            obj.load_state_dict(snapshot[name])
+
+    def training_state(self):
+        """Everything a run needs to continue exactly, for :class:`~skrank.nn.Checkpoint`.
+
+        Tensors, numbers, strings, lists and dicts only: loads with ``weights_only=True``.
+        """
+        return {
+            "estimator": type(self).__name__,
+            "epochs": self.n_iter_,
+            "history": copy.deepcopy(self.history_),
+            "weights": self.snapshot_weights(),
+            "optimizers": [optimizer.state_dict() for optimizer in self.optimizers_],
+            "sampler": self.sampler_.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "callbacks": [
+                callback.state_dict() if hasattr(callback, "state_dict") else None
+                for callback in self.callbacks_
+            ],
+        }
+
+    def load_training_state(self, state):
+        """Restore a :meth:`training_state` (called by :class:`~skrank.nn.Checkpoint`)."""
+        if state["estimator"] != type(self).__name__:
+            raise ValueError(
+                f"The checkpoint was written by {state['estimator']}, not {type(self).__name__}."
+            )
+        self.restore_weights(state["weights"])
+        for optimizer, saved in zip(self.optimizers_, state["optimizers"], strict=True):
+            optimizer.load_state_dict(saved)
+        self.sampler_.load_state_dict(state["sampler"])
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if state["cuda_rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
+        self.history_ = list(state["history"])
+        self.n_iter_ = int(state["epochs"])
+        for callback, saved in zip(self.callbacks_, state["callbacks"], strict=False):
+            if saved is not None and hasattr(callback, "load_state_dict"):
+                callback.load_state_dict(saved)
+
+    # ------------------------------------------------------------------ the loop
+    def _check_training_parameters(self):
+        if self.early_stopping and self.validation_fraction is None:
+            raise ValueError(
+                "early_stopping=True needs a validation set: set validation_fraction, e.g. 0.1."
+            )
+        if self.lr_milestones is not None:
+            milestones = np.asarray(self.lr_milestones)
+            if (
+                milestones.ndim != 1
+                or not np.all(milestones == np.round(milestones))
+                or (milestones.size and milestones.min() < 1)
+            ):
+                raise ValueError(
+                    f"lr_milestones must be positive epoch numbers, got {self.lr_milestones!r}."
+                )
+        for callback in self.callbacks or []:
+            if not isinstance(callback, Callback):
+                raise TypeError(
+                    f"callbacks must be skrank.nn.Callback instances; got {callback!r} of type "
+                    f"{type(callback).__name__}."
+                )
+
+    def _split_validation(self, X, y, *, stratify=None):
+        """Hold out ``validation_fraction`` of ``(X, y)``.
+
+        Returns ``(X_train, y_train, validation)`` with ``validation = (X_val, y_val)``, or
+        ``None`` when ``validation_fraction`` is None. ``y`` may be any array or sparse matrix
+        indexable by rows; ``stratify`` gives class labels to stratify on.
+        """
+        if self.validation_fraction is None:
+            return X, y, None
+        train, held_out = train_test_split(
+            np.arange(X.shape[0]),
+            test_size=self.validation_fraction,
+            random_state=check_random_state(self.random_state),
+            stratify=stratify,
+        )
+        return X[train], y[train], (X[held_out], y[held_out])
+
+    def fit_loop(self, X, y, validation=None):
+        """Train ``module_`` on ``(X, y)``: what a subclass's ``fit`` calls after its checks.
+
+        Parameters
+        ----------
+        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+            Validated training inputs.
+        y : object
+            Training targets, as :meth:`prepare_targets` and :meth:`get_batch_sampler` read
+            them (e.g. encoded labels).
+        validation : tuple (X_val, y_val) or None, default=None
+            Held-out data for :meth:`validation_score`.
+
+        Returns
+        -------
+        self : BaseTorchEstimator
+        """
+        self._check_training_parameters()
+        device = resolve_device(self.device)
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        fork_devices = [device] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=fork_devices):
+            torch.manual_seed(seed)
+            self._train(X, y, validation, device, rng)
+        return self
+
+    def _train(self, X, y, validation, device, rng):
+        continuing = self.warm_start and hasattr(self, "module_")
+        self._device = device
+        self.device_ = str(device)
+        if not continuing:
+            self.module_ = self.initialize_module(X.shape[1])
+            self.criterion_ = self.initialize_criterion(y)
+            self.history_ = []
+        self.module_.to(device)
+        if self.criterion_ is not None:
+            self.criterion_.to(device)
+        inputs = TrainingInputs(X, device)
+        targets = self.prepare_targets(y, device)
+        self.optimizers_ = self.initialize_optimizers()
+        self.sampler_ = self.get_batch_sampler(y, inputs.index_device, rng)
+        self.callbacks_ = self._callbacks_for_fit()
+        if self.compile:
+            self.module_.compile()
+        self.converged_ = False
+        self.n_iter_ = 0
+        self._stop_requested = False
+        self._notify("on_train_begin", X=X, y=y, validation=validation)
+        last_finite = self.snapshot_weights()
+        interrupted = False
+        try:
+            while self.n_iter_ < self.max_epochs and not self._stop_requested:
+                start = time.perf_counter()
+                self._notify("on_epoch_begin", epoch=self.n_iter_ + 1)
+                learning_rate = self.optimizers_[0].param_groups[0]["lr"]
+                mean_loss = self.run_single_epoch(inputs, targets, self.sampler_.epoch())
+                loss, finite = self._read_epoch(mean_loss)
+                if not finite:
+                    self.restore_weights(last_finite)
+                    interrupted = True
+                    warnings.warn(
+                        f"{type(self).__name__}: the loss or the weights became non-finite in "
+                        f"epoch {len(self.history_) + 1}; training stopped and the weights of the "
+                        "last finite epoch were kept. Try a smaller learning_rate.",
+                        DivergenceWarning,
+                        stacklevel=4,
+                    )
+                    break
+                self.n_iter_ += 1
+                record = {"epoch": len(self.history_) + 1, "loss": loss}
+                record["learning_rate"] = learning_rate
+                if validation is not None:
+                    record["validation_score"] = float(self.validation_score(*validation))
+                self.history_.append(record)
+                last_finite = self.snapshot_weights()
+                record["duration"] = time.perf_counter() - start
+                self._notify("on_epoch_end", epoch=self.n_iter_, record=record)
+        except KeyboardInterrupt:
+            self.restore_weights(last_finite)
+            interrupted = True
+            warnings.warn(
+                f"{type(self).__name__}: fit was interrupted; the estimator keeps the weights of "
+                f"the last complete epoch ({self.n_iter_} of max_epochs={self.max_epochs}) and "
+                "its history.",
+                UserWarning,
+                stacklevel=4,
+            )
+        finally:
+            self.module_.eval()
+            if self.criterion_ is not None:
+                self.criterion_.eval()
+            if self.compile:
+                # Back to the eager module: a compiled one neither pickles nor moves devices.
+                self.module_._compiled_call_impl = None
+        self._notify("on_train_end", interrupted=interrupted)
+
+    def _callbacks_for_fit(self):
+        """The default callbacks, then copies of the user's, the progress bar last (it shows
+        the record once every other callback has written to it)."""
+        defaults = self.get_default_callbacks()
+        bars = [callback for callback in defaults if isinstance(callback, ProgressBar)]
+        others = [callback for callback in defaults if not isinstance(callback, ProgressBar)]
+        return others + copy.deepcopy(list(self.callbacks or [])) + bars
+
+    def _read_epoch(self, mean_loss):
+        """The epoch's mean loss and whether it and the weights are finite: one host read."""
+        flags = [torch.isfinite(mean_loss)]
+        flags += [
+            torch.isfinite(value).all()
+            for obj in self._stateful_objects().values()
+            for value in obj.state_dict().values()
+            if value.is_floating_point()
+        ]
+        loss, finite = torch.stack([mean_loss.float(), torch.stack(flags).all().float()]).tolist()
+        return loss, bool(finite)
+
+    def _notify(self, hook, **kwargs):
+        for callback in self.callbacks_:
+            try:
+                getattr(callback, hook)(self, **kwargs)
+            except KeyboardInterrupt:
+                raise
+            except Exception as error:
+                raise RuntimeError(
+                    f"The callback {callback!r} failed in {hook}: {type(error).__name__}: {error}"
+                ) from error
+
+    def _autocast(self):
+        dtype = _PRECISIONS[self.precision]
+        return torch.autocast(self._device.type, dtype=dtype, enabled=dtype is not None)
+
+    def _stateful_objects(self):
+        objects = {"module_": self.module_}
+        if self.criterion_ is not None:
+            objects["criterion_"] = self.criterion_
+        return objects
+
+    # ------------------------------------------------------------------ inference
+    def _inference_device(self):
+        return available_device(self.device_)
+
+    def forward(self, X, chunk_size=None):
+        """``module_`` applied to ``X`` in evaluation mode, in chunks: a float32 tensor.
+
+        Parameters
+        ----------
+        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+            Validated inputs.
+        chunk_size : int or None, default=None
+            Rows per chunk; None uses ``max(batch_size, 1024)``.
+
+        Returns
+        -------
+        outputs : torch.Tensor of shape (n_samples, n_outputs)
+            On the model's device (the CPU for a GPU model loaded on a CPU-only machine).
+        """
+        device = self._inference_device()
+        self.module_.to(device)
+        self.module_.eval()
+        chunk_size = chunk_size or max(self.batch_size, 1024)
+        with torch.no_grad():
+            outputs = [self.module_(rows) for rows in TrainingInputs(X, device).chunks(chunk_size)]
+        return torch.cat(outputs)
+
+    def _forward_in_chunks(self, X):
+        """:meth:`forward` as a numpy array."""
+        return self.forward(X).cpu().numpy()
+
+    # ------------------------------------------------------------------ persistence
+    def __getstate__(self):
+        # object.__getstate__ returns the instance's own __dict__: never modify it.
+        state = dict(super().__getstate__())
+        # Optimisers and samplers reference the training run; a fit rebuilds them.
+        for key in ("optimizers_", "sampler_"):
+            state.pop(key, None)
+        for key, value in state.items():
+            if isinstance(value, torch.nn.Module | torch.Tensor):
+                buffer = io.BytesIO()
+                torch.save(value, buffer)
+                state[key] = _SerializedTorch(buffer.getvalue())
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        for key, value in state.items():
+            if isinstance(value, _SerializedTorch):
+                state[key] = value.load()
+        super().__setstate__(state)
+
+
+def _n_rows(y):
+    return y.shape[0] if hasattr(y, "shape") else len(y)
+
+
+class _SerializedTorch:
+    """A torch object saved with ``torch.save`` inside a pickle; loads on the CPU (GPU models
+    load anywhere). Unpickling runs code by nature: load pickles you trust only."""
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def load(self):
+        return torch.load(io.BytesIO(self.payload), map_location="cpu", weights_only=False)
+
+
+BaseTorchEstimator.__doc__ = BaseTorchEstimator.__doc__.replace(
+    "    {shared_parameters}", render_entries(TORCH_PARAMETER_DOCS)
+).replace("    {shared_attributes}", render_entries(TORCH_ATTRIBUTE_DOCS))

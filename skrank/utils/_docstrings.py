@@ -1,0 +1,70 @@
+"""Parameter documentation written once and inserted into the docstrings of several classes."""
+
+import inspect
+import textwrap
+
+
+def render_entries(entries, defaults=None, indent=4):
+    """numpydoc entries ``name : type, default=...`` with their descriptions.
+
+    Parameters
+    ----------
+    entries : dict of str to (str, str)
+        Each name's type and description (descriptions are wrapped at 96 columns).
+    defaults : dict of str to object or None, default=None
+        Each name's default, rendered with ``repr``; names without one get no default.
+    indent : int, default=4
+        Indentation of the entry lines (descriptions get four more).
+
+    Returns
+    -------
+    text : str
+    """
+    defaults = defaults or {}
+    lines = []
+    for name, (kind, description) in entries.items():
+        head = f"{name} : {kind}"
+        if name in defaults:
+            default = defaults[name]
+            shown = f'"{default}"' if isinstance(default, str) else repr(default)
+            head += f", default={shown}"
+        lines.append(" " * indent + head)
+        body = textwrap.fill(
+            description,
+            width=100,
+            initial_indent=" " * (indent + 4),
+            subsequent_indent=" " * (indent + 4),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        lines.append(body)
+    return "\n".join(lines)
+
+
+def fill_shared_docs(parameters=None, attributes=None):
+    """Class decorator: replace the marker lines ``{shared_parameters}`` and
+    ``{shared_attributes}`` of the class docstring by the rendered entries.
+
+    Parameter defaults are read from the class's ``__init__`` signature, so the documented
+    default is always the actual one.
+    """
+
+    def decorate(cls):
+        doc = cls.__doc__
+        if parameters is not None:
+            signature = inspect.signature(cls.__init__).parameters
+            defaults = {
+                name: signature[name].default
+                for name in parameters
+                if name in signature and signature[name].default is not inspect.Parameter.empty
+            }
+            missing = [name for name in parameters if name not in signature]
+            if missing:
+                raise TypeError(f"{cls.__name__}.__init__ lacks the shared parameters {missing}.")
+            doc = doc.replace("    {shared_parameters}", render_entries(parameters, defaults))
+        if attributes is not None:
+            doc = doc.replace("    {shared_attributes}", render_entries(attributes))
+        cls.__doc__ = doc
+        return cls
+
+    return decorate

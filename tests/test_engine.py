@@ -1,0 +1,470 @@
+"""The training engine (skrank.nn) through the smallest estimator built on its public steps."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.base import RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
+
+from skrank.exceptions import DivergenceWarning
+from skrank.nn import (
+    MLP,
+    BaseTorchEstimator,
+    Callback,
+    Checkpoint,
+    EarlyStopping,
+    LRScheduler,
+    TrainingInputs,
+    resolve_device,
+)
+from skrank.nn import _engine as engine_module
+from skrank.nn._modules import module_output_dim
+from skrank.utils._params import store_parameters
+
+
+class LinearTorchRegressor(RegressorMixin, BaseTorchEstimator):
+    """Least squares on the engine: initialize_module, get_loss and validation_score only."""
+
+    _parameter_constraints = dict(BaseTorchEstimator._torch_parameter_constraints)
+
+    def __init__(
+        self,
+        optimizer="sgd",
+        learning_rate=0.05,
+        momentum=0.0,
+        weight_decay=0.0,
+        lr_milestones=None,
+        lr_decay=0.1,
+        batch_size=16,
+        max_epochs=30,
+        tol=None,
+        n_iter_no_change=5,
+        early_stopping=False,
+        validation_fraction=None,
+        warm_start=False,
+        callbacks=None,
+        precision="float32",
+        compile=False,
+        device="cpu",
+        verbose=0,
+        random_state=None,
+    ):
+        store_parameters(self, locals())
+
+    def fit(self, X, y):
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", y_numeric=True)
+        X_train, y_train, validation = self._split_validation(X, y)
+        return self.fit_loop(X_train, y_train.astype(np.float32), validation)
+
+    def initialize_module(self, n_features):
+        return nn.Linear(n_features, 1)
+
+    def get_loss(self, batch, targets):
+        residual = self.module_(batch.inputs).squeeze(1) - targets[batch.indices]
+        return (residual.square() * batch.valid).sum() / batch.valid.sum()
+
+    def validation_score(self, X_val, y_val):
+        return -np.mean((self._forward_in_chunks(X_val).ravel() - y_val) ** 2)
+
+    def predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        return self._forward_in_chunks(X).ravel()
+
+
+def _regression(n=200, d=5, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    coef = rng.normal(size=d)
+    return X, X @ coef + 0.01 * rng.normal(size=n)
+
+
+def _weights(model):
+    return [p.detach().clone() for p in model.module_.parameters()]
+
+
+class Recorder(Callback):
+    """Records every hook call in order."""
+
+    def __init__(self):
+        self.calls = []
+
+    def on_train_begin(self, estimator, X, y, validation):
+        self.calls.append("train_begin")
+
+    def on_epoch_begin(self, estimator, epoch):
+        self.calls.append(f"epoch_begin {epoch}")
+
+    def on_batch_begin(self, estimator, batch):
+        self.calls.append("batch_begin")
+
+    def on_batch_end(self, estimator, batch, loss):
+        self.calls.append("batch_end")
+
+    def on_epoch_end(self, estimator, epoch, record):
+        assert estimator.history_[-1] is record and record["epoch"] == epoch
+        record["recorded"] = True
+        self.calls.append(f"epoch_end {epoch}")
+
+    def on_train_end(self, estimator, interrupted):
+        self.calls.append(f"train_end interrupted={interrupted}")
+
+
+def test_training_fits_a_linear_model_and_records_history():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=40, random_state=0).fit(X, y)
+    assert model.score(X, y) > 0.99
+    assert model.n_iter_ == 40 and len(model.history_) == 40
+    losses = [record["loss"] for record in model.history_]
+    assert losses[-1] < 0.05 * losses[0]
+    assert {"epoch", "loss", "learning_rate", "duration"} <= set(model.history_[0])
+    assert model.device_ == "cpu"
+
+
+def test_callbacks_are_called_in_order_and_may_write_the_history():
+    X, y = _regression(n=40)
+    recorder = Recorder()
+    model = LinearTorchRegressor(max_epochs=2, batch_size=16, callbacks=[recorder]).fit(X, y)
+    batch_calls = ["batch_begin", "batch_end"] * 3  # 40 items in batches of 16
+    assert model.callbacks_[0].calls == [
+        "train_begin",
+        "epoch_begin 1",
+        *batch_calls,
+        "epoch_end 1",
+        "epoch_begin 2",
+        *batch_calls,
+        "epoch_end 2",
+        "train_end interrupted=False",
+    ]
+    assert recorder.calls == []  # the estimator works on a copy: the parameter is unchanged
+    assert all(record["recorded"] for record in model.history_)
+
+
+def test_a_failing_callback_is_named_in_the_error():
+    class Broken(Callback):
+        def on_epoch_end(self, estimator, epoch, record):
+            raise KeyError("missing")
+
+    X, y = _regression(n=40)
+    with pytest.raises(RuntimeError, match=r"callback Broken\(\) failed in on_epoch_end: KeyError"):
+        LinearTorchRegressor(max_epochs=2, callbacks=[Broken()]).fit(X, y)
+    with pytest.raises(TypeError, match="callbacks must be skrank.nn.Callback instances"):
+        LinearTorchRegressor(callbacks=[print]).fit(X, y)
+
+
+def test_same_random_state_gives_same_model_and_leaves_global_rng_alone():
+    X, y = _regression()
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a = LinearTorchRegressor(max_epochs=3, random_state=7).fit(X, y)
+    after = torch.rand(1)
+    b = LinearTorchRegressor(max_epochs=3, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert torch.equal(before, after)
+    c = LinearTorchRegressor(max_epochs=3, random_state=8).fit(X, y)
+    assert not np.array_equal(a.predict(X), c.predict(X))
+
+
+def test_sparse_input_matches_dense():
+    X, y = _regression()
+    X[X < 0.5] = 0
+    dense = LinearTorchRegressor(max_epochs=5, random_state=0).fit(X, y)
+    sparse = LinearTorchRegressor(max_epochs=5, random_state=0).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(dense.predict(X), sparse.predict(sp.csr_matrix(X)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_training_inputs_are_resident_and_densify_rows(sparse):
+    X = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0], [0.0, 0.0, 0.0], [4.0, 5.0, 6.0]])
+    inputs = TrainingInputs(sp.csr_matrix(X) if sparse else X, torch.device("cpu"))
+    assert inputs.resident and inputs.index_device == torch.device("cpu")
+    rows = inputs.rows(torch.tensor([3, 0, 2, 3]))
+    assert rows.dtype == torch.float32 and rows.device == torch.device("cpu")
+    np.testing.assert_array_equal(rows.numpy(), X[[3, 0, 2, 3]])
+    chunks = torch.cat(list(inputs.chunks(3)))
+    np.testing.assert_array_equal(chunks.numpy(), X)
+
+
+def test_skewed_sparse_rows_are_served_from_the_host():
+    """A padded table would be mostly padding: rows stay in CSR and indices on the host."""
+    X = sp.lil_matrix((50, 200))
+    X[0, :] = 1.0  # one dense row among rows of one entry
+    for i in range(1, 50):
+        X[i, i] = 2.0
+    inputs = TrainingInputs(sp.csr_matrix(X), torch.device("cpu"))
+    assert not inputs.resident and inputs.index_device == torch.device("cpu")
+    np.testing.assert_array_equal(inputs.rows(torch.tensor([0, 7])).numpy(), X[[0, 7]].toarray())
+
+
+def test_model_data_and_state_live_on_the_training_device():
+    X, y = _regression(n=40)
+    model = LinearTorchRegressor(max_epochs=1).fit(X, y)
+    assert all(p.device == torch.device("cpu") for p in model.module_.parameters())
+    assert model.sampler_.device == torch.device("cpu")
+    assert model.sampler_.generator.device == torch.device("cpu")
+
+
+def test_step_decay_at_milestones_records_the_rate_of_each_epoch():
+    X, y = _regression()
+    model = LinearTorchRegressor(
+        max_epochs=5, lr_milestones=[2, 4], lr_decay=0.5, learning_rate=0.04, random_state=0
+    ).fit(X, y)
+    rates = [record["learning_rate"] for record in model.history_]
+    np.testing.assert_allclose(rates, [0.04, 0.04, 0.02, 0.02, 0.01])
+    with pytest.raises(ValueError, match="lr_milestones"):
+        LinearTorchRegressor(lr_milestones=[0.5]).fit(X, y)
+
+
+def test_a_warm_up_schedule_per_batch():
+    X, y = _regression(n=64)
+    warm_up = LRScheduler(torch.optim.lr_scheduler.LinearLR, step_every="batch", total_iters=8)
+    model = LinearTorchRegressor(max_epochs=3, learning_rate=0.04, callbacks=[warm_up]).fit(X, y)
+    rates = [record["learning_rate"] for record in model.history_]
+    # LinearLR starts at a third of the rate and reaches it after 8 steps (4 per epoch here).
+    np.testing.assert_allclose(rates, [0.04 / 3, 0.04 * (1 / 3 + 2 / 3 * 4 / 8), 0.04])
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "adamw"])
+def test_optimizers_all_train(optimizer):
+    X, y = _regression()
+    model = LinearTorchRegressor(optimizer=optimizer, max_epochs=30, random_state=0)
+    assert model.fit(X, y).score(X, y) > 0.9
+
+
+def test_warm_start_continues_training():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=2, warm_start=True, random_state=0).fit(X, y)
+    first = model.predict(X)
+    module = model.module_
+    model.fit(X, y)
+    assert model.module_ is module
+    assert len(model.history_) == 4 and model.n_iter_ == 2
+    assert not np.array_equal(first, model.predict(X))
+    cold = LinearTorchRegressor(max_epochs=2, warm_start=False, random_state=0).fit(X, y)
+    cold.fit(X, y)
+    assert len(cold.history_) == 2
+
+
+@pytest.mark.parametrize("estimator_params", [{}, {"lr_milestones": [2], "tol": 1e-9}])
+def test_a_resumed_checkpoint_equals_an_uninterrupted_run(tmp_path, estimator_params):
+    X, y = _regression()
+    path = tmp_path / "run.ckpt"
+    params = dict(max_epochs=5, optimizer="adam", random_state=3, **estimator_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        straight = LinearTorchRegressor(**params).fit(X, y)
+        first = LinearTorchRegressor(**{**params, "max_epochs": 2})
+        first.set_params(callbacks=[Checkpoint(path)]).fit(X, y)
+        resumed = LinearTorchRegressor(**params, warm_start=True, callbacks=[Checkpoint(path)])
+        resumed.fit(X, y)
+    for a, b in zip(_weights(straight), _weights(resumed), strict=True):
+        assert torch.equal(a, b)  # bitwise on the CPU
+    assert resumed.n_iter_ == 5 and len(resumed.history_) == 5
+    assert [r["loss"] for r in resumed.history_] == [r["loss"] for r in straight.history_]
+    # the file is plain tensors and containers: it loads without running code
+    state = torch.load(path, weights_only=True)
+    assert state["epochs"] == 5 and state["estimator"] == "LinearTorchRegressor"
+
+
+def test_a_checkpoint_of_another_estimator_is_refused(tmp_path):
+    X, y = _regression(n=40)
+    path = tmp_path / "run.ckpt"
+    LinearTorchRegressor(max_epochs=1, callbacks=[Checkpoint(path)]).fit(X, y)
+    state = torch.load(path, weights_only=True)
+    state["estimator"] = "SOPRCEmbedder"
+    torch.save(state, path)
+    with pytest.raises(RuntimeError, match="written by SOPRCEmbedder"):
+        LinearTorchRegressor(max_epochs=2, warm_start=True, callbacks=[Checkpoint(path)]).fit(X, y)
+
+
+def test_keyboard_interrupt_leaves_a_fitted_usable_model():
+    class Interrupt(Callback):
+        def on_batch_end(self, estimator, batch, loss):
+            if estimator.n_iter_ == 2:
+                raise KeyboardInterrupt
+
+    X, y = _regression()
+    with pytest.warns(UserWarning, match=r"interrupted.*last complete epoch \(2 of max_epochs=9"):
+        model = LinearTorchRegressor(max_epochs=9, random_state=0, callbacks=[Interrupt()])
+        model.fit(X, y)
+    assert model.n_iter_ == 2 and len(model.history_) == 2
+    reference = LinearTorchRegressor(max_epochs=2, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+
+
+def test_convergence_test_on_training_loss():
+    X, y = _regression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = LinearTorchRegressor(
+            max_epochs=500, tol=1e-3, n_iter_no_change=3, random_state=0
+        ).fit(X, y)
+    assert model.converged_ and model.n_iter_ < 500
+    assert "did not improve" in model.history_[-1]["stop_reason"]
+    with pytest.warns(ConvergenceWarning, match="max_epochs=2"):
+        unconverged = LinearTorchRegressor(max_epochs=2, tol=1e-4, random_state=0).fit(X, y)
+    assert not unconverged.converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        LinearTorchRegressor(max_epochs=2, tol=None, random_state=0).fit(X, y)
+
+
+def test_early_stopping_keeps_the_best_validation_weights():
+    X, y = _regression(n=300)
+    model = LinearTorchRegressor(
+        max_epochs=60,
+        tol=0.0,
+        n_iter_no_change=4,
+        early_stopping=True,
+        validation_fraction=0.2,
+        learning_rate=0.02,
+        random_state=0,
+    ).fit(X, y)
+    scores = [record["validation_score"] for record in model.history_]
+    assert model.converged_ and model.n_iter_ < 60
+    best = int(np.argmax(scores))
+    assert len(scores) - 1 - best == model.n_iter_no_change
+    # the kept weights are those of the best epoch
+    _, _, (X_val, y_val) = model._split_validation(X, y)
+    assert model.validation_score(X_val, y_val) == pytest.approx(scores[best], rel=1e-6)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        LinearTorchRegressor(early_stopping=True).fit(X, y)
+    with pytest.raises(RuntimeError, match="EarlyStopping.*needs a validation set"):
+        LinearTorchRegressor(callbacks=[EarlyStopping()]).fit(X, y)
+
+
+def test_divergence_keeps_last_finite_weights():
+    X, y = _regression()
+    with pytest.warns(DivergenceWarning, match="non-finite"):
+        model = LinearTorchRegressor(learning_rate=50.0, max_epochs=50, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.predict(X)))
+    assert all(np.isfinite(record["loss"]) for record in model.history_)
+    assert model.n_iter_ == len(model.history_) < 50
+
+
+def test_the_training_step_never_waits_for_the_host():
+    """No host-synchronising op inside an epoch's steps: one read per epoch, at its end."""
+    X, y = _regression(n=320)
+    model = LinearTorchRegressor(max_epochs=1, batch_size=16).fit(X, y)  # builds everything
+    inputs = TrainingInputs(X, torch.device("cpu"))
+    targets = model.prepare_targets(y.astype(np.float32), torch.device("cpu"))
+    epoch = model.sampler_.epoch()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        model.run_single_epoch(inputs, targets, epoch)
+    syncing = {"aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::item"}
+    names = [event.name for event in profile.events()]
+    assert not syncing & set(names), sorted(syncing & set(names))
+
+
+def test_bfloat16_precision_trains():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=20, precision="bfloat16", random_state=0).fit(X, y)
+    assert model.score(X, y) > 0.95
+
+
+@pytest.mark.slow
+def test_compiled_training_matches_eager():
+    X, y = _regression(n=64)
+    eager = LinearTorchRegressor(max_epochs=2, random_state=0).fit(X, y)
+    compiled = LinearTorchRegressor(max_epochs=2, compile=True, random_state=0).fit(X, y)
+    np.testing.assert_allclose(eager.predict(X), compiled.predict(X), rtol=1e-5, atol=1e-6)
+    pickle.loads(pickle.dumps(compiled))  # back to an eager, picklable module
+
+
+def test_pickle_round_trip_keeps_predictions():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=3, random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(model.predict(X), restored.predict(X))
+    assert restored.history_ == model.history_
+    assert isinstance(restored.module_, nn.Module)
+
+
+def test_model_saved_on_gpu_loads_on_cpu(monkeypatch):
+    """A model whose stored device is CUDA is loaded onto the CPU of a machine without CUDA."""
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=2, random_state=0).fit(X, y)
+    model.device_ = "cuda:0"  # as if fitted on a GPU
+    calls = []
+    original_load = torch.load
+
+    def recording_load(*args, **kwargs):
+        calls.append(kwargs.get("map_location"))
+        return original_load(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module.torch, "load", recording_load)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    restored = pickle.loads(pickle.dumps(model))
+    assert calls and all(location == "cpu" for location in calls)
+    assert restored._inference_device() == torch.device("cpu")
+    np.testing.assert_array_equal(model.predict(X), restored.predict(X))
+
+
+def test_resolve_device():
+    assert resolve_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    with pytest.raises(ValueError, match="not a valid torch device"):
+        resolve_device("tpu-9000")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            resolve_device("cuda")
+        X, y = _regression()
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            LinearTorchRegressor(device="cuda").fit(X, y)
+
+
+def test_verbose_shows_a_progress_bar(capsys):
+    X, y = _regression()
+    LinearTorchRegressor(max_epochs=2, verbose=1, random_state=0).fit(X, y)
+    assert "LinearTorchRegressor" in capsys.readouterr().err
+    LinearTorchRegressor(max_epochs=2, verbose=0, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
+
+
+def test_mlp_shapes_and_normalisation():
+    torch.manual_seed(0)
+    module = MLP(6, hidden_layer_sizes=(8, 8), n_outputs=3, batch_norm=True, dropout=0.1)
+    out = module.eval()(torch.randn(4, 6))
+    assert out.shape == (4, 3)
+    torch.testing.assert_close(out.norm(dim=1), torch.ones(4))
+    raw = MLP(6, hidden_layer_sizes=(), n_outputs=3, normalize=False)
+    assert isinstance(raw.layers[0], nn.Linear) and len(raw.layers) == 1
+    with pytest.raises(ValueError, match="activation"):
+        MLP(6, activation="swishy")
+
+
+def test_module_output_dim_checks():
+    assert module_output_dim(MLP(5, (4,), 3), 5, "cpu") == 3
+    with pytest.raises(ValueError, match="2-D tensor"):
+        module_output_dim(nn.Flatten(0), 5, "cpu")
+    with pytest.raises(ValueError, match="could not process"):
+        module_output_dim(nn.Linear(4, 2), 5, "cpu")
+
+
+def test_fitted_check_and_feature_count():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=1, random_state=0)
+    with pytest.raises(Exception, match="not fitted"):
+        model.predict(X)
+    model.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+
+
+def test_shared_parameter_docs_show_each_estimators_defaults():
+    from skrank import SNMClassifier, SOPRCEmbedder
+
+    assert 'optimizer : {"sgd", "adam", "adamw"}, default="sgd"' in SOPRCEmbedder.__doc__
+    assert 'optimizer : {"sgd", "adam", "adamw"}, default="adam"' in SNMClassifier.__doc__
+    for estimator in (SOPRCEmbedder, SNMClassifier):
+        assert "{shared_" not in estimator.__doc__
+        assert "callbacks : list of skrank.nn.Callback or None, default=None" in estimator.__doc__

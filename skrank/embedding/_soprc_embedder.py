@@ -210,7 +210,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def initialize_module(self, n_features):
         if self.module is None:
             n_components = 64 if self.n_components is None else self.n_components
-            module = MLP(n_features, tuple(self.hidden_layer_sizes), n_components)
+            # The loss and transform normalise the embedding: the network need not.
+            module = MLP(n_features, tuple(self.hidden_layer_sizes), n_components, normalize=False)
         else:
             module = copy.deepcopy(self.module)
         width = module_output_dim(module.to(self._device), n_features, self._device)
@@ -252,10 +253,13 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         return None  # the batches' groups carry the classes
 
     def get_loss(self, batch, targets):
-        n_groups = batch.groups.shape[0]
-        embeddings = self.module_(batch.inputs).view(n_groups, self.samples_per_class, -1)
-        valid = batch.valid.view(n_groups, self.samples_per_class)
-        return self.criterion_.forward_grouped(embeddings.float(), batch.groups, valid)
+        shape = (batch.groups.shape[0], self.samples_per_class)
+        embeddings = self.module_(batch.inputs)
+        if embeddings.dtype != torch.float32:  # bfloat16 under autocast
+            embeddings = embeddings.float()
+        return self.criterion_.forward_grouped(
+            embeddings.view(*shape, -1), batch.groups, batch.valid.view(shape)
+        )
 
     def validation_score(self, X_val, y_val):
         return mean_auprc_score(self._embed(X_val), y_val, metric="cosine")

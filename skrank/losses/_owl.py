@@ -283,17 +283,26 @@ def _check_count(value, name):
 
 
 # ---------------------------------------------------------------------------------- losses
-def _sorted_negatives(negative_scores, weights, mask):
+def _ranks_used(weights):
+    """Number of leading ranks with a non-zero weight (at least 1), from host values."""
+    nonzero = np.flatnonzero(np.asarray(weights) > 0)
+    return int(nonzero.max()) + 1 if nonzero.size else 1
+
+
+def _sorted_negatives(negative_scores, weights, mask, n_ranks=None):
     """The highest negative scores of each row, best first, as many as ``weights`` needs.
 
     Returns ``(scores, valid, weights)``: ``scores`` (n, r) finite (masked ranks hold 0),
     ``valid`` (n, r) marks real negatives, ``weights`` truncated to the ``r`` ranks used.
+    ``n_ranks`` (the ranks of non-zero weight) is computed from ``weights`` when not given,
+    which reads a weight tensor back to the host.
     """
+    if n_ranks is None:
+        n_ranks = _ranks_used(weights.detach().cpu() if torch.is_tensor(weights) else weights)
     if not isinstance(weights, torch.Tensor):
         weights = np.ascontiguousarray(weights, dtype=np.float64)
     weights = torch.as_tensor(weights, dtype=negative_scores.dtype, device=negative_scores.device)
-    nonzero = torch.nonzero(weights > 0)
-    n_ranks = min(int(nonzero.max()) + 1 if nonzero.numel() else 1, negative_scores.shape[1])
+    n_ranks = min(n_ranks, negative_scores.shape[1])
     if mask is None:
         top = torch.topk(negative_scores, n_ranks, dim=1).values
         return top, torch.ones_like(top, dtype=torch.bool), weights[:n_ranks]
@@ -354,11 +363,7 @@ def powl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=N
     >>> powl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0, 0.0, 0.0])
     tensor([1.4000])
     """
-    _check_positive_scores(positive_scores, negative_scores)
-    phi = get_surrogate(surrogate, margin=margin)
-    top, valid, weights = _sorted_negatives(negative_scores, weights, mask)
-    terms = phi(positive_scores[:, None] - top) * weights
-    return torch.where(valid, terms, torch.zeros_like(terms)).sum(dim=1)
+    return _owl("powl", positive_scores, negative_scores, weights, surrogate, mask, margin)
 
 
 def bowl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=None, margin=1.0):
@@ -393,9 +398,17 @@ def bowl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=N
     >>> bowl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0, 0.0, 0.0])
     tensor([2.4000])
     """
+    return _owl("bowl", positive_scores, negative_scores, weights, surrogate, mask, margin)
+
+
+def _owl(loss, positive_scores, negative_scores, weights, surrogate, mask, margin, n_ranks=None):
+    """POWL or BOWL of each example (``n_ranks``: see :func:`_sorted_negatives`)."""
     _check_positive_scores(positive_scores, negative_scores)
     phi = get_surrogate(surrogate, margin=margin)
-    top, valid, weights = _sorted_negatives(negative_scores, weights, mask)
+    top, valid, weights = _sorted_negatives(negative_scores, weights, mask, n_ranks)
+    if loss == "powl":
+        terms = phi(positive_scores[:, None] - top) * weights
+        return torch.where(valid, terms, torch.zeros_like(terms)).sum(dim=1)
     terms = phi(-top) * weights
     return phi(positive_scores) + torch.where(valid, terms, torch.zeros_like(terms)).sum(dim=1)
 
@@ -486,9 +499,9 @@ default="hinge"
         self.surrogate = surrogate
         self.margin = margin
         self._phi = get_surrogate(surrogate, margin=margin)
-        self.register_buffer(
-            "weights", torch.as_tensor(check_weight_vector(weights), dtype=torch.float32)
-        )
+        weights = check_weight_vector(weights)
+        self._n_ranks = _ranks_used(weights)  # from host values: no read-back at each call
+        self.register_buffer("weights", torch.as_tensor(weights, dtype=torch.float32))
 
     def forward(self, positive_scores, negative_scores, mask=None, valid=None):
         """Mean loss over the (valid) examples of the batch.
@@ -510,8 +523,15 @@ default="hinge"
         loss : torch.Tensor
             Scalar.
         """
-        losses = _LOSSES[self.loss](
-            positive_scores, negative_scores, self.weights, self._phi, mask=mask
+        losses = _owl(
+            self.loss,
+            positive_scores,
+            negative_scores,
+            self.weights,
+            self._phi,
+            mask,
+            self.margin,
+            self._n_ranks,
         )
         if valid is None:
             return losses.mean()

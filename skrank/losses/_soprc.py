@@ -10,6 +10,7 @@ interpolation :func:`interpolate_scores` (the paper's Alg. 2), the single-query 
 :func:`soprc_query_loss`, and the retrieval loss :class:`SOPRCLoss`.
 """
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -91,43 +92,59 @@ def _indicator(x):
 def _extend_sorted(sorted_scores, counts, score_range):
     """Sorted scores with one extrapolated value at each end: the knots of the interpolation φ.
 
-    Row ``r`` holds ``counts[r] >= 1`` ascending scores ``u_1 <= ... <= u_n`` (then padding).
-    Returns rows ``(u_0, u_1, ..., u_n, u_{n+1}, 0, ...)`` of width ``width + 2`` with
+    Row ``r`` holds ``counts[r] >= 1`` ascending scores ``u_1 <= ... <= u_n``, then ``+inf``
+    padding. Returns rows ``(u_0, u_1, ..., u_n, u_{n+1}, 0, ...)`` of width ``width + 2`` with
     ``u_0 = max(2 u_1 - u_2, low)`` and ``u_{n+1} = min(2 u_n - u_{n-1}, high)``; knot ``i``
     stands at quantile ``(i - 0.5) / n``.
     """
-    rows, width = sorted_scores.shape
     low, high = score_range
-    row_index = torch.arange(rows, device=sorted_scores.device)
-    first = sorted_scores[:, 0]
-    last = sorted_scores[row_index, counts - 1]
-    second = sorted_scores[row_index, (counts - 1).clamp(max=1)]
-    second_last = sorted_scores[row_index, (counts - 2).clamp(min=0)]
-    columns = torch.arange(width, device=sorted_scores.device)
-    extended = sorted_scores.new_zeros(rows, width + 2)
-    extended[:, 1:-1] = sorted_scores.masked_fill(columns[None, :] >= counts[:, None], 0)
-    extended[:, 0] = (2 * first - second).clamp(min=low)
-    extended[row_index, counts + 1] = (2 * last - second_last).clamp(max=high)
-    return extended
+    rows, width = sorted_scores.shape
+    ends = _END_COLUMNS(width, sorted_scores.device)[counts]
+    picked = sorted_scores.gather(1, ends[:, :4]).view(rows, 2, 2)
+    slopes = _EXTRAPOLATION(sorted_scores.dtype, sorted_scores.device)
+    extrapolated = torch.matmul(picked, slopes).clamp_(min=low, max=high)
+    body = sorted_scores.nan_to_num(posinf=0.0)
+    extended = torch.cat([extrapolated[:, :1], body, torch.zeros_like(extrapolated[:, :1])], 1)
+    return extended.scatter_(1, ends[:, 4:], extrapolated[:, 1:])
 
 
-def _read_quantiles(extended, counts, lengths, width):
+@functools.lru_cache(maxsize=16)
+def _end_columns(width, device):
+    """For each count ``n`` of sorted scores in a row of ``width``, the columns of ``u_1, u_2,
+    u_n, u_{n-1}`` (``u_1`` for a missing ``u_2``, ``u_{n-1}``) and of ``u_{n+1}`` in the
+    extended row: a ``(width + 1, 5)`` table."""
+    n = torch.arange(width + 1).clamp(min=1)
+    table = torch.stack([torch.zeros_like(n), (n - 1).clamp(max=1), n - 1, (n - 2).clamp(min=0)])
+    return torch.cat([table, (n + 1)[None]]).T.contiguous().to(device)
+
+
+_END_COLUMNS = _end_columns
+
+
+@functools.lru_cache(maxsize=16)
+def _EXTRAPOLATION(dtype, device):
+    """``(2, -1)``: ``2 u_1 - u_2`` extrapolates the first score, ``2 u_n - u_{n-1}`` the last."""
+    return torch.tensor([2.0, -1.0], dtype=dtype, device=device)
+
+
+def _read_quantiles(extended, counts, lengths, inside, half=None):
     """The piecewise-linear interpolant through the knots of ``_extend_sorted`` read at
-    ``(j - 0.5) / lengths[r]``, ``j = 1..lengths[r]``; rows ``(rows, width)``, zero padded
-    (``width >= max(lengths)``).
+    ``(j - 0.5) / lengths[r]``, ``j = 1..lengths[r]``; rows ``(rows, width)``, zero where
+    ``inside`` (``column < lengths[r]``, of the rows' width) is False. ``half`` holds
+    ``j + 0.5`` for the columns ``j`` (computed when not given).
 
     Linear in ``extended`` for fixed counts and lengths, so rows sharing both can be averaged
     before reading.
     """
-    dtype, device = extended.dtype, extended.device
-    positions = torch.arange(width, device=device, dtype=dtype)
-    quantiles = (positions[None, :] + 0.5) / lengths.clamp(min=1).to(dtype)[:, None]
+    if half is None:
+        half = torch.arange(inside.shape[1], device=extended.device, dtype=extended.dtype) + 0.5
+    counts = counts[:, None]
     # Target t lies between knots i and i + 1 with i = floor(t n + 0.5), i in 0..n.
-    knot = quantiles * counts.to(dtype)[:, None] + 0.5
-    segment = torch.minimum(knot.floor().long(), counts[:, None])
-    weight = knot - segment.to(dtype)
+    knot = half / lengths.clamp(min=1)[:, None] * counts + 0.5
+    segment = torch.minimum(knot.long(), counts)
+    weight = knot - segment
     values = torch.lerp(extended.gather(1, segment), extended.gather(1, segment + 1), weight)
-    return values.masked_fill(positions[None, :] >= lengths[:, None], 0)
+    return torch.where(inside, values, 0.0)
 
 
 def interpolate_scores(scores, length, score_range=(-1.0, 1.0)):
@@ -167,7 +184,8 @@ def interpolate_scores(scores, length, score_range=(-1.0, 1.0)):
     counts = torch.tensor([scores.shape[0]], device=scores.device)
     lengths = torch.tensor([int(length)], device=scores.device)
     extended = _extend_sorted(scores.sort().values[None, :], counts, score_range)
-    return _read_quantiles(extended, counts, lengths, int(length))[0]
+    inside = torch.ones(1, int(length), dtype=torch.bool, device=scores.device)
+    return _read_quantiles(extended, counts, lengths, inside)[0]
 
 
 def _precision_loss(fpr, tpr, prior):
@@ -418,6 +436,16 @@ class SOPRCLoss(nn.Module):
         self.register_buffer("auxiliary_offsets", torch.as_tensor(offsets, dtype=torch.long))
         self.register_buffer("auxiliary_lengths", torch.as_tensor(lengths, dtype=torch.long))
         self.register_buffer("class_seen", torch.zeros(counts.shape[0], dtype=torch.bool))
+        self._layouts = {}
+        # Per class: the prior, its complement and the TPR normaliser 1 / (L_c + 1).
+        priors = np.maximum((counts - 1) / (counts.sum() - 1), 1e-12)
+        self.register_buffer(
+            "class_factors",
+            torch.as_tensor(
+                np.stack([priors, 1 - priors, 1 / (lengths + 1)], axis=1), dtype=torch.float32
+            ),
+            persistent=False,
+        )
 
     @property
     def n_classes(self):
@@ -477,12 +505,12 @@ class SOPRCLoss(nn.Module):
                 f"{tuple(embeddings.shape)}."
             )
         n_groups, size, _ = embeddings.shape
-        flat = F.normalize(embeddings.reshape(n_groups * size, -1), dim=1)
-        scores = flat @ flat.T
-        # Matrix products need not be exactly symmetric; the pair shortcut needs s_qp == s_pq.
-        scores = (scores + scores.T) / 2
+        # Symmetric up to rounding: the pair shortcut reads s_qp for s_pq, 1e-7 apart at most.
+        scores = _CosineGram.apply(embeddings.reshape(n_groups * size, -1))
         valid = self._check_valid(valid, (n_groups, size), embeddings.device)
-        return self._loss(scores, classes.long(), valid, symmetric=True)
+        if classes.dtype != torch.long:
+            classes = classes.long()
+        return self._loss(scores, classes, valid, symmetric=True)
 
     def score_loss(self, scores, labels):
         """Loss of a batch given its ``(batch_size, batch_size)`` similarity matrix.
@@ -523,57 +551,97 @@ class SOPRCLoss(nn.Module):
             return torch.ones(shape, dtype=torch.bool, device=device)
         if tuple(valid.shape) != shape:
             raise ValueError(f"valid must have shape {shape}, got {tuple(valid.shape)}.")
-        return valid.to(device=device, dtype=torch.bool)
+        if valid.dtype != torch.bool or valid.device != device:
+            valid = valid.to(device=device, dtype=torch.bool)
+        return valid
 
     # ------------------------------------------------------------------ the grouped core
     def _loss(self, scores, classes, valid, symmetric):
-        if valid.shape[1] < 2:  # groups of one item: no query has a positive
+        n_groups, size = valid.shape
+        if size < 2:  # groups of one item: no query has a positive
             return scores.sum() * 0.0
-        batch = _GroupedBatch(scores, classes, valid, symmetric)
+        layout = self._layout(n_groups, size, scores.device)
+        fused = not self.exact and self.tpr_source == "auxiliary"
+        # The fused path differentiates by hand: its batch is built without autograd.
+        batch = _GroupedBatch(scores.detach() if fused else scores, valid, layout)
+        lengths = self.auxiliary_lengths[classes]
+        target, inside = self._auxiliary_positions(classes, lengths, layout)
+        vectors = self.auxiliary[target]
         if self.training:
-            self._update_auxiliary(batch)
-        per_query = self._query_losses(batch) + self._semivariance(batch)
+            vectors = self._update_auxiliary(
+                batch, classes, lengths, vectors, target, inside, layout
+            )
+        reference = torch.where(inside, vectors, float("-inf"))
+        if fused:
+            factors = self.class_factors[classes].repeat_interleave(size, 0)
+            if self.prior == "batch":
+                prior = self._query_priors(batch, classes, size)[:, None]
+                factors = torch.cat([prior, 1 - prior, factors[:, 2:]], dim=1)
+            return _SurrogateGroupedLoss.apply(
+                scores, batch, layout, reference, factors, self, symmetric
+            )
+        n_reference = lengths.repeat_interleave(size)
+        prior = self._query_priors(batch, classes, size)
+        per_query = self._query_losses(batch, reference, n_reference, prior)
+        per_query = per_query + self._semivariance(batch)
         queries = batch.query_valid
         total = torch.where(queries, per_query, torch.zeros_like(per_query)).sum()
         return total / queries.sum().clamp(min=1)
 
+    def _layout(self, n_groups, size, device):
+        """The index tensors of a grouped batch of this shape, built once and kept."""
+        key = (n_groups, size, str(device))
+        if key not in self._layouts:
+            self._layouts[key] = _StaticLayout(n_groups, size, self._width, device)
+        return self._layouts[key]
+
+    def _auxiliary_positions(self, classes, lengths, layout):
+        """Flat positions ``(n, width)`` in ``auxiliary`` of the vectors of ``classes`` (the
+        scratch entry past each vector's end), and the mask of the positions inside them."""
+        inside = layout.auxiliary_columns < lengths[:, None]
+        positions = self.auxiliary_offsets[classes][:, None] + layout.auxiliary_columns
+        return torch.where(inside, positions, self.auxiliary.shape[0] - 1), inside
+
+    def _query_priors(self, batch, classes, size):
+        if self.prior == "dataset":
+            return self.priors[classes].clamp(min=1e-12).repeat_interleave(size)
+        prior = batch.n_positives / (batch.n_positives + batch.n_negatives).clamp(min=1)
+        return prior.to(batch.scores.dtype).clamp(min=1e-12)
+
     @torch.no_grad()
-    def _update_auxiliary(self, batch):
-        n_groups, size, n_others = batch.positive_scores.shape
-        sorted_scores = (
-            batch.positive_scores.detach()
-            .masked_fill(~batch.positive_valid, float("inf"))
-            .sort(dim=2)
-            .values.view(n_groups * size, n_others)
-        )
-        counts = batch.n_positives.view(-1)
-        extended = _extend_sorted(sorted_scores, counts.clamp(min=1), self.score_range)
+    def _update_auxiliary(self, batch, classes, lengths, vectors, target, inside, layout):
+        """Update the vectors of ``classes`` (``vectors``, read at ``target``); return them."""
+        n_groups, size = classes.shape[0], layout.size
+        positive = batch.positive_scores
+        if positive.requires_grad:
+            positive = positive.detach()
+        sorted_scores = torch.where(batch.positive_valid, positive, float("inf")).sort(dim=1)
+        counts = batch.n_positives.clamp(min=1)
+        extended = _extend_sorted(sorted_scores.values, counts, self.score_range)
         # All valid queries of a group have the same number of positives, and φ is linear in
         # the knots: the mean of their interpolations is the interpolation of the mean knots.
-        queries = batch.query_valid.view(n_groups, size)
-        n_queries = queries.sum(dim=1)
         # Rows of padding or of queries without positives hold infinities: they must not mix in.
-        extended = torch.where(queries.view(-1, 1), extended, torch.zeros_like(extended))
-        knots = extended.view(n_groups, size, -1).sum(dim=1)
-        knots = knots / n_queries.clamp(min=1)[:, None]
-        group_counts = batch.n_positives.amax(dim=1).clamp(min=1)
-        lengths = self.auxiliary_lengths[batch.classes]
-        mean = _read_quantiles(knots, group_counts, lengths, self._width).to(self.auxiliary.dtype)
-        positions, inside = self._auxiliary_positions(batch.classes)
-        previous = self._gather_auxiliary(positions, inside, padding=0.0)
-        seen = self.class_seen[batch.classes]
-        blended = torch.where(seen[:, None], torch.lerp(previous, mean, self.beta), mean)
+        queries = batch.query_valid.view(n_groups, size, 1)
+        knots = torch.where(queries, extended.view(n_groups, size, -1), 0.0).sum(dim=1)
+        n_queries = queries.sum(dim=1)
+        knots = knots / n_queries.clamp(min=1)
+        group_counts = counts.view(n_groups, size).amax(dim=1)
+        half = layout.half if knots.dtype == torch.float32 else layout.half.to(knots.dtype)
+        mean = _read_quantiles(knots, group_counts, lengths, inside, half)
+        if mean.dtype != self.auxiliary.dtype:
+            mean = mean.to(self.auxiliary.dtype)
+        previous = torch.where(inside, vectors, 0.0)
+        # Blend where the class was seen, copy where it is new, keep where no query updates it.
         updated = n_queries > 0
-        blended = torch.where(updated[:, None], blended, previous)
-        # Positions past a vector's end write the scratch entry, which is never read.
-        target = torch.where(inside, positions, self.auxiliary.shape[0] - 1)
+        rate = torch.where(self.class_seen[classes, None], self.beta, 1.0) * updated
+        blended = torch.lerp(previous, mean, rate)
         self.auxiliary.index_put_((target.view(-1),), blended.view(-1))
-        self.class_seen[batch.classes] = seen | updated
+        self.class_seen.index_put_((classes,), updated.view(-1), accumulate=True)
+        return blended
 
-    def _query_losses(self, batch):
-        """``loss_q`` of every query, shape (G M,) (meaningless where not ``query_valid``)."""
-        n_groups, size, n_others = batch.positive_scores.shape
-        positive = batch.positive_scores.view(n_groups * size, n_others)
+    def _query_losses(self, batch, reference, n_reference, prior):
+        """``loss_q`` of every query, shape (G M,), by autograd (the exact and batch-TPR forms)."""
+        positive = batch.positive_scores
         # Items that are not negatives of a query get score -inf: every term then vanishes.
         negatives = batch.scores.masked_fill(~batch.negative_mask, float("-inf"))
         if self.exact:
@@ -581,63 +649,20 @@ class SOPRCLoss(nn.Module):
         else:
             fpr = _FalsePositiveSum.apply(positive, negatives, self.tau1)
         fpr = fpr / batch.n_negatives.clamp(min=1)[:, None]
-
-        n_positives = batch.n_positives.view(-1)
-        if self.tpr_source == "auxiliary":
-            tpr = self._auxiliary_true_positive_sums(batch).view(n_groups * size, n_others)
-            n_reference = self.auxiliary_lengths[batch.classes].repeat_interleave(size)
+        if self.tpr_source == "auxiliary":  # exact: the surrogate form is the fused path
+            thresholds = positive.reshape(reference.shape[0], -1)
+            terms = _indicator(thresholds[:, :, None] - reference[:, None, :])
+            tpr = terms.sum(dim=2).view_as(positive)
         else:
-            reference = positive.masked_fill(
-                ~batch.positive_valid.view(n_groups * size, n_others), float("-inf")
-            )
-            differences = positive[:, :, None] - reference[:, None, :]
+            masked = positive.masked_fill(~batch.positive_valid, float("-inf"))
+            differences = positive[:, :, None] - masked[:, None, :]
             terms = (
                 _indicator(differences) if self.exact else one_sided_sigmoid(differences, self.tau2)
             )
-            tpr, n_reference = terms.sum(dim=2), n_positives
+            tpr, n_reference = terms.sum(dim=2), batch.n_positives
         tpr = (1 + tpr) / (n_reference[:, None] + 1)
-
-        if self.prior == "dataset":
-            prior = self.priors[batch.classes].repeat_interleave(size)
-        else:
-            prior = n_positives / (n_positives + batch.n_negatives).clamp(min=1)
-        prior = prior.to(batch.scores.dtype).clamp(min=1e-12)[:, None]
-        per_positive = _precision_loss(fpr, tpr, prior) * batch.positive_valid.view_as(fpr)
-        return per_positive.sum(dim=1) / n_positives.clamp(min=1)
-
-    def _auxiliary_true_positive_sums(self, batch):
-        """``sum_{u in v_c} l2(s_qp - u)`` for every query and positive, shape (G, M, M - 1)."""
-        n_groups, size, n_others = batch.positive_scores.shape
-        positions, inside = self._auxiliary_positions(batch.classes)
-        reference = self._gather_auxiliary(positions, inside, padding=float("-inf"))
-        if not batch.symmetric:
-            thresholds = batch.positive_scores.reshape(n_groups, size * n_others)
-            return self._true_positive_sums(thresholds, reference).view(n_groups, size, n_others)
-        # s_qp = s_pq and q, p share the class, hence v_c: one term per unordered pair.
-        first, second, pair_of = _unordered_pairs(size, batch.scores.device)
-        thresholds = batch.group_blocks[:, first, second]
-        pair_sums = self._true_positive_sums(thresholds, reference)
-        return pair_sums[:, pair_of]
-
-    def _true_positive_sums(self, thresholds, reference):
-        """Row-wise ``sum_u l2(t - u)`` (or ``1{t <= u}``) of thresholds ``(R, W)`` against
-        reference rows ``(R, L)`` padded with ``-inf``."""
-        if self.exact:
-            return _indicator(thresholds[:, :, None] - reference[:, None, :]).sum(dim=2)
-        return _TruePositiveSum.apply(thresholds, reference, self.tau2)
-
-    def _auxiliary_positions(self, classes):
-        """Flat positions ``(n, width)`` of the vectors of ``classes`` in ``auxiliary``, and the
-        mask of the positions inside each vector."""
-        columns = torch.arange(self._width, device=classes.device)
-        positions = self.auxiliary_offsets[classes][:, None] + columns[None, :]
-        return positions, columns[None, :] < self.auxiliary_lengths[classes][:, None]
-
-    def _gather_auxiliary(self, positions, inside, padding):
-        """The vectors at ``positions``, ``padding`` outside each vector."""
-        target = torch.where(inside, positions, self.auxiliary.shape[0] - 1)
-        rows = self.auxiliary[target]
-        return rows.masked_fill(~inside, padding)
+        per_positive = _precision_loss(fpr, tpr, prior[:, None]) * batch.positive_valid
+        return per_positive.sum(dim=1) / batch.n_positives.clamp(min=1)
 
     def _semivariance(self, batch):
         """The semi-variance regulariser of every query, shape (G M,)."""
@@ -645,9 +670,9 @@ class SOPRCLoss(nn.Module):
         if self.lambda_pos > 0:
             positive, valid = batch.positive_scores, batch.positive_valid
             n_positives = batch.n_positives.clamp(min=1)
-            mean = (positive * valid).sum(dim=2) / n_positives
-            below = (mean[:, :, None] - positive).clamp(min=0) * valid
-            total = total + self.lambda_pos * ((below**2).sum(dim=2) / n_positives).view(-1)
+            mean = (positive * valid).sum(dim=1) / n_positives
+            below = (mean[:, None] - positive).clamp(min=0) * valid
+            total = total + self.lambda_pos * (below**2).sum(dim=1) / n_positives
         if self.lambda_neg > 0:
             mask, n_negatives = batch.negative_mask, batch.n_negatives.clamp(min=1)
             mean = (batch.scores * mask).sum(dim=1) / n_negatives
@@ -661,6 +686,92 @@ class SOPRCLoss(nn.Module):
             f"lambda_pos={self.lambda_pos}, lambda_neg={self.lambda_neg}, prior={self.prior!r}, "
             f"tpr_source={self.tpr_source!r}, exact={self.exact}"
         )
+
+
+class _SurrogateGroupedLoss(torch.autograd.Function):
+    """The SOPRC loss of a grouped batch (surrogates, auxiliary TPR) with its gradient with
+    respect to the scores written out, so that forward and backward take few tensor operations.
+
+    With ``c_qp`` the weight of positive ``p`` of query ``q`` in the mean, ``w = 1 - pi``,
+    ``D = w FPR + pi TPR`` and ``r = 1 - (s_qp - s_qj) / tau1`` (``l1 = r^2`` for ``r < 1``,
+    ``2 r - 1`` beyond: twice the Huber loss of ``r``): ``dL/dFPR = c w pi TPR / D^2``,
+    ``dL/dTPR = -c pi w FPR / D^2``, the FPR terms give ``-2 m / tau1`` to ``s_qp`` and
+    ``+2 m / tau1`` to ``s_qj`` (``m = min(r, 1)``), the TPR terms ``-(1 - tanh^2) / (2 tau2)`` to
+    ``s_qp``, and the semi-variance of values ``v`` over a mask ``u`` with mean ``mu`` gives
+    ``2 lambda / n (b - u sum(b) / n)`` with ``b = [v - mu]_+`` (negatives), or minus that with
+    ``b = [mu - v]_+`` (positives).
+    """
+
+    @staticmethod
+    def forward(ctx, scores, batch, layout, reference, factors, loss, symmetric):
+        positive, valid = batch.positive_scores, batch.positive_valid
+        n_positives, n_negatives = batch.n_positives_clamped, batch.n_negatives_clamped
+        if factors.dtype != scores.dtype:
+            factors = factors.to(scores.dtype)
+        prior, complement, tpr_scale = factors.split(1, dim=1)
+        negatives = torch.where(batch.negative_mask, scores, float("-inf"))
+        ratio = (negatives[:, None, :] + (loss.tau1 - positive)[:, :, None]).mul_(1 / loss.tau1)
+        ratio.clamp_(min=0)
+        zeros = layout.zeros if ratio.dtype == torch.float32 else torch.zeros_like(ratio)
+        fpr = F.huber_loss(ratio, zeros, reduction="none").sum(dim=2)
+        fpr = fpr / (n_negatives / 2)
+        # TPR: tanh((u - s) / (2 tau2)) over the reference values u above the threshold s.
+        if symmetric:  # s_qp = s_pq, and q, p share v_c: one term per unordered pair
+            thresholds = scores.reshape(-1)[layout.pair_entries]
+        else:
+            thresholds = positive.reshape(reference.shape[0], -1)
+        gap = (reference[:, None, :] - thresholds[:, :, None]).mul_(0.5 / loss.tau2)
+        gap = gap.clamp_(min=0).tanh_()
+        above = torch.count_nonzero(gap, dim=2)
+        sums = torch.stack([gap.sum(dim=2), above - gap.square_().sum(dim=2)])
+        sums = sums.view(2, -1)[:, layout.pair_of] if symmetric else sums.view(2, *positive.shape)
+        weighted_fpr = complement * fpr
+        weighted_tpr = prior * tpr_scale * (1 + sums[0])
+        denominator = weighted_fpr + weighted_tpr
+        per_query = (weighted_fpr / denominator * valid).sum(dim=1, keepdim=True) / n_positives
+        below = above = None
+        if loss.lambda_pos > 0:
+            mean = (positive * valid).sum(dim=1, keepdim=True) / n_positives
+            below = (mean - positive).clamp_(min=0).mul_(valid)
+            per_query += below.square().sum(dim=1, keepdim=True) * (loss.lambda_pos / n_positives)
+        if loss.lambda_neg > 0:
+            mean = torch.where(batch.negative_mask, scores, 0.0).sum(dim=1, keepdim=True)
+            above = (scores - mean / n_negatives).clamp_(min=0).mul_(batch.negative_mask)
+            per_query += above.square().sum(dim=1, keepdim=True) * (loss.lambda_neg / n_negatives)
+        ctx.loss, ctx.batch, ctx.layout = loss, batch, layout
+        ctx.save_for_backward(
+            ratio, sums[1], tpr_scale, prior, complement, weighted_fpr, weighted_tpr, denominator,
+            *(() if below is None else (below,)), *(() if above is None else (above,)),
+        )  # fmt: skip
+        return (per_query * batch.query_weight).sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        loss, batch = ctx.loss, ctx.batch
+        (ratio, tpr_slope, tpr_scale, prior, complement) = ctx.saved_tensors[:5]
+        weighted_fpr, weighted_tpr, denominator = ctx.saved_tensors[5:8]
+        regularised = list(ctx.saved_tensors[8:])
+        n_positives, n_negatives = batch.n_positives_clamped, batch.n_negatives_clamped
+        query = batch.query_weight * grad_output
+        common = (query / n_positives) * batch.positive_valid / denominator.square()
+        grad_fpr = common * complement * weighted_tpr
+        # d l1 / d r = 2 min(r, 1), and d r / d s_qp = -1 / tau1, d r / d s_qj = 1 / tau1.
+        slope = ratio.clamp_(max=1).mul_((grad_fpr * (2 / loss.tau1) / n_negatives)[:, :, None])
+        grad_scores = slope.sum(dim=1)
+        grad_positive = slope.sum(dim=2).neg_()
+        grad_positive += common * prior * weighted_fpr * tpr_scale * tpr_slope * (0.5 / loss.tau2)
+        if loss.lambda_pos > 0:
+            below = regularised.pop(0)
+            factor = query * (2 * loss.lambda_pos) / n_positives
+            total = below.sum(dim=1, keepdim=True) / n_positives
+            grad_positive -= factor * (below - batch.positive_valid * total)
+        if loss.lambda_neg > 0:
+            above = regularised.pop(0)
+            factor = query * (2 * loss.lambda_neg) / n_negatives
+            total = above.sum(dim=1, keepdim=True) / n_negatives
+            grad_scores += factor * (above - batch.negative_mask * total)
+        grad_scores.scatter_add_(1, ctx.layout.positions, grad_positive)
+        return grad_scores, None, None, None, None, None, None
 
 
 class _FalsePositiveSum(torch.autograd.Function):
@@ -688,80 +799,87 @@ class _FalsePositiveSum(torch.autograd.Function):
         return weighted.sum(dim=2), -weighted.sum(dim=1), None
 
 
-class _TruePositiveSum(torch.autograd.Function):
-    """``sum_u l2(s_qp - u)`` over reference rows ``u`` (``-inf`` padded), no gradient to ``u``.
-
-    ``l2(s - u) = tanh((u - s) / (2 tau))`` for ``u > s``; the forward pass sums the values and
-    the derivatives ``-(1 - tanh^2)/(2 tau)`` so that only a ``(B, K)`` tensor is kept.
-    """
+class _CosineGram(torch.autograd.Function):
+    """Cosine similarities ``U U^T`` of the rows of ``E`` (``U`` = rows L2-normalised, as
+    :func:`torch.nn.functional.normalize`), with a backward pass in a few operations:
+    ``dU = (G + G^T) U`` and ``dE = (dU - U <dU, U>) / |E|``."""
 
     @staticmethod
-    def forward(ctx, positive, reference, tau):
-        scale = 1 / (2 * tau)
-        gap = (reference * scale)[:, None, :] - (positive * scale)[:, :, None]
-        values = gap.clamp_(min=0).tanh_()
-        total = values.sum(dim=2)
-        # tanh > 0 exactly where u > s: the derivative sums 1 - tanh^2 over those terms only.
-        n_above = torch.sign(values).sum(dim=2)
-        slope = (n_above - values.square_().sum(dim=2)) * -scale
-        ctx.save_for_backward(slope)
-        return total
+    def forward(ctx, embeddings):
+        norms = torch.linalg.vector_norm(embeddings, dim=1, keepdim=True).clamp_(min=1e-12)
+        unit = embeddings / norms
+        ctx.save_for_backward(unit, norms)
+        return unit @ unit.T
 
     @staticmethod
     def backward(ctx, grad_output):
-        (slope,) = ctx.saved_tensors
-        return grad_output * slope, None, None
+        unit, norms = ctx.saved_tensors
+        grad_unit = (grad_output + grad_output.T) @ unit
+        radial = (grad_unit * unit).sum(dim=1, keepdim=True)
+        return grad_unit.sub_(unit * radial).div_(norms)
+
+
+class _StaticLayout:
+    """Index tensors of a batch of ``G`` groups of ``M`` items (``B = G M``), by shape only.
+
+    ``positions`` (B, M - 1): the columns of the other members of each item's group;
+    ``different`` (B, B): items of different groups; ``pair_entries`` (G, M (M - 1) / 2): the
+    flat index in the (B, B) scores of each unordered pair ``a < b`` of each group;
+    ``pair_of`` (B, M - 1): for each item and other member, the flat index of their pair among
+    all groups' pairs; ``auxiliary_columns`` (1, width): the positions of an auxiliary vector.
+    """
+
+    def __init__(self, n_groups, size, width, device):
+        self.size = size
+        self.auxiliary_columns = torch.arange(width, device=device)[None, :]
+        self.half = self.auxiliary_columns[0] + 0.5
+        self.zeros = torch.zeros(n_groups * size, size - 1, n_groups * size, device=device)
+        columns = torch.arange(size - 1, device=device)
+        rows = torch.arange(size, device=device)[:, None]
+        others = columns[None, :] + (columns[None, :] >= rows).long()  # (M, M - 1)
+        starts = torch.arange(n_groups, device=device).repeat_interleave(size) * size
+        self.positions = starts[:, None] + others.repeat(n_groups, 1)
+        group = torch.arange(n_groups, device=device).repeat_interleave(size)
+        self.different = group[:, None] != group[None, :]
+        first, second = torch.triu_indices(size, size, offset=1, device=device)
+        n_items = n_groups * size
+        group_starts = torch.arange(n_groups, device=device)[:, None] * size
+        self.pair_entries = (group_starts + first) * n_items + group_starts + second
+        pair_index = torch.zeros(size, size, dtype=torch.long, device=device)
+        numbers = torch.arange(first.shape[0], device=device)
+        pair_index[first, second] = numbers
+        pair_index[second, first] = numbers
+        pair_offsets = torch.arange(n_groups, device=device).repeat_interleave(size)
+        self.pair_of = pair_offsets[:, None] * first.shape[0] + pair_index.gather(1, others).repeat(
+            n_groups, 1
+        )
 
 
 class _GroupedBatch:
-    """Positives and negatives of every query of a batch laid out as ``G`` groups of ``M`` items.
+    """Positives and negatives of every query of a grouped batch, in the layout's shapes.
 
-    ``scores`` is ``(G M, G M)`` in that layout; the positives of the item ``(g, i)`` are the other
-    valid items ``(g, j)`` of its group (``M - 1`` slots), its negatives the valid items of the
-    other groups. Every shape depends on ``G`` and ``M`` only.
+    ``scores`` is ``(B, B)``; the positives of an item are the other valid members of its group
+    (``positive_scores`` and ``positive_valid`` of shape (B, M - 1)), its negatives the valid
+    items of the other groups.
     """
 
-    def __init__(self, scores, classes, valid, symmetric):
-        n_groups, size = valid.shape
-        if scores.shape != (n_groups * size, n_groups * size):
-            raise ValueError(
-                f"scores of shape {tuple(scores.shape)} do not match {n_groups} groups of {size}."
-            )
-        if classes.shape != (n_groups,):
-            raise ValueError(f"classes must have shape ({n_groups},), got {tuple(classes.shape)}.")
-        device = scores.device
-        self.scores, self.classes, self.symmetric = scores, classes, symmetric
-        others = _other_members(size, device)
-        blocks = torch.diagonal(scores.view(n_groups, size, n_groups, size), dim1=0, dim2=2)
-        self.group_blocks = blocks.permute(2, 0, 1)
-        self.positive_scores = self.group_blocks.gather(2, others.expand(n_groups, -1, -1))
-        self.positive_valid = valid[:, others] & valid[:, :, None]
-        self.n_positives = self.positive_valid.sum(dim=2)
-        group_of = torch.arange(n_groups, device=device).repeat_interleave(size)
-        flat_valid = valid.view(-1)
-        self.negative_mask = (
-            (group_of[:, None] != group_of[None, :]) & flat_valid[:, None] & flat_valid[None, :]
-        )
+    def __init__(self, scores, valid, layout):
+        flat = valid.reshape(-1)
+        column = flat[:, None]
+        self.scores = scores
+        self.positive_scores = scores.gather(1, layout.positions)
+        self.positive_valid = flat[layout.positions] & column
+        self.n_positives = self.positive_valid.sum(dim=1)
+        self.negative_mask = layout.different & column & flat
         self.n_negatives = self.negative_mask.sum(dim=1)
-        self.query_valid = flat_valid & (self.n_positives.view(-1) > 0) & (self.n_negatives > 0)
-
-
-def _other_members(size, device):
-    """``(size, size - 1)``: for each position of a group, the other positions in order."""
-    columns = torch.arange(size - 1, device=device)
-    rows = torch.arange(size, device=device)[:, None]
-    return columns[None, :] + (columns[None, :] >= rows).long()
-
-
-def _unordered_pairs(size, device):
-    """The ``size (size - 1) / 2`` pairs ``a < b`` of a group, and for each position and other
-    member (as in :func:`_other_members`) the index of their pair."""
-    first, second = torch.triu_indices(size, size, offset=1, device=device)
-    pair_index = torch.zeros(size, size, dtype=torch.long, device=device)
-    numbers = torch.arange(first.shape[0], device=device)
-    pair_index[first, second] = numbers
-    pair_index[second, first] = numbers
-    return first, second, pair_index.gather(1, _other_members(size, device))
+        self.query_valid = (self.n_positives > 0) & (self.n_negatives > 0) & flat
+        # As (B, 1) floats, for the fused loss: counts (at least one) and each query's weight
+        # in the mean over the valid queries.
+        counts = torch.stack([self.n_positives, self.n_negatives], dim=1).clamp_(min=1)
+        counts = counts.to(scores.dtype)
+        self.n_positives_clamped, self.n_negatives_clamped = counts[:, :1], counts[:, 1:]
+        weight = self.query_valid.to(scores.dtype)
+        self.query_weight = (weight / weight.sum().clamp(min=1))[:, None]
 
 
 class _GroupLayout:

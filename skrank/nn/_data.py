@@ -129,11 +129,10 @@ class TrainingInputs:
 
     def batch(self, epoch, number):
         """Batch ``number`` of an :class:`~skrank.sampling.EpochBatches`, as a :class:`Batch`."""
-        indices = epoch.indices[number]
-        groups = None if epoch.groups is None else epoch.groups[number].to(self.device)
-        return Batch(
-            self.rows(indices),
-            indices.to(self.device),
-            epoch.valid[number].to(self.device),
-            groups,
-        )
+        indices, valid = epoch.indices[number], epoch.valid[number]
+        groups = None if epoch.groups is None else epoch.groups[number]
+        rows = self.rows(indices)
+        if self.index_device != self.device:  # streamed from the host
+            indices, valid = indices.to(self.device), valid.to(self.device)
+            groups = None if groups is None else groups.to(self.device)
+        return Batch(rows, indices, valid, groups)

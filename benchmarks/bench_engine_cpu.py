@@ -47,7 +47,8 @@ if name == "SOPRCEmbedder":
     data = load_mnist()
     X, y = (data.data / 255.0).astype(np.float32), data.target
     model = SOPRCEmbedder(max_epochs=epochs, device="cpu", random_state=0)
-    start = time.perf_counter(); model.fit(X[:5000], y[:5000]); seconds = time.perf_counter() - start
+    start = time.perf_counter(); model.fit(X[:5000], y[:5000])
+    seconds = time.perf_counter() - start
     score = model.score(X[5000:], y[5000:])
 else:
     train, test = load_bibtex(subset="train"), load_bibtex(subset="test")

@@ -6,10 +6,12 @@
 - Callbacks: :class:`Callback` (the base class), :class:`ProgressBar`, :class:`EarlyStopping`,
   :class:`LRScheduler`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
-  a step receives; :class:`MLP`, the default network; :func:`resolve_device`.
+  a step receives; :class:`MLP`, the default network; :func:`resolve_device`;
+  :func:`store_parameters`, the one-line ``__init__`` of an estimator.
 """
 
 from ..utils._deprecation import moved_attributes
+from ..utils._params import store_parameters
 from ._callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler, ProgressBar
 from ._data import Batch, TrainingInputs
 from ._device import resolve_device
@@ -29,6 +31,7 @@ __all__ = [
     "ProgressBar",
     "TrainingInputs",
     "resolve_device",
+    "store_parameters",
 ]
 
 __getattr__ = moved_attributes(

@@ -13,7 +13,7 @@ Every sampler takes a ``random_state``; its cost does not grow with what it samp
 docstring says so (labels: independent of the number of labels ``K``).
 """
 
-from ._batches import ClassBalancedBatchSampler, ShuffledBatchSampler
+from ._batches import ClassBalancedBatchSampler, EpochBatches, ShuffledBatchSampler
 from ._labels import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
 from ._pairs import (
     PairSample,
@@ -25,6 +25,7 @@ from ._pairs import (
 
 __all__ = [
     "ClassBalancedBatchSampler",
+    "EpochBatches",
     "NegativeLabelSampler",
     "PairSample",
     "ShuffledBatchSampler",

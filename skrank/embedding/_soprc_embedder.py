@@ -13,6 +13,7 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..losses import SOPRCLoss
 from ..metrics import mean_auprc_score
 from ..nn import MLP, TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ..nn._distributed import gather, gather_with_gradient
 from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
@@ -240,9 +241,18 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         )
 
     def get_batch_sampler(self, y, device, random_state):
+        # Data-parallel: the global batch holds world_size equal parts of whole groups.
+        world = self.world_size_
+        n_classes = np.unique(y).shape[0]
+        if n_classes < world:
+            raise ValueError(
+                f"A data-parallel fit on {world} processes needs at least {world} classes in a "
+                f"batch; the training data have {n_classes}."
+            )
+        groups = world * min(self.batch_size // self.samples_per_class, n_classes // world)
         return ClassBalancedBatchSampler(
             y,
-            self.batch_size,
+            groups * self.samples_per_class,
             self.samples_per_class,
             class_weights=self.class_weights,
             random_state=random_state,
@@ -253,12 +263,16 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         return None  # the batches' groups carry the classes
 
     def get_loss(self, batch, targets):
-        shape = (batch.groups.shape[0], self.samples_per_class)
         embeddings = self.module_(batch.inputs)
         if embeddings.dtype != torch.float32:  # bfloat16 under autocast
             embeddings = embeddings.float()
+        groups, valid = batch.groups, batch.valid
+        if self._context.active:  # the loss of the whole batch, on every rank
+            embeddings = gather_with_gradient(embeddings, self._context)
+            groups, valid = gather(groups, self._context), gather(valid, self._context)
+        shape = (groups.shape[0], self.samples_per_class)
         return self.criterion_.forward_grouped(
-            embeddings.view(*shape, -1), batch.groups, batch.valid.view(shape)
+            embeddings.view(*shape, -1), groups, valid.view(shape)
         )
 
     def validation_score(self, X_val, y_val):

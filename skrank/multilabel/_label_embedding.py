@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..nn import MLP
+from ..nn._distributed import DistributedContext, gather
 
 
 class LabelEmbeddingNetwork(nn.Module):
@@ -113,6 +114,11 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         The update rule.
     lr : float, default=0.05
         Learning rate.
+    synchronize : bool, default=False
+        In data-parallel training (``torch.distributed`` initialised), gather the rows read and
+        their gradients from every process and apply them all, averaged over the processes, so
+        that every process holds the same table (as DistributedDataParallel averages the
+        gradients of the other parameters).
 
     Examples
     --------
@@ -129,7 +135,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
     _METHODS = ("adagrad", "sparse_adam", "sgd")
 
-    def __init__(self, table, *, method="adagrad", lr=0.05):
+    def __init__(self, table, *, method="adagrad", lr=0.05, synchronize=False):
         if method not in self._METHODS:
             raise ValueError(f"method must be one of {list(self._METHODS)}, got {method!r}.")
         if not lr > 0:
@@ -137,6 +143,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         eps = 1e-10 if method == "adagrad" else 1e-8
         super().__init__([table], {"lr": lr, "method": method, "eps": eps, "betas": (0.9, 0.999)})
         self._reads = []
+        self.synchronize = synchronize
 
     @property
     def table(self):
@@ -162,6 +169,10 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             return None
         rows = torch.cat([rows for rows, _ in reads])
         gradients = torch.cat([gradient for _, gradient in reads])
+        if self.synchronize and torch.distributed.is_initialized():
+            world = torch.distributed.get_world_size()
+            context = DistributedContext(torch.distributed.get_rank(), world)
+            rows, gradients = gather(rows, context), gather(gradients, context) / world
         group = self.param_groups[0]
         rows, gradient = _summed_per_row(rows, gradients)
         table, lr = self.table, group["lr"]

@@ -266,7 +266,7 @@ default="hinge"
 
     # ------------------------------------------------------------------ engine steps
     def initialize_module(self, n_features):
-        return LabelEmbeddingNetwork(
+        network = LabelEmbeddingNetwork(
             n_features,
             len(self.classes_),
             embedding_dim=self.embedding_dim,
@@ -274,6 +274,9 @@ default="hinge"
             activation=self.activation,
             dropout=self.dropout,
         )
+        # The label table is read through the row-sparse optimiser, never through autograd.
+        network.label_embeddings.weight.requires_grad_(False)
+        return network
 
     def initialize_criterion(self, y):
         return OrderedWeightedLoss(
@@ -282,14 +285,17 @@ default="hinge"
 
     def initialize_optimizers(self):
         table = self.module_.label_embeddings.weight
-        network = [p for p in self.module_.parameters() if p.requires_grad and p is not table]
+        network = [p for p in self.module_.parameters() if p.requires_grad]
         default_rate = {
             "adagrad": 0.05,
             "sparse_adam": self.learning_rate,
             "sgd": 0.1 * self.batch_size,
         }[self.label_optimizer]
         self._label_optimizer = RowSparseOptimizer(
-            table, method=self.label_optimizer, lr=self.label_learning_rate or default_rate
+            table,
+            method=self.label_optimizer,
+            lr=self.label_learning_rate or default_rate,
+            synchronize=self._context.active,
         )
         return [self._make_optimizer(network), self._label_optimizer]
 
@@ -303,14 +309,17 @@ default="hinge"
             len(self.classes_), self.n_negatives_, random_state=random_state, device=self._device
         )
         return ShuffledBatchSampler(
-            y.shape[0], self.batch_size, random_state=random_state, device=device
+            y.shape[0], self.batch_size * self.world_size_, random_state=random_state, device=device
         )
 
     def get_loss(self, batch, targets):
         table, counts = targets
-        positive_sets = table[batch.indices]
+        # Every rank draws the positives of the whole batch (and the same shared negatives),
+        # so that its generator stays in step with the others; it keeps its part.
+        whole = batch.indices if batch.global_indices is None else batch.global_indices
         generator = self._label_sampler.generator
-        positives = draw_from_positive_table(positive_sets, counts[batch.indices], generator)
+        positives = draw_from_positive_table(table[whole], counts[whole], generator)[batch.part]
+        positive_sets = table[batch.indices]
         sampled, mask = self._label_sampler.draw(positive_sets)
         vectors = F.normalize(self._label_optimizer.gather(torch.cat([positives, sampled])), dim=1)
         embeddings = self.module_(batch.inputs)
@@ -342,10 +351,10 @@ default="hinge"
         embeddings = self._forward_in_chunks(X)
         if (search or self.search) == "faiss":
             if getattr(self, "_faiss_index", None) is None:
-                self._faiss_index = FaissInnerProductIndex(self.module_.label_table().cpu())
+                self._faiss_index = FaissInnerProductIndex(self.network_.label_table().cpu())
             return self._faiss_index.search(embeddings, k)
         queries = torch.from_numpy(embeddings).to(self._inference_device())
-        scores, indices = top_k_inner_products(queries, self.module_.label_table, n_labels, k)
+        scores, indices = top_k_inner_products(queries, self.network_.label_table, n_labels, k)
         return scores.cpu().numpy(), indices.cpu().numpy()
 
     def _validate_for_prediction(self, X):
@@ -431,7 +440,7 @@ default="hinge"
         n_labels = len(self.classes_)
         _check_dense_scores_fit(X.shape[0], n_labels)
         embeddings = torch.from_numpy(self._forward_in_chunks(X))
-        table = self.module_.label_table().cpu()
+        table = self.network_.label_table().cpu()
         rows_per_chunk = chunk_rows(X.shape[0], 4 * n_labels)
         scores = torch.cat(
             [

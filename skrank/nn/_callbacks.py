@@ -280,7 +280,10 @@ class Checkpoint(Callback):
             self.save(estimator)
 
     def save(self, estimator):
-        """Write the estimator's training state to ``path`` now."""
+        """Write the estimator's training state to ``path`` now (rank 0 of a data-parallel fit
+        writes; the others, whose state is the same, do not)."""
+        if estimator._context.rank != 0:
+            return
         directory = Path(self.path).resolve().parent
         directory.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=".checkpoint-")

@@ -34,12 +34,19 @@ class Batch(NamedTuple):
     groups : torch.Tensor or None
         For class-balanced batches, the class of each group of items (see
         :class:`~skrank.sampling.EpochBatches`); None otherwise.
+    global_indices : torch.Tensor or None, default=None
+        In a data-parallel fit, the indices of the whole batch over all ranks, of which this
+        rank trains on ``global_indices[part]``; None: ``indices`` is the whole batch.
+    part : slice, default=slice(None)
+        This rank's part of the whole batch.
     """
 
     inputs: torch.Tensor
     indices: torch.Tensor
     valid: torch.Tensor
     groups: torch.Tensor | None
+    global_indices: torch.Tensor | None = None
+    part: slice = slice(None)
 
 
 def _fits_on(device, n_bytes):
@@ -127,12 +134,24 @@ class TrainingInputs:
             stop = min(start + chunk_size, self.n_samples)
             yield self.rows(torch.arange(start, stop, device=self.index_device))
 
-    def batch(self, epoch, number):
-        """Batch ``number`` of an :class:`~skrank.sampling.EpochBatches`, as a :class:`Batch`."""
+    def batch(self, epoch, number, context=None):
+        """Batch ``number`` of an :class:`~skrank.sampling.EpochBatches`, as a :class:`Batch`:
+        in a data-parallel ``context``, this rank's part of it."""
         indices, valid = epoch.indices[number], epoch.valid[number]
         groups = None if epoch.groups is None else epoch.groups[number]
+        global_indices, part = None, slice(None)
+        if context is not None and context.active:
+            global_indices = indices
+            size = indices.shape[0] // context.world_size
+            part = slice(context.rank * size, (context.rank + 1) * size)
+            indices, valid = indices[part], valid[part]
+            if groups is not None:
+                n_groups = groups.shape[0] // context.world_size
+                groups = groups[context.rank * n_groups : (context.rank + 1) * n_groups]
         rows = self.rows(indices)
         if self.index_device != self.device:  # streamed from the host
             indices, valid = indices.to(self.device), valid.to(self.device)
             groups = None if groups is None else groups.to(self.device)
-        return Batch(rows, indices, valid, groups)
+            if global_indices is not None:
+                global_indices = global_indices.to(self.device)
+        return Batch(rows, indices, valid, groups, global_indices, part)

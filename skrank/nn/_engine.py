@@ -25,6 +25,7 @@ from ..utils._docstrings import render_entries
 from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
 from ._data import TrainingInputs
 from ._device import available_device, resolve_device
+from ._distributed import current_context, mean_over_ranks, rank_device
 
 __all__ = ["TORCH_ATTRIBUTE_DOCS", "TORCH_PARAMETER_DOCS", "BaseTorchEstimator"]
 
@@ -254,6 +255,9 @@ class BaseTorchEstimator(BaseEstimator):
         """Return the sampler of each epoch's batches (an object with ``epoch()``, see
         :class:`~skrank.sampling.EpochBatches`).
 
+        In a data-parallel fit the sampler draws the global batches, ``world_size_`` times the
+        batch of one process; every rank draws the same ones and trains on its part.
+
         Parameters
         ----------
         y : object
@@ -265,7 +269,7 @@ class BaseTorchEstimator(BaseEstimator):
             The fit's random generator, to seed the sampler.
         """
         return ShuffledBatchSampler(
-            _n_rows(y), self.batch_size, random_state=random_state, device=device
+            _n_rows(y), self.batch_size * self.world_size_, random_state=random_state, device=device
         )
 
     def get_loss(self, batch, targets):
@@ -313,13 +317,14 @@ class BaseTorchEstimator(BaseEstimator):
         n_batches = epoch_batches.indices.shape[0]
         losses = torch.zeros(n_batches, device=self._device)
         for number in range(n_batches):
-            batch = inputs.batch(epoch_batches, number)
+            batch = inputs.batch(epoch_batches, number, self._context)
             self._notify("on_batch_begin", batch=batch)
             loss = self.train_step(batch, targets)
             losses[number] = loss
             self._notify("on_batch_end", batch=batch, loss=loss)
         sizes = epoch_batches.valid.sum(dim=1).to(losses.device, losses.dtype)
-        return (losses * sizes).sum() / sizes.sum().clamp(min=1)
+        # Losses of the ranks' parts: their mean over ranks weighs every part alike.
+        return mean_over_ranks((losses * sizes).sum() / sizes.sum().clamp(min=1), self._context)
 
     def validation_score(self, X_val, y_val):
         """Return the validation score (higher is better) of the current model on held-out data.
@@ -458,7 +463,7 @@ class BaseTorchEstimator(BaseEstimator):
         train, held_out = train_test_split(
             np.arange(X.shape[0]),
             test_size=self.validation_fraction,
-            random_state=check_random_state(self.random_state),
+            random_state=self._shared_random_state(),
             stratify=stratify,
         )
         return X[train], y[train], (X[held_out], y[held_out])
@@ -482,13 +487,26 @@ class BaseTorchEstimator(BaseEstimator):
         """
         self._check_training_parameters()
         device = resolve_device(self.device)
-        rng = check_random_state(self.random_state)
+        self._context = current_context(device)
+        device = rank_device(device, self._context)
+        self.world_size_ = self._context.world_size
+        rng = self._shared_random_state()
         seed = int(rng.randint(np.iinfo(np.int32).max))
         fork_devices = [device] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=fork_devices):
             torch.manual_seed(seed)
             self._train(X, y, validation, device, rng)
         return self
+
+    def _shared_random_state(self):
+        """``random_state`` as a generator, the same on every rank of a data-parallel fit (an
+        unseeded fit takes rank 0's seed)."""
+        context = current_context(resolve_device(self.device))
+        if not context.active or self.random_state is not None:
+            return check_random_state(self.random_state)
+        seed = torch.randint(np.iinfo(np.int32).max, (1,))
+        torch.distributed.broadcast(seed, src=0)
+        return np.random.RandomState(int(seed))
 
     def _train(self, X, y, validation, device, rng):
         continuing = self.warm_start and hasattr(self, "module_")
@@ -508,6 +526,11 @@ class BaseTorchEstimator(BaseEstimator):
         self.callbacks_ = self._callbacks_for_fit()
         if self.compile:
             self.module_.compile()
+        if self._context.active:
+            # Gradients are averaged over the ranks; module_ is the wrapper until fit returns.
+            self.module_ = torch.nn.parallel.DistributedDataParallel(
+                self.module_, device_ids=[device] if device.type == "cuda" else None
+            )
         self.converged_ = False
         self.n_iter_ = 0
         self._stop_requested = False
@@ -552,6 +575,7 @@ class BaseTorchEstimator(BaseEstimator):
                 stacklevel=4,
             )
         finally:
+            self.module_ = self.network_
             self.module_.eval()
             if self.criterion_ is not None:
                 self.criterion_.eval()
@@ -565,6 +589,8 @@ class BaseTorchEstimator(BaseEstimator):
         the record once every other callback has written to it)."""
         defaults = self.get_default_callbacks()
         bars = [callback for callback in defaults if isinstance(callback, ProgressBar)]
+        if self._context.rank != 0:
+            bars = []  # one progress bar per fit, on rank 0
         others = [callback for callback in defaults if not isinstance(callback, ProgressBar)]
         return others + copy.deepcopy(list(self.callbacks or [])) + bars
 
@@ -577,8 +603,9 @@ class BaseTorchEstimator(BaseEstimator):
             for value in obj.state_dict().values()
             if value.is_floating_point()
         ]
-        loss, finite = torch.stack([mean_loss.float(), torch.stack(flags).all().float()]).tolist()
-        return loss, bool(finite)
+        summary = torch.stack([mean_loss.float(), torch.stack(flags).all().float()])
+        loss, finite = mean_over_ranks(summary, self._context).tolist()
+        return loss, finite == 1.0
 
     def _notify(self, hook, **kwargs):
         for callback in self.callbacks_:
@@ -595,8 +622,19 @@ class BaseTorchEstimator(BaseEstimator):
         dtype = _PRECISIONS[self.precision]
         return torch.autocast(self._device.type, dtype=dtype, enabled=dtype is not None)
 
+    @property
+    def network_(self):
+        """The trained network: ``module_``, or the network inside it while a data-parallel
+        fit wraps it in ``DistributedDataParallel``."""
+        module = self.module_
+        return (
+            module.module
+            if isinstance(module, torch.nn.parallel.DistributedDataParallel)
+            else module
+        )
+
     def _stateful_objects(self):
-        objects = {"module_": self.module_}
+        objects = {"module_": self.network_}
         if self.criterion_ is not None:
             objects["criterion_"] = self.criterion_
         return objects
@@ -621,11 +659,11 @@ class BaseTorchEstimator(BaseEstimator):
             On the model's device (the CPU for a GPU model loaded on a CPU-only machine).
         """
         device = self._inference_device()
-        self.module_.to(device)
-        self.module_.eval()
+        network = self.network_.to(device)
+        network.eval()
         chunk_size = chunk_size or max(self.batch_size, 1024)
         with torch.no_grad():
-            outputs = [self.module_(rows) for rows in TrainingInputs(X, device).chunks(chunk_size)]
+            outputs = [network(rows) for rows in TrainingInputs(X, device).chunks(chunk_size)]
         return torch.cat(outputs)
 
     def _forward_in_chunks(self, X):

@@ -1,0 +1,90 @@
+"""Data-parallel training on ``torch.distributed``: the process group, and the collectives the
+estimators need.
+
+A fit is data-parallel when ``torch.distributed`` is initialised (by the user, or by skrank from
+the environment ``torchrun`` sets: ``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``MASTER_ADDR``).
+Every rank draws the same global batches (same seeds) and trains on its part of each; the
+network's gradients are averaged by :class:`torch.nn.parallel.DistributedDataParallel`, and the
+state that is not a parameter is updated identically on every rank from gathered values.
+"""
+
+import os
+from typing import NamedTuple
+
+import torch
+import torch.distributed as dist
+
+
+class DistributedContext(NamedTuple):
+    """This process's place in a data-parallel fit (rank 0 of 1 when not distributed)."""
+
+    rank: int
+    world_size: int
+
+    @property
+    def active(self):
+        """Whether several processes train together."""
+        return self.world_size > 1
+
+
+def current_context(device):
+    """The data-parallel context of a fit, initialising the process group from ``torchrun``'s
+    environment if nobody did (NCCL for CUDA devices, gloo otherwise)."""
+    if not dist.is_available():
+        return DistributedContext(0, 1)
+    if not dist.is_initialized():
+        if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or "MASTER_ADDR" not in os.environ:
+            return DistributedContext(0, 1)
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return DistributedContext(dist.get_rank(), dist.get_world_size())
+
+
+def rank_device(device, context):
+    """The device of this rank: ``cuda:LOCAL_RANK`` for a bare ``cuda`` device in a
+    data-parallel fit on one machine's GPUs, else ``device`` itself."""
+    if context.active and device.type == "cuda" and device.index is None:
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", context.rank)))
+    return device
+
+
+def gather(tensor, context):
+    """The tensors of every rank concatenated along the first dimension, without gradient."""
+    if not context.active:
+        return tensor
+    parts = [torch.empty_like(tensor) for _ in range(context.world_size)]
+    dist.all_gather(parts, tensor.contiguous())
+    return torch.cat(parts)
+
+
+def gather_with_gradient(tensor, context):
+    """:func:`gather`, with this rank's part still attached to its autograd graph, and its
+    gradient scaled by ``world_size``: every rank then computes the same loss of the gathered
+    batch, and the average of the ranks' gradients (DistributedDataParallel) is the gradient of
+    that loss, as one process with the whole batch would compute it."""
+    if not context.active:
+        return tensor
+    parts = [torch.empty_like(tensor) for _ in range(context.world_size)]
+    dist.all_gather(parts, tensor.detach().contiguous())
+    parts[context.rank] = _ScaleGradient.apply(tensor, float(context.world_size))
+    return torch.cat(parts)
+
+
+def mean_over_ranks(tensor, context):
+    """The mean of ``tensor`` over the ranks (in place)."""
+    if context.active:
+        dist.all_reduce(tensor)
+        tensor /= context.world_size
+    return tensor
+
+
+class _ScaleGradient(torch.autograd.Function):
+    """Identity forward; the backward pass multiplies the gradient by ``factor``."""
+
+    @staticmethod
+    def forward(ctx, tensor, factor):
+        ctx.factor = factor
+        return tensor.view_as(tensor)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor, None

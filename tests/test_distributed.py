@@ -1,0 +1,66 @@
+"""Data-parallel fits: two gloo processes on the CPU against one process with the doubled batch."""
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from skrank import SNMClassifier, SOPRCEmbedder
+
+WORLD = 2
+
+
+def _data():
+    rng = np.random.RandomState(0)
+    y = np.repeat(np.arange(8), 16)  # 128 items: whole batches for both settings below
+    X = rng.normal(size=(8, 12))[y] + 0.5 * rng.normal(size=(128, 12))
+    return X.astype(np.float32), y
+
+
+ESTIMATORS = {
+    "SOPRCEmbedder": (
+        SOPRCEmbedder,
+        dict(hidden_layer_sizes=(16,), n_components=8, max_epochs=3, device="cpu"),
+    ),
+    "SNMClassifier": (
+        SNMClassifier,
+        dict(n_negatives=4, embedding_dim=8, hidden_layer_sizes=(16,), max_epochs=3, device="cpu"),
+    ),
+}
+BATCH = 16  # per process: the single process trains with 2 x 16
+
+
+def _fit(name, batch_size):
+    cls, params = ESTIMATORS[name]
+    X, y = _data()
+    model = cls(**params, batch_size=batch_size, random_state=0).fit(X, y)
+    weights = [p.detach().clone() for p in model.module_.parameters()]
+    if name == "SNMClassifier":
+        weights.append(model.module_.label_embeddings.weight.detach().clone())
+    return weights, [record["loss"] for record in model.history_], model.world_size_
+
+
+def _rank(rank, name, directory):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{directory}/init", rank=rank,
+                            world_size=WORLD)  # fmt: skip
+    try:
+        torch.save(_fit(name, BATCH), f"{directory}/rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_two_processes_equal_one_process_with_the_doubled_batch(name, tmp_path):
+    mp.start_processes(_rank, args=(name, str(tmp_path)), nprocs=WORLD, start_method="spawn")
+    ranks = [torch.load(tmp_path / f"rank{rank}.pt") for rank in range(WORLD)]
+    assert all(result[2] == WORLD for result in ranks)
+    for a, b in zip(ranks[0][0], ranks[1][0], strict=True):
+        assert torch.equal(a, b)  # every rank ends with the same model
+    single_weights, single_losses, world = _fit(name, WORLD * BATCH)
+    assert world == 1
+    np.testing.assert_allclose(ranks[0][1], single_losses, rtol=1e-4)
+    for a, b in zip(ranks[0][0], single_weights, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)

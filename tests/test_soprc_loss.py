@@ -219,14 +219,20 @@ def test_exact_query_loss_on_the_full_list_approaches_one_minus_ap():
     assert float(loss) == pytest.approx(1 - ap, abs=2e-3)
 
 
-def test_query_loss_gradient_flows_to_scores_only():
+def test_query_loss_gradient_raises_positives_lowers_negatives_and_reaches_a_given_vector():
     positives = torch.tensor([0.2, 0.5], requires_grad=True)
     negatives = torch.tensor([0.3, 0.0, 0.4], requires_grad=True)
     auxiliary = torch.tensor([0.1, 0.2, 0.45, 0.6], requires_grad=True)
     soprc_query_loss(positives, negatives, auxiliary, prior=0.1, tau2=0.1).backward()
     assert torch.all(positives.grad <= 0) and positives.grad.abs().sum() > 0
     assert torch.all(negatives.grad >= 0) and negatives.grad.abs().sum() > 0
-    assert auxiliary.grad is not None  # a user may differentiate through v if they wish
+    # The function is plain autograd: a vector passed with requires_grad gets a gradient, and
+    # raising the reference values (more positives above each threshold) lowers the loss.
+    assert torch.all(auxiliary.grad <= 0) and auxiliary.grad.abs().sum() > 0
+    # SOPRCLoss treats its vectors as state: they never receive a gradient.
+    loss_fn = SOPRCLoss([5, 5])
+    loss_fn(torch.randn(6, 3, requires_grad=True), torch.tensor([0, 0, 0, 1, 1, 1])).backward()
+    assert not loss_fn.auxiliary.requires_grad and loss_fn.auxiliary.grad is None
 
 
 def test_query_loss_validates_input():

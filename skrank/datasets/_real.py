@@ -8,10 +8,33 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from .._compat import StrOptions, validate_params
+from ..utils._docstrings import fill_docs
 from . import _descr
 from ._arff import load_sparse_arff
 from ._idx import read_idx
 from ._io import shipped_file
+
+_MULAN_DOCS = {
+    "mulan_parameters": [
+        (
+            "subset",
+            '{"train", "test", "all"}',
+            'The Mulan split to load; "all" stacks train then test.',
+        ),
+        ("return_X_y", "bool", "If True, return ``(data, target)`` instead of a Bunch."),
+    ],
+    "mulan_returns": [
+        (
+            "data",
+            ":class:`~sklearn.utils.Bunch`",
+            "With ``data``, CSR matrix of float64 of shape (n_samples, n_features); ``target``, "
+            "CSR label-indicator matrix of int64 of shape (n_samples, n_labels); "
+            "``feature_names``; ``target_names``, the label names of the Mulan XML header; "
+            "``DESCR``. The sizes are in the table above.",
+        ),
+        ("(data, target)", "tuple", "If ``return_X_y`` is True."),
+    ],
+}
 
 _MNIST_SHAPE = (28, 28)
 _SUBSETS = ("train", "test", "all")
@@ -96,10 +119,14 @@ def load_mnist(*, return_X_y=False):
     )
 
 
-@validate_params(
+_validate_mulan_params = validate_params(
     {"subset": [StrOptions(set(_SUBSETS))], "return_X_y": ["boolean"]},
     prefer_skip_nested_validation=True,
 )
+
+
+@_validate_mulan_params
+@fill_docs(_MULAN_DOCS)
 def load_bibtex(*, subset="train", return_X_y=False):
     """Load the Bibtex multi-label data set (7,395 BibTeX entries, 159 tags).
 
@@ -114,18 +141,11 @@ def load_bibtex(*, subset="train", return_X_y=False):
 
     Parameters
     ----------
-    subset : {"train", "test", "all"}, default="train"
-        The Mulan split to load; "all" stacks train then test.
-    return_X_y : bool, default=False
-        If True, return ``(data, target)`` instead of a Bunch.
+    {mulan_parameters}
 
     Returns
     -------
-    data : :class:`~sklearn.utils.Bunch`
-        With ``data``, CSR matrix of float64 of shape (n_samples, 1836); ``target``, CSR
-        label-indicator matrix of int64 of shape (n_samples, 159); ``feature_names``;
-        ``target_names``, the label names of the Mulan XML header; ``DESCR``.
-    (data, target) : tuple if ``return_X_y`` is True
+    {mulan_returns}
 
     Examples
     --------
@@ -137,10 +157,8 @@ def load_bibtex(*, subset="train", return_X_y=False):
     return _load_mulan(_BIBTEX, subset, return_X_y)
 
 
-@validate_params(
-    {"subset": [StrOptions(set(_SUBSETS))], "return_X_y": ["boolean"]},
-    prefer_skip_nested_validation=True,
-)
+@_validate_mulan_params
+@fill_docs(_MULAN_DOCS)
 def load_corel5k(*, subset="train", return_X_y=False):
     """Load the Corel5k multi-label data set (5,000 images, 374 keywords).
 
@@ -156,18 +174,11 @@ def load_corel5k(*, subset="train", return_X_y=False):
 
     Parameters
     ----------
-    subset : {"train", "test", "all"}, default="train"
-        The Mulan split to load; "all" stacks train then test.
-    return_X_y : bool, default=False
-        If True, return ``(data, target)`` instead of a Bunch.
+    {mulan_parameters}
 
     Returns
     -------
-    data : :class:`~sklearn.utils.Bunch`
-        With ``data``, CSR matrix of float64 of shape (n_samples, 499); ``target``, CSR
-        label-indicator matrix of int64 of shape (n_samples, 374); ``feature_names``;
-        ``target_names``, the label names of the Mulan XML header; ``DESCR``.
-    (data, target) : tuple if ``return_X_y`` is True
+    {mulan_returns}
 
     Examples
     --------

@@ -2,6 +2,41 @@
 
 from ..metrics._scorer import final_estimator
 
+_AX = "Axes to draw on; None creates a figure and axes."
+_PLOT_KWARGS = "Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the curve."
+_HISTORY_KWARGS = (
+    "Keyword arguments of :meth:`plot` (``validation_label``) and of "
+    ":meth:`matplotlib.axes.Axes.plot`."
+)
+
+#: The parameters the displays' methods share, for :func:`skrank.utils._docstrings.fill_docs`.
+DISPLAY_PARAMETER_DOCS = {
+    "ax": ("ax", "matplotlib Axes", _AX),
+    "history_ax": ("ax", "matplotlib Axes or sequence of Axes", "See :meth:`plot`."),
+    "plot_name": ("name", "str", "Name of the curve in the legend; None uses ``estimator_name``."),
+    "legend_name": ("name", "str", "Legend name."),
+    "estimator_name": ("name", "str", "Legend name; None uses the estimator's class name."),
+    "run_name": ("name", "str", "Name of the run in the legends."),
+    "kwargs": ("**kwargs", "dict", _PLOT_KWARGS),
+    "history_kwargs": ("**kwargs", "dict", _HISTORY_KWARGS),
+    "recall_levels": (
+        "recall_levels",
+        "array-like of shape (n_levels,)",
+        "Recall levels in [0, 1]; None means 101 levels ``0, 0.01, ..., 1``.",
+    ),
+    "chunk_size": (
+        "chunk_size",
+        "int",
+        "Queries per chunk; None picks it from scikit-learn's ``working_memory``.",
+    ),
+}
+DISPLAY_PARAMETER_DOCS["plot_parameters"] = [
+    DISPLAY_PARAMETER_DOCS[key] for key in ("ax", "plot_name", "kwargs")
+]
+DISPLAY_PARAMETER_DOCS["curve_parameters"] = [
+    DISPLAY_PARAMETER_DOCS[key] for key in ("recall_levels", "chunk_size")
+]
+
 
 def import_pyplot():
     """``matplotlib.pyplot``, or an ImportError saying how to install it."""
@@ -34,3 +69,17 @@ def curve_label(name, summary_name, summary):
         return name
     text = f"{summary_name} = {summary:.3f}"
     return f"{name} ({text})" if name else text
+
+
+def draw_curve(display, x, y, *, ax, name, summary_name, summary, xlabel, ylabel, **kwargs):
+    """Draw the main curve of a display on unit axes; set its ``figure_``, ``ax_``, ``line_``.
+
+    ``name`` None falls back to the display's ``estimator_name``; the legend label is
+    :func:`curve_label`. Returns the label (empty when there is nothing to show).
+    """
+    display.figure_, display.ax_ = axes_to_draw_on(ax)
+    name = display.estimator_name if name is None else name
+    label = curve_label(name, summary_name, summary)
+    (display.line_,) = display.ax_.plot(x, y, label=label, **kwargs)
+    display.ax_.set(xlabel=xlabel, ylabel=ylabel, xlim=(-0.01, 1.01), ylim=(-0.01, 1.01))
+    return label

@@ -4,7 +4,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics._scorer import final_estimator
-from ._base import estimator_name, import_pyplot
+from ..utils._docstrings import fill_docs
+from ._base import DISPLAY_PARAMETER_DOCS, estimator_name, import_pyplot
 
 
 class TrainingHistoryDisplay:
@@ -126,6 +127,7 @@ class TrainingHistoryDisplay:
         return axes, False
 
     @classmethod
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def from_estimator(cls, estimator, *, name=None, ax=None, **kwargs):
         """Plot the ``history_`` of a fitted torch estimator (or a pipeline ending with one).
 
@@ -135,11 +137,8 @@ class TrainingHistoryDisplay:
             E.g. :class:`~skrank.SOPRCEmbedder` or :class:`~skrank.SNMClassifier`.
         name : str, default=None
             Name of the run in the legends; None uses the estimator's class name.
-        ax : matplotlib Axes or sequence of Axes, default=None
-            See :meth:`plot`.
-        **kwargs : dict
-            Keyword arguments of :meth:`plot` (``validation_label``) and of
-            :meth:`matplotlib.axes.Axes.plot`.
+        {history_ax}
+        {history_kwargs}
 
         Returns
         -------
@@ -151,6 +150,7 @@ class TrainingHistoryDisplay:
         return cls.from_history(final.history_, name=name, ax=ax, **kwargs)
 
     @classmethod
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def from_history(cls, history, *, name=None, ax=None, **kwargs):
         """Plot a training history: a list of per-epoch dicts as in ``history_``.
 
@@ -159,13 +159,9 @@ class TrainingHistoryDisplay:
         history : list of dict
             One record per epoch with ``"epoch"`` and ``"loss"``, optionally
             ``"learning_rate"`` and ``"validation_score"`` (in every record or in none).
-        name : str, default=None
-            Name of the run in the legends.
-        ax : matplotlib Axes or sequence of Axes, default=None
-            See :meth:`plot`.
-        **kwargs : dict
-            Keyword arguments of :meth:`plot` (``validation_label``) and of
-            :meth:`matplotlib.axes.Axes.plot`.
+        {run_name}
+        {history_ax}
+        {history_kwargs}
 
         Returns
         -------

@@ -4,7 +4,8 @@ import numpy as np
 
 from ..metrics._retrieval import mean_precision_curve_and_auprc
 from ..metrics._scorer import _embed, _retrieval_metric
-from ._base import axes_to_draw_on, curve_label, estimator_name
+from ..utils._docstrings import fill_docs
+from ._base import DISPLAY_PARAMETER_DOCS, draw_curve, estimator_name
 
 
 class MeanPrecisionRecallDisplay:
@@ -62,38 +63,37 @@ class MeanPrecisionRecallDisplay:
         self.mean_auprc = mean_auprc
         self.estimator_name = estimator_name
 
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def plot(self, ax=None, *, name=None, **kwargs):
         """Draw the curve.
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure and axes.
-        name : str, default=None
-            Name of the curve in the legend; None uses ``estimator_name``.
-        **kwargs : dict
-            Keyword arguments of :meth:`matplotlib.axes.Axes.plot`.
+        {plot_parameters}
 
         Returns
         -------
         display : MeanPrecisionRecallDisplay
             Holds ``line_``, ``ax_`` and ``figure_``.
         """
-        self.figure_, self.ax_ = axes_to_draw_on(ax)
-        name = self.estimator_name if name is None else name
-        label = curve_label(name, "mAP", self.mean_auprc)
-        (self.line_,) = self.ax_.plot(self.recall, self.precision, label=label, **kwargs)
-        self.ax_.set(
+        label = draw_curve(
+            self,
+            self.recall,
+            self.precision,
+            ax=ax,
+            name=name,
+            summary_name="mAP",
+            summary=self.mean_auprc,
             xlabel="recall",
             ylabel="mean interpolated precision",
-            xlim=(-0.01, 1.01),
-            ylim=(-0.01, 1.01),
+            **kwargs,
         )
         if label:
             self.ax_.legend(loc="lower left")
         return self
 
     @classmethod
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def from_estimator(
         cls,
         estimator,
@@ -122,16 +122,10 @@ class MeanPrecisionRecallDisplay:
             Similarity of the embedding; None uses the estimator's natural one (its
             ``_retrieval_metric``: cosine for SOPRCEmbedder, euclidean for MMC), else
             "euclidean", as the scorers of :func:`skrank.metrics.get_scorer` do.
-        recall_levels : array-like of shape (n_levels,), default=None
-            Recall levels in [0, 1]; None means 101 levels ``0, 0.01, ..., 1``.
-        chunk_size : int, default=None
-            Queries per chunk; None picks it from scikit-learn's ``working_memory``.
-        name : str, default=None
-            Legend name; None uses the estimator's class name.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure and axes.
-        **kwargs : dict
-            Keyword arguments of :meth:`matplotlib.axes.Axes.plot`.
+        {curve_parameters}
+        {estimator_name}
+        {ax}
+        {kwargs}
 
         Returns
         -------
@@ -150,6 +144,7 @@ class MeanPrecisionRecallDisplay:
         )
 
     @classmethod
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def from_predictions(
         cls,
         y_true,
@@ -172,16 +167,10 @@ class MeanPrecisionRecallDisplay:
             Embedded items (e.g. ``estimator.transform(X)``).
         metric : {"cosine", "euclidean"} or callable, default="cosine"
             Similarity used to rank the items.
-        recall_levels : array-like of shape (n_levels,), default=None
-            Recall levels in [0, 1]; None means 101 levels ``0, 0.01, ..., 1``.
-        chunk_size : int, default=None
-            Queries per chunk; None picks it from scikit-learn's ``working_memory``.
-        name : str, default=None
-            Legend name.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure and axes.
-        **kwargs : dict
-            Keyword arguments of :meth:`matplotlib.axes.Axes.plot`.
+        {curve_parameters}
+        {legend_name}
+        {ax}
+        {kwargs}
 
         Returns
         -------

@@ -6,7 +6,8 @@ from sklearn.metrics import auc, roc_curve
 from ..metrics import pair_scores_and_labels, pointwise_roc_score
 from ..metrics._scorer import final_estimator, pair_similarity_matrix
 from ..metrics._validation import check_fpr, check_scores, positive_mask
-from ._base import axes_to_draw_on, curve_label, estimator_name
+from ..utils._docstrings import fill_docs
+from ._base import DISPLAY_PARAMETER_DOCS, draw_curve, estimator_name
 
 
 class PairROCDisplay:
@@ -93,27 +94,31 @@ class PairROCDisplay:
         self.threshold_tpr = threshold_tpr
         self.estimator_name = estimator_name
 
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def plot(self, ax=None, *, name=None, **kwargs):
         """Draw the curve and its marked points.
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure and axes.
-        name : str, default=None
-            Name of the curve in the legend; None uses ``estimator_name``.
-        **kwargs : dict
-            Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the curve.
+        {plot_parameters}
 
         Returns
         -------
         display : PairROCDisplay
             Holds ``line_``, ``target_point_``, ``threshold_point_``, ``ax_`` and ``figure_``.
         """
-        self.figure_, self.ax_ = axes_to_draw_on(ax)
-        name = self.estimator_name if name is None else name
-        label = curve_label(name, "AUC", self.roc_auc)
-        (self.line_,) = self.ax_.plot(self.fpr, self.tpr, label=label, **kwargs)
+        draw_curve(
+            self,
+            self.fpr,
+            self.tpr,
+            ax=ax,
+            name=name,
+            summary_name="AUC",
+            summary=self.roc_auc,
+            xlabel="false-positive rate (pairs of different classes)",
+            ylabel="true-positive rate (pairs of the same class)",
+            **kwargs,
+        )
         color = self.line_.get_color()
         self.target_point_ = self.threshold_point_ = None
         if self.target_fpr is not None:
@@ -133,16 +138,11 @@ class PairROCDisplay:
                 markersize=8,
                 label=f"threshold: FPR = {self.threshold_fpr:.3f}, TPR = {self.threshold_tpr:.3f}",
             )
-        self.ax_.set(
-            xlabel="false-positive rate (pairs of different classes)",
-            ylabel="true-positive rate (pairs of the same class)",
-            xlim=(-0.01, 1.01),
-            ylim=(-0.01, 1.01),
-        )
         self.ax_.legend(loc="lower right")
         return self
 
     @classmethod
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def from_estimator(
         cls, estimator, X, y, *, target_fpr=None, metric=None, name=None, ax=None, **kwargs
     ):
@@ -167,12 +167,9 @@ class PairROCDisplay:
         metric : {"cosine", "euclidean"} or callable, default=None
             Similarity of an embedding; None uses the estimator's natural one (as the scorers
             of :func:`skrank.metrics.get_scorer` do). Ignored with ``pairwise_similarity``.
-        name : str, default=None
-            Legend name; None uses the estimator's class name.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure and axes.
-        **kwargs : dict
-            Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the curve.
+        {estimator_name}
+        {ax}
+        {kwargs}
 
         Returns
         -------
@@ -195,6 +192,7 @@ class PairROCDisplay:
         )
 
     @classmethod
+    @fill_docs(DISPLAY_PARAMETER_DOCS)
     def from_predictions(
         cls, y_true, y_score, *, target_fpr=None, threshold=None, name=None, ax=None, **kwargs
     ):
@@ -212,12 +210,9 @@ class PairROCDisplay:
         threshold : float, default=None
             Decision threshold (a pair is predicted similar when its score exceeds it); its
             (FPR, TPR) is marked. None marks none.
-        name : str, default=None
-            Legend name.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure and axes.
-        **kwargs : dict
-            Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the curve.
+        {legend_name}
+        {ax}
+        {kwargs}
 
         Returns
         -------

@@ -1,6 +1,7 @@
 """Parameter documentation written once and inserted into the docstrings of several classes."""
 
 import inspect
+import re
 import textwrap
 
 
@@ -66,5 +67,44 @@ def fill_shared_docs(parameters=None, attributes=None):
             doc = doc.replace("    {shared_attributes}", render_entries(attributes))
         cls.__doc__ = doc
         return cls
+
+    return decorate
+
+
+_MARKER = re.compile(r"^( *)\{(\w+)\}$", re.MULTILINE)
+
+
+def fill_docs(entries):
+    """Function decorator: replace each marker line ``{key}`` of the docstring by the entry
+    ``entries[key]``, rendered at the marker's indentation.
+
+    Parameters
+    ----------
+    entries : dict of str to (str, str, str) or list of them
+        For each marker key, the parameter's name, its type and its description (or a list of
+        such entries, rendered in order). Defaults are read from the decorated function's
+        signature.
+
+    Returns
+    -------
+    decorate : callable
+    """
+
+    def decorate(function):
+        signature = inspect.signature(function).parameters
+
+        def render(match):
+            indent, key = match.groups()
+            group = entries[key] if isinstance(entries[key], list) else [entries[key]]
+            rendered, defaults = {}, {}
+            for name, kind, description in group:
+                rendered[name] = (kind, description)
+                parameter = signature.get(name.lstrip("*"))
+                if parameter is not None and parameter.default is not inspect.Parameter.empty:
+                    defaults[name] = parameter.default
+            return render_entries(rendered, defaults, indent=len(indent))
+
+        function.__doc__ = _MARKER.sub(render, function.__doc__)
+        return function
 
     return decorate

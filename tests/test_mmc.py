@@ -16,6 +16,9 @@ from sklearn.pipeline import make_pipeline
 from skrank import MMC
 from skrank.similarity._mmc_solver import figure_of_merit
 
+# The paper's criterion (no trace penalty to speak of, no rank control).
+PAPER = {"scatter_ridge": 1e-8, "min_rank": None}
+
 
 def _noisy_classes(seed=0, n=240, n_informative=2, n_noise=6, n_classes=3):
     """Classes separated along a few informative features, drowned by large noise features."""
@@ -64,7 +67,7 @@ def test_methods_agree_with_the_mahalanobis_matrix():
 def test_score_is_the_figure_of_merit_over_all_pairs():
     X, y = load_iris(return_X_y=True)
     X, y = X[::5], y[::5]
-    mmc = MMC().fit(X, y)
+    mmc = MMC(**PAPER).fit(X, y)
     A = mmc.get_mahalanobis_matrix()
     dissimilar, similar = [], []
     for i, j in itertools.combinations(range(len(y)), 2):
@@ -83,12 +86,12 @@ def test_score_is_the_figure_of_merit_over_all_pairs():
 def test_learned_metric_ignores_noise_features_and_helps_knn():
     X, y = _noisy_classes()
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
-    mmc = MMC().fit(X_train, y_train)
+    mmc = MMC(**PAPER).fit(X_train, y_train)
     assert mmc.score(X_test, y_test) > 1.2 * figure_of_merit(X_test, y_test)[0]
     weights = np.abs(mmc.get_mahalanobis_matrix()).sum(axis=0)
     assert weights[:2].min() > 10 * weights[2:].max()
     euclidean = KNeighborsClassifier().fit(X_train, y_train).score(X_test, y_test)
-    learned = make_pipeline(MMC(), KNeighborsClassifier()).fit(X_train, y_train)
+    learned = make_pipeline(MMC(**PAPER), KNeighborsClassifier()).fit(X_train, y_train)
     assert learned.score(X_test, y_test) > euclidean + 0.1
 
 
@@ -107,11 +110,11 @@ def test_sampled_negatives_approach_all_pairs(negatives):
 
 def test_diagonal_metric():
     X, y = _noisy_classes(seed=2)
-    mmc = MMC(diagonal=True).fit(X, y)
+    mmc = MMC(diagonal=True, **PAPER).fit(X, y)
     A = mmc.get_mahalanobis_matrix()
     np.testing.assert_array_equal(A, np.diag(np.diag(A)))
     assert mmc.converged_
-    assert mmc.score(X, y) <= MMC().fit(X, y).score(X, y) * (1 + 1e-6)
+    assert mmc.score(X, y) <= MMC(**PAPER).fit(X, y).score(X, y) * (1 + 1e-6)
 
 
 def test_not_converged_warns():
@@ -142,7 +145,7 @@ def test_constant_feature_does_not_warn():
 
 def test_grid_search_uses_the_figure_of_merit():
     X, y = _noisy_classes(seed=5, n=120)
-    search = GridSearchCV(MMC(), {"diagonal": [False, True]}, cv=2).fit(X, y)
+    search = GridSearchCV(MMC(**PAPER), {"diagonal": [False, True]}, cv=2).fit(X, y)
     assert search.best_params_ == {"diagonal": False}
 
 
@@ -158,6 +161,9 @@ def test_grid_search_uses_the_figure_of_merit():
         ({"n_samples": 0, "negatives": "pairs"}, np.eye(4), [0, 0, 1, 1], "n_samples"),
         ({"n_samples": -3, "negatives": "tuples"}, np.eye(4), [0, 0, 1, 1], "n_samples"),
         ({"negatives": "triplets"}, np.eye(4), [0, 0, 1, 1], "negatives"),
+        ({"min_rank": 5}, np.eye(4), [0, 0, 1, 1], "min_rank=5 exceeds"),
+        ({"min_rank": 0}, np.eye(4), [0, 0, 1, 1], "min_rank"),
+        ({"min_rank": 1.5}, np.eye(4), [0, 0, 1, 1], "min_rank"),
     ],
 )
 def test_bad_input_raises_clear_errors(params, X, y, message):
@@ -191,3 +197,44 @@ def test_n_samples_is_ignored_with_all_negatives():
     exact = MMC().fit(X, y)
     with_n_samples = MMC(n_samples=10).fit(X, y)
     np.testing.assert_array_equal(exact.components_, with_n_samples.components_)
+
+
+def test_min_rank_bounds_the_rank_and_fractions_round_up():
+    X, y = _noisy_classes(seed=6, n=150)
+    paper = MMC(**PAPER).fit(X, y)
+    assert np.linalg.matrix_rank(paper.get_mahalanobis_matrix(), tol=1e-8) < 4
+    for min_rank, expected in ((4, 4), (0.5, 4), (0.3, 3), (1.0, 8)):
+        mmc = MMC(min_rank=min_rank, scatter_ridge=1e-8).fit(X, y)
+        assert mmc.converged_
+        eigenvalues = np.linalg.eigvalsh(mmc.get_mahalanobis_matrix())
+        assert np.sum(eigenvalues > 1e-8 * eigenvalues[-1]) >= expected
+        # Capping the rank can only lower the training objective of the paper's problem.
+        assert mmc.objective_[-1] <= paper.objective_[-1] * (1 + 1e-9)
+
+
+def test_full_rank_cap_and_large_ridge_give_the_euclidean_metric():
+    X, y = _noisy_classes(seed=7, n=90)
+    A = MMC(min_rank=1.0, scatter_ridge=1e8).fit(X, y).get_mahalanobis_matrix()
+    np.testing.assert_allclose(A / A[0, 0], np.eye(X.shape[1]), atol=1e-6)
+
+
+def test_defaults_do_not_lose_to_euclidean_knn_where_the_paper_does():
+    """The regularised defaults keep the neighbourhoods that the paper's low-rank optimum spoils."""
+    X, y = load_digits_pca()
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.5, stratify=y, random_state=0
+    )
+    knn = KNeighborsClassifier()
+    euclidean = knn.fit(X_train, y_train).score(X_test, y_test)
+    default = make_pipeline(MMC(), KNeighborsClassifier()).fit(X_train, y_train)
+    paper = make_pipeline(MMC(**PAPER), KNeighborsClassifier()).fit(X_train, y_train)
+    assert paper.score(X_test, y_test) < euclidean - 0.05
+    assert default.score(X_test, y_test) >= euclidean - 0.005
+
+
+def load_digits_pca():
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+
+    X, y = load_digits(return_X_y=True)
+    return PCA(20, random_state=0).fit_transform(X[:800]), y[:800]

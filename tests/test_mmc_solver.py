@@ -5,6 +5,7 @@ import itertools
 import cvxpy as cp
 import numpy as np
 import pytest
+from scipy import linalg as scipy_linalg
 
 from skrank.sampling import PairSample, sample_negative_pairs, sample_negative_tuples
 from skrank.similarity import dissimilar_pair_scatter, similar_pair_scatter
@@ -52,19 +53,31 @@ def _random_spectraplex_point(d, seed):
     return SpectraplexGeometry().point(matrix / np.trace(matrix))
 
 
-def _cvxpy_mmc(X, y, sample=None, diagonal=False):
-    """The same convex problem with the objective in DCP form: sum of w * sqrt(affine in A)."""
+def _cvxpy_mmc(X, y, sample=None, diagonal=False, ridge=0.0, min_rank=None):
+    """The same convex problem with the objective in DCP form: sum of w * sqrt(affine in A).
+
+    ``ridge`` adds the trace penalty ``ridge tr(S) / d tr(A)`` to the constraint; ``min_rank``
+    caps the eigenvalues of ``S_r^{1/2} A S_r^{1/2}`` at ``1 / min_rank``.
+    """
     sample = _negative_pairs(y) if sample is None else sample
     differences = X[sample.first] - X[sample.second]
     similar = similar_pair_scatter(X, y)[0]
+    d = X.shape[1]
+    similar = similar + ridge * np.trace(similar) / d * np.eye(d)
     if diagonal:
-        metric = cp.Variable(X.shape[1], nonneg=True)
+        metric = cp.Variable(d, nonneg=True)
         squared = (differences**2) @ metric
         constraints = [np.diag(similar) @ metric <= 1]
+        if min_rank is not None:
+            constraints.append(cp.multiply(np.diag(similar), metric) <= 1 / min_rank)
     else:
-        metric = cp.Variable((X.shape[1], X.shape[1]), PSD=True)
+        metric = cp.Variable((d, d), PSD=True)
         squared = cp.sum(cp.multiply(differences @ metric, differences), axis=1)
         constraints = [cp.trace(similar @ metric) <= 1]
+        if min_rank is not None:
+            root = scipy_linalg.sqrtm(similar).real
+            capped = root @ metric @ root
+            constraints.append((capped + capped.T) / 2 << np.eye(d) / min_rank)
     problem = cp.Problem(cp.Maximize(sample.weight @ cp.sqrt(squared)), constraints)
     problem.solve(solver="CLARABEL")
     return problem.value
@@ -79,6 +92,32 @@ def test_capped_simplex_projection_matches_cvxpy():
             solver="CLARABEL"
         )
         np.testing.assert_allclose(project_capped_simplex(values), x.value, atol=1e-6)
+
+
+@pytest.mark.parametrize("cap", [0.2, 0.35, 0.5])
+def test_capped_simplex_projection_with_an_upper_bound_matches_cvxpy(cap):
+    rng = np.random.RandomState(3)
+    for scale in (0.1, 1.0, 5.0):
+        values = rng.normal(size=6) * scale + 0.2
+        x = cp.Variable(6)
+        constraints = [x >= 0, x <= cap, cp.sum(x) <= 1]
+        cp.Problem(cp.Minimize(cp.sum_squares(x - values)), constraints).solve(solver="CLARABEL")
+        np.testing.assert_allclose(project_capped_simplex(values, cap), x.value, atol=1e-6)
+
+
+def test_capped_spectraplex_projection_and_oracle_match_cvxpy():
+    rng = np.random.RandomState(4)
+    geometry = SpectraplexGeometry(cap=0.3)
+    matrix = rng.normal(size=(5, 5))
+    matrix = matrix + matrix.T
+    B = cp.Variable((5, 5), PSD=True)
+    constraints = [cp.trace(B) <= 1, B << 0.3 * np.eye(5)]
+    cp.Problem(cp.Minimize(cp.sum_squares(B - matrix)), constraints).solve(solver="CLARABEL")
+    np.testing.assert_allclose(geometry.project(matrix).value, B.value, atol=1e-5)
+    gradient = matrix @ matrix.T
+    problem = cp.Problem(cp.Maximize(cp.trace(gradient @ B)), constraints)
+    problem.solve(solver="CLARABEL")
+    assert geometry.linear_oracle(gradient) == pytest.approx(problem.value, rel=1e-6)
 
 
 def test_spectraplex_projection_matches_cvxpy():
@@ -156,6 +195,19 @@ def test_fit_matches_cvxpy_on_all_pairs(seed, diagonal):
     assert fit.objective[-1] == pytest.approx(objective, rel=1e-9)
     if diagonal:
         np.testing.assert_array_equal(fit.components, np.diag(np.diag(fit.components)))
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("ridge, min_rank", [(1.0, None), (0.5, 2), (3.0, 3)])
+def test_trace_penalty_and_rank_cap_match_cvxpy(diagonal, ridge, min_rank):
+    X, y = _problem(seed=4)
+    fit = fit_mmc(X, y, diagonal=diagonal, tol=1e-7, scatter_ridge=ridge, min_rank=min_rank)
+    assert fit.converged
+    objective = figure_of_merit(X @ fit.components.T, y)[1]
+    expected = _cvxpy_mmc(X, y, diagonal=diagonal, ridge=ridge, min_rank=min_rank)
+    assert objective == pytest.approx(expected, rel=1e-4)
+    if min_rank is not None:
+        assert np.linalg.matrix_rank(fit.components, tol=1e-8) >= min_rank
 
 
 @pytest.mark.parametrize("negatives", ["pairs", "tuples"])

@@ -96,18 +96,21 @@ _BLOCK_BYTES_PER_PAIR = 24
 _NULL_SPREAD = 1e-10
 
 
-def project_capped_simplex(values):
-    """Euclidean projection of a vector onto ``{x >= 0, sum(x) <= 1}``.
+def project_capped_simplex(values, cap=None):
+    """Euclidean projection of a vector onto ``{0 <= x <= cap, sum(x) <= 1}``.
 
     Parameters
     ----------
     values : ndarray of shape (n,)
         Point to project.
+    cap : float or None, default=None
+        Upper bound on each entry (``cap * n >= 1``); None means no bound.
 
     Returns
     -------
     projection : ndarray of shape (n,)
-        ``max(values - theta, 0)`` with the smallest ``theta >= 0`` making the sum at most one.
+        ``clip(values - theta, 0, cap)`` with the smallest ``theta >= 0`` making the sum at most
+        one.
 
     Examples
     --------
@@ -117,14 +120,38 @@ def project_capped_simplex(values):
     array([0.2, 0. , 0.3])
     >>> project_capped_simplex(np.array([2.0, 1.0, -1.0]))
     array([1., 0., 0.])
+    >>> project_capped_simplex(np.array([2.0, 1.0, -1.0]), cap=0.5)
+    array([0.5, 0.5, 0. ])
     """
-    clipped = np.maximum(values, 0.0)
+    upper = np.inf if cap is None else cap
+    clipped = np.clip(values, 0.0, upper)
     if clipped.sum() <= 1.0:
         return clipped
+    if cap is None:
+        descending = np.sort(values)[::-1]
+        excess = np.cumsum(descending) - 1.0
+        support = np.nonzero(descending * np.arange(1, values.shape[0] + 1) > excess)[0][-1]
+        return np.maximum(values - excess[support] / (support + 1), 0.0)
+    # sum(clip(values - theta, 0, cap)) is piecewise linear and non-increasing in theta, with
+    # breakpoints at values and values - cap: find the piece where it crosses one, then solve.
+    breakpoints = np.unique(np.concatenate([values, values - cap]))
+    breakpoints = breakpoints[breakpoints > 0]
+    sums = np.clip(values[None, :] - breakpoints[:, None], 0.0, cap).sum(axis=1)
+    above = np.nonzero(sums > 1.0)[0]
+    low = breakpoints[above[-1]] if above.size else 0.0
+    low_sum = sums[above[-1]] if above.size else clipped.sum()
+    high = breakpoints[above[-1] + 1] if above.size else breakpoints[0]
+    high_sum = sums[above[-1] + 1] if above.size else sums[0]
+    theta = low + (low_sum - 1.0) * (high - low) / (low_sum - high_sum)
+    return np.clip(values - theta, 0.0, cap)
+
+
+def _capped_linear_oracle(values, cap):
+    """``max <values, x>`` over ``{0 <= x <= cap, sum(x) <= 1}``: the largest positive entries."""
     descending = np.sort(values)[::-1]
-    excess = np.cumsum(descending) - 1.0
-    support = np.nonzero(descending * np.arange(1, values.shape[0] + 1) > excess)[0][-1]
-    return np.maximum(values - excess[support] / (support + 1), 0.0)
+    descending = descending[descending > 0]
+    weights = np.clip(1.0 - cap * np.arange(descending.shape[0]), 0.0, cap)
+    return float(weights @ descending)
 
 
 class Point(NamedTuple):
@@ -143,19 +170,30 @@ class Point(NamedTuple):
 
 
 class SpectraplexGeometry:
-    """The feasible set ``{B >= 0, tr B <= 1}`` of a full whitened metric."""
+    """The feasible set ``{B >= 0, tr B <= 1}`` of a full whitened metric.
+
+    Parameters
+    ----------
+    cap : float or None, default=None
+        Bound on the eigenvalues of ``B`` (``{0 <= B <= cap I, tr B <= 1}``): with
+        ``cap = 1 / k`` every point of trace one has rank at least ``k``.
+    """
 
     diagonal = False
 
+    def __init__(self, cap=None):
+        self.cap = cap
+
     def project(self, matrix):
-        """Euclidean projection of a symmetric matrix onto the spectraplex."""
+        """Euclidean projection of a symmetric matrix onto the set."""
         eigenvalues, eigenvectors = linalg.eigh(_symmetrize(matrix))
-        return self._point(eigenvectors, project_capped_simplex(eigenvalues))
+        return self._point(eigenvectors, project_capped_simplex(eigenvalues, self.cap))
 
     def point(self, matrix):
         """A :class:`Point` from a matrix already in the set (rounding errors are clipped)."""
         eigenvalues, eigenvectors = linalg.eigh(_symmetrize(matrix))
-        return self._point(eigenvectors, np.maximum(eigenvalues, 0.0))
+        upper = np.inf if self.cap is None else self.cap
+        return self._point(eigenvectors, np.clip(eigenvalues, 0.0, upper))
 
     @staticmethod
     def _point(eigenvectors, eigenvalues):
@@ -175,10 +213,11 @@ class SpectraplexGeometry:
         factor /= np.linalg.norm(factor)
         return Point(factor @ factor.T, factor)
 
-    @staticmethod
-    def linear_oracle(gradient):
+    def linear_oracle(self, gradient):
         """``max <gradient, B'>`` over the set, for a positive semi-definite gradient."""
-        return max(float(linalg.eigvalsh(gradient)[-1]), 0.0)
+        if self.cap is None:
+            return max(float(linalg.eigvalsh(gradient)[-1]), 0.0)
+        return _capped_linear_oracle(linalg.eigvalsh(gradient), self.cap)
 
     def components(self, point, whitening):
         """``L`` of shape (d, d) with ``A = L^T L``, rows by decreasing eigenvalue."""
@@ -189,18 +228,28 @@ class SpectraplexGeometry:
 
 
 class SimplexGeometry:
-    """The feasible set ``{b >= 0, sum b <= 1}`` of a diagonal whitened metric."""
+    """The feasible set ``{b >= 0, sum b <= 1}`` of a diagonal whitened metric.
+
+    Parameters
+    ----------
+    cap : float or None, default=None
+        Bound on each entry of ``b``: with ``cap = 1 / k`` at least ``k`` entries of a point
+        summing to one are positive.
+    """
 
     diagonal = True
 
+    def __init__(self, cap=None):
+        self.cap = cap
+
     def project(self, vector):
-        """Euclidean projection of a vector onto the capped simplex."""
-        value = project_capped_simplex(vector)
+        """Euclidean projection of a vector onto the set."""
+        value = project_capped_simplex(vector, self.cap)
         return Point(value, np.sqrt(value))
 
     def point(self, vector):
         """A :class:`Point` from a vector already in the set (rounding errors are clipped)."""
-        value = np.maximum(vector, 0.0)
+        value = np.clip(vector, 0.0, np.inf if self.cap is None else self.cap)
         return Point(value, np.sqrt(value))
 
     @staticmethod
@@ -216,10 +265,11 @@ class SimplexGeometry:
         factor /= np.linalg.norm(factor)
         return Point(factor**2, factor)
 
-    @staticmethod
-    def linear_oracle(gradient):
+    def linear_oracle(self, gradient):
         """``max <gradient, b'>`` over the set."""
-        return max(float(gradient.max()), 0.0)
+        if self.cap is None:
+            return max(float(gradient.max()), 0.0)
+        return _capped_linear_oracle(gradient, self.cap)
 
     @staticmethod
     def components(point, whitening):
@@ -493,7 +543,11 @@ def maximize_mean_distance(
         candidate = geometry.minorize_maximize(point, gradient)
         return (candidate, *evaluate(candidate))
 
-    steps = itertools.cycle([minorize_maximize_step, projected_gradient_step])
+    # The minorize-maximize step may leave a set with an eigenvalue cap: projected gradient only.
+    if getattr(geometry, "cap", None) is None:
+        steps = itertools.cycle([minorize_maximize_step, projected_gradient_step])
+    else:
+        steps = itertools.repeat(projected_gradient_step)
     n_iter, converged = 0, False
     while True:
         gap = max(geometry.linear_oracle(gradient) - float(np.vdot(gradient, point.value)), 0.0)
@@ -598,6 +652,7 @@ def fit_mmc(
     max_iter=1000,
     tol=1e-5,
     scatter_ridge=1e-8,
+    min_rank=None,
     random_state=None,
     verbose=False,
     max_block_entries=None,
@@ -624,7 +679,14 @@ def fit_mmc(
     tol : float, default=1e-5
         Relative duality gap at which to stop.
     scatter_ridge : float, default=1e-8
-        Ridge added to the similar-pair scatter, relative to its mean eigenvalue.
+        Ridge ``rho`` added to the similar-pair scatter, relative to its mean eigenvalue: the
+        constraint becomes ``<S, A> + rho tr(S) / d tr(A) <= 1`` (a trace penalty; large values
+        make the constraint the Euclidean one).
+    min_rank : int or None, default=None
+        Cap the eigenvalues of the whitened metric ``B`` at ``1 / min_rank`` (see
+        :class:`SpectraplexGeometry`): no direction takes more than that share of the constraint
+        budget, so the optimum has rank at least ``min_rank``. ``min_rank = d`` gives
+        ``A = S_r^{-1}`` (the Euclidean metric when ``scatter_ridge`` is large). None: no cap.
     random_state : int, RandomState instance or None, default=None
         Seed of the pair sampler.
     verbose : bool, default=False
@@ -652,6 +714,7 @@ def fit_mmc(
             max_iter=max_iter,
             tol=tol,
             scatter_ridge=scatter_ridge,
+            min_rank=min_rank,
             random_state=random_state,
             verbose=verbose,
             max_block_entries=max_block_entries,
@@ -669,6 +732,7 @@ def _fit_mmc(
     max_iter,
     tol,
     scatter_ridge,
+    min_rank,
     random_state,
     verbose,
     max_block_entries,
@@ -676,10 +740,14 @@ def _fit_mmc(
     X = X - X.mean(axis=0)
     similar, _ = similar_pair_scatter(X, y)
     dissimilar, _ = dissimilar_pair_scatter(X, y)
-    geometry = SimplexGeometry() if diagonal else SpectraplexGeometry()
+    if min_rank is not None and not 1 <= min_rank <= X.shape[1]:
+        raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={X.shape[1]}.")
+    cap = None if min_rank in (None, 1) else 1.0 / min_rank
+    geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
     whitening, spread, unbounded = _whitening(similar, dissimilar, scatter_ridge, diagonal)
     U = X * whitening if diagonal else X @ whitening
-    start = geometry.point(_to_whitened(initial_metric(X, init, diagonal), whitening, diagonal))
+    start = _to_whitened(initial_metric(X, init, diagonal), whitening, diagonal)
+    start = geometry.point(start) if cap is None else geometry.project(start)
     if negatives == "all":
         pairs = AllNegativePairs(y, max_block_entries)
     else:

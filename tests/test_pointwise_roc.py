@@ -110,7 +110,7 @@ def test_item_reservoir_keeps_everything_below_capacity():
 @pytest.mark.parametrize("alpha", [0.3, 0.4, 0.7])
 def test_fit_matches_pair_loops_and_solver(alpha):
     X, y = _tiny_data()
-    model = PointwiseROCSimilarity(alpha=alpha).fit(X, y)
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=alpha).fit(X, y)
     Z = _normalized(X)
     positive, negative = _pairs(y, True), _pairs(y, False)
     P, N = _loop_outer_mean(Z, positive), _loop_outer_mean(Z, negative)
@@ -131,17 +131,23 @@ def test_fit_matches_pair_loops_and_solver(alpha):
 
 def test_active_constraints_follow_alpha():
     X, y = _tiny_data()
-    assert PointwiseROCSimilarity(alpha=0.35).fit(X, y).active_constraints_ == (
+    assert PointwiseROCSimilarity(identity_weight=0.0, alpha=0.35).fit(
+        X, y
+    ).active_constraints_ == (
         "negative_risk",
         "norm",
     )
-    assert PointwiseROCSimilarity(alpha=0.95).fit(X, y).active_constraints_ == ("norm",)
+    assert PointwiseROCSimilarity(identity_weight=0.0, alpha=0.95).fit(
+        X, y
+    ).active_constraints_ == ("norm",)
 
 
 def test_tolerance_relaxes_the_level():
     X, y = _tiny_data()
-    relaxed = PointwiseROCSimilarity(alpha=0.3, tolerance=0.05).fit(X, y)
-    np.testing.assert_allclose(relaxed.A_, PointwiseROCSimilarity(alpha=0.35).fit(X, y).A_)
+    relaxed = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.3, tolerance=0.05).fit(X, y)
+    np.testing.assert_allclose(
+        relaxed.A_, PointwiseROCSimilarity(identity_weight=0.0, alpha=0.35).fit(X, y).A_
+    )
     assert relaxed.beta_ == pytest.approx(2 * 0.35 - 1)
 
 
@@ -149,15 +155,15 @@ def test_string_labels_give_the_same_model():
     X, y = _tiny_data()
     names = np.array(["cat", "dog", "emu"])[y]
     np.testing.assert_allclose(
-        PointwiseROCSimilarity(alpha=0.4).fit(X, names).A_,
-        PointwiseROCSimilarity(alpha=0.4).fit(X, y).A_,
+        PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, names).A_,
+        PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y).A_,
     )
 
 
 def test_unnormalized_inputs_use_raw_statistics():
     X, y = _tiny_data()
     X = X / 4  # norms below one
-    model = PointwiseROCSimilarity(alpha=0.45, normalize=False).fit(X, y)
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.45, normalize=False).fit(X, y)
     P, N = _loop_outer_mean(X, _pairs(y, True)), _loop_outer_mean(X, _pairs(y, False))
     np.testing.assert_allclose(model.A_, solve_kkt(P, N, 2 * 0.45 - 1).A, atol=1e-10)
 
@@ -165,8 +171,10 @@ def test_unnormalized_inputs_use_raw_statistics():
 @pytest.mark.parametrize("negatives", ["pairs", "tuples"])
 def test_sampled_negatives(negatives):
     X, y = _tiny_data(n=60)
-    exact = PointwiseROCSimilarity(alpha=0.4).fit(X, y)
-    small = PointwiseROCSimilarity(alpha=0.4, negatives=negatives, n_samples=5, random_state=0)
+    exact = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y)
+    small = PointwiseROCSimilarity(
+        identity_weight=0.0, alpha=0.4, negatives=negatives, n_samples=5, random_state=0
+    )
     large = clone(small).set_params(n_samples=20000).fit(X, y)
     small.fit(X, y)
     # The sample changes N_ and A_; a large sample approaches the exact N.
@@ -183,8 +191,8 @@ def test_sampled_negatives(negatives):
 
 def test_cvxpy_solver_gives_the_same_model():
     X, y = _tiny_data()
-    kkt = PointwiseROCSimilarity(alpha=0.4).fit(X, y)
-    cvx = PointwiseROCSimilarity(alpha=0.4, solver="cvxpy").fit(X, y)
+    kkt = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y)
+    cvx = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4, solver="cvxpy").fit(X, y)
     assert np.linalg.norm(cvx.A_ - kkt.A_) / np.linalg.norm(kkt.A_) < 1e-4
     assert cvx.active_constraints_ == kkt.active_constraints_
     np.testing.assert_allclose(cvx.A_, cvx.A_.T)
@@ -203,14 +211,14 @@ def test_cvxpy_solver_missing(monkeypatch):
 def test_partial_fit_equals_fit():
     X, y = _tiny_data(n=45)
     order = np.argsort(y, kind="stable")  # classes arrive one after the other
-    streamed = PointwiseROCSimilarity(alpha=0.4, random_state=0)
+    streamed = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4, random_state=0)
     chunks = np.array_split(order, 6)
     streamed.partial_fit(X[chunks[0]], y[chunks[0]])  # one class so far: not fitted yet
     with pytest.raises(NotFittedError, match="two classes"):
         streamed.pairwise_similarity(X)
     for chunk in chunks[1:]:
         streamed.partial_fit(X[chunk], y[chunk])
-    fitted = PointwiseROCSimilarity(alpha=0.4).fit(X, y)
+    fitted = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y)
     for name in ["A_", "P_", "N_"]:
         np.testing.assert_allclose(getattr(streamed, name), getattr(fitted, name), atol=1e-12)
     assert streamed.negative_risk_ == pytest.approx(fitted.negative_risk_)
@@ -220,7 +228,9 @@ def test_partial_fit_equals_fit():
 
 def test_partial_fit_reservoir_threshold_reaches_target_fpr():
     X, y = _tiny_data(n=3000, d=3, n_classes=4)
-    model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.1, random_state=0)
+    model = PointwiseROCSimilarity(
+        identity_weight=0.0, alpha=0.4, threshold_fpr=0.1, random_state=0
+    )
     for chunk in np.array_split(np.arange(3000), 5):
         model.partial_fit(X[chunk], y[chunk])
     Z = _normalized(X)
@@ -233,26 +243,35 @@ def test_partial_fit_reservoir_threshold_reaches_target_fpr():
 def test_partial_fit_with_a_single_class_reservoir_asks_for_calibration(monkeypatch):
     monkeypatch.setattr(_pointwise_roc, "RESERVOIR_ITEMS", 1)
     X, y = _tiny_data()
-    model = PointwiseROCSimilarity(alpha=0.4)
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4)
     with pytest.warns(UserWarning, match="single class"):
         model.partial_fit(X, y)
     pairs = np.stack([X[:3], X[3:6]], axis=1)
     with pytest.raises(NotFittedError, match="calibrate_threshold"):
         model.predict(pairs)
     model.calibrate_threshold(X, y)
-    assert model.threshold_ == PointwiseROCSimilarity(alpha=0.4).fit(X, y).threshold_
+    assert (
+        model.threshold_
+        == PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y).threshold_
+    )
     assert model.predict(pairs).shape == (3,)
 
 
 def test_partial_fit_after_fit_continues_the_stream():
     X, y = _tiny_data(n=40)
-    model = PointwiseROCSimilarity(alpha=0.4).fit(X[:25], y[:25]).partial_fit(X[25:], y[25:])
-    np.testing.assert_allclose(model.A_, PointwiseROCSimilarity(alpha=0.4).fit(X, y).A_)
+    model = (
+        PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4)
+        .fit(X[:25], y[:25])
+        .partial_fit(X[25:], y[25:])
+    )
+    np.testing.assert_allclose(
+        model.A_, PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y).A_
+    )
 
 
 def test_partial_fit_classes_and_labels():
     X, y = _tiny_data()
-    model = PointwiseROCSimilarity()
+    model = PointwiseROCSimilarity(alpha=0.5)
     with pytest.raises(ValueError, match="not in classes"):
         model.partial_fit(X, y, classes=[0, 1])
     model.partial_fit(X[:10], y[:10], classes=[0, 1, 2, 3])
@@ -260,8 +279,8 @@ def test_partial_fit_classes_and_labels():
     with pytest.raises(TypeError, match="one type"):
         model.partial_fit(X[10:], np.array(["a", "b"] * 10))
     with pytest.raises(TypeError, match="one type"):
-        PointwiseROCSimilarity().partial_fit(X, y, classes=["a", "b", "c"])
-    texts = PointwiseROCSimilarity().partial_fit(X[:10], np.array(["ant", "bee"] * 5))
+        PointwiseROCSimilarity(alpha=0.5).partial_fit(X, y, classes=["a", "b", "c"])
+    texts = PointwiseROCSimilarity(alpha=0.5).partial_fit(X[:10], np.array(["ant", "bee"] * 5))
     texts.partial_fit(X[10:], np.array(["bee", "caterpillar"] * 10))
     np.testing.assert_array_equal(texts.item_classes_, ["ant", "bee", "caterpillar"])
 
@@ -269,7 +288,7 @@ def test_partial_fit_classes_and_labels():
 def test_partial_fit_refuses_sampled_negatives():
     X, y = _tiny_data()
     with pytest.raises(ValueError, match='negatives="all" only'):
-        PointwiseROCSimilarity(negatives="pairs", n_samples=10).partial_fit(X, y)
+        PointwiseROCSimilarity(alpha=0.5, negatives="pairs", n_samples=10).partial_fit(X, y)
 
 
 # --- scoring pairs ------------------------------------------------------------------------------
@@ -277,7 +296,7 @@ def test_partial_fit_refuses_sampled_negatives():
 
 def test_similarity_methods_match_loops():
     X, y = _tiny_data()
-    model = PointwiseROCSimilarity(alpha=0.4).fit(X, y)
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y)
     Z, A = _normalized(X), model.A_
     loop = np.array([[(1 + a @ A @ b) / 2 for b in Z[:7]] for a in Z])
     np.testing.assert_allclose(model.pairwise_similarity(X, X[:7]), loop)
@@ -292,7 +311,7 @@ def test_similarity_methods_match_loops():
 
 def test_threshold_is_the_training_quantile():
     X, y = _tiny_data(n=40)
-    model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.2).fit(X, y)
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4, threshold_fpr=0.2).fit(X, y)
     negative = _pairs(y, False)
     scores = _loop_similarities(_normalized(X), model.A_, negative)
     assert model.threshold_ == min(s for s in scores if np.mean(scores > s) <= 0.2)
@@ -304,7 +323,9 @@ def test_threshold_is_the_training_quantile():
 def test_threshold_from_a_pair_sample_when_pairs_are_many(monkeypatch):
     monkeypatch.setattr(_pointwise_roc, "CALIBRATION_PAIRS", 2000)
     X, y = _tiny_data(n=300, d=3)
-    model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.1, random_state=0).fit(X, y)
+    model = PointwiseROCSimilarity(
+        identity_weight=0.0, alpha=0.4, threshold_fpr=0.1, random_state=0
+    ).fit(X, y)
     negative = _pairs(y, False)
     scores = _loop_similarities(_normalized(X), model.A_, negative)
     # 2000 sampled pairs: the achieved rate is within a few standard errors (0.0067) of 0.1.
@@ -313,7 +334,7 @@ def test_threshold_from_a_pair_sample_when_pairs_are_many(monkeypatch):
 
 def test_calibrate_threshold_on_other_data():
     X, y = _tiny_data(n=40)
-    model = PointwiseROCSimilarity(alpha=0.4).fit(X[:20], y[:20])
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X[:20], y[:20])
     A = model.A_.copy()
     model.set_params(threshold_fpr=0.3).calibrate_threshold(X[20:], y[20:])
     scores = _loop_similarities(_normalized(X[20:]), A, _pairs(y[20:], False))
@@ -323,7 +344,9 @@ def test_calibrate_threshold_on_other_data():
 
 def test_score_is_tpr_at_threshold_fpr_over_all_pairs():
     X, y = _tiny_data(n=40)
-    model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.1).fit(X[:20], y[:20])
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4, threshold_fpr=0.1).fit(
+        X[:20], y[:20]
+    )
     pairs = list(itertools.combinations(range(20), 2))
     scores = _loop_similarities(_normalized(X[20:]), model.A_, pairs)
     same = np.array([y[20 + i] == y[20 + j] for i, j in pairs])
@@ -335,7 +358,9 @@ def test_tpr_at_fpr_scorer_uses_the_learned_similarity():
     from skrank.metrics import get_scorer
 
     X, y = _tiny_data(n=40)
-    model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.1).fit(X[:20], y[:20])
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4, threshold_fpr=0.1).fit(
+        X[:20], y[:20]
+    )
     scorer = get_scorer("tpr@fpr=0.1")
     assert scorer(model, X[20:], y[20:]) == model.score(X[20:], y[20:])
 
@@ -351,7 +376,7 @@ def test_grid_search_over_alpha():
 
 def test_pair_methods_invariances_pickle_and_dtypes():
     X, y = _tiny_data(n=40)
-    model = PointwiseROCSimilarity(alpha=0.4).fit(X, y)
+    model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4).fit(X, y)
     pairs = _pair_array(X, _pairs(y, False)[:30] + _pairs(y, True)[:30])
     scores, labels = model.decision_function(pairs), model.predict(pairs)
     state = dict(model.__dict__)
@@ -377,7 +402,7 @@ def test_pair_methods_invariances_pickle_and_dtypes():
 def test_infeasible_alpha_gives_the_feasible_range():
     X, y = _tiny_data()
     with pytest.raises(ValueError, match=r"infeasible .* feasible alpha are \[0\.\d+, 1\]"):
-        PointwiseROCSimilarity(alpha=0.05).fit(X, y)
+        PointwiseROCSimilarity(identity_weight=0.0, alpha=0.05).fit(X, y)
 
 
 @pytest.mark.parametrize(
@@ -437,7 +462,7 @@ def test_pairs_of_wrong_shape(shape, match):
 
 def test_wrong_number_of_features_after_fit():
     X, y = _tiny_data()
-    model = PointwiseROCSimilarity().fit(X, y)
+    model = PointwiseROCSimilarity(alpha=0.5).fit(X, y)
     for call in [
         lambda: model.pairwise_similarity(X[:, :3]),
         lambda: model.pairwise_similarity(X, X[:, :3]),
@@ -480,7 +505,7 @@ def test_section_5_1_alpha_selects_the_region_of_the_roc_curve():
     training_negatives = (y[:, None] != y[None, :]) & np.triu(np.ones((300, 300), bool), k=1)
     low_end, high_end = [], []
     for alpha in [0.31, 0.35, 0.4, 0.5]:
-        model = PointwiseROCSimilarity(alpha=alpha).fit(X, y)
+        model = PointwiseROCSimilarity(identity_weight=0.0, alpha=alpha).fit(X, y)
         assert model.pairwise_similarity(X)[training_negatives].mean() <= alpha + 1e-12
         tpr = pairwise_roc_score(model.pairwise_similarity(X_test), y_test, [0.02, 0.05, 0.5])
         low_end.append(tpr[:2])
@@ -488,3 +513,120 @@ def test_section_5_1_alpha_selects_the_region_of_the_roc_curve():
     low_end = np.array(low_end)
     assert np.all(np.diff(low_end, axis=0) < 0), low_end  # TPR at FPR 2% and 5% fall with alpha
     assert high_end[2] > high_end[0] + 0.1, high_end  # TPR at FPR 50% rises from 0.31 to 0.4
+
+
+# --- options that serve the user's operating point ----------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [0.42, 0.46, 0.9])
+def test_identity_weight_solves_the_penalised_problem_as_cvxpy(alpha):
+    """``<P, A> - (mu ||P|| / 2) ||A - I / sqrt(d)||^2`` (a Frobenius pull toward the cosine)."""
+    cp = pytest.importorskip("cvxpy")
+    X, y = _tiny_data(seed=3)
+    mu = 0.7
+    model = PointwiseROCSimilarity(alpha=alpha, identity_weight=mu).fit(X, y)
+    Z = _normalized(X)
+    P = _loop_outer_mean(Z, _pairs(y, True))
+    N = _loop_outer_mean(Z, _pairs(y, False))
+    d = X.shape[1]
+    A = cp.Variable((d, d))
+    penalty = mu * np.linalg.norm(P) / 2 * cp.sum_squares(A - np.eye(d) / np.sqrt(d))
+    problem = cp.Problem(
+        cp.Maximize(cp.sum(cp.multiply(P, A)) - penalty),
+        [cp.sum(cp.multiply(N, A)) <= 2 * alpha - 1, cp.norm(A, "fro") <= 1],
+    )
+    problem.solve(solver="CLARABEL")
+    assert "norm" in model.active_constraints_  # where the two forms have the same optimum
+    np.testing.assert_allclose(model.A_, A.value, atol=1e-4)
+    np.testing.assert_allclose(model.P_, P, atol=1e-12)  # P_ stays the paper's statistic
+    assert model.positive_risk_ == pytest.approx(
+        _loop_similarities(Z, model.A_, _pairs(y, True)).mean()
+    )
+
+
+def test_large_identity_weight_gives_the_cosine_similarity():
+    X, y = _tiny_data()
+    model = PointwiseROCSimilarity(alpha=1.0, identity_weight=1e9).fit(X, y)
+    np.testing.assert_allclose(model.A_, np.eye(4) / 2, atol=1e-7)
+
+
+@pytest.mark.parametrize("kind", ["center", "standardize", "whiten"])
+def test_preprocessing_equals_fitting_on_transformed_inputs(kind):
+    X, y = _tiny_data(seed=4, n=45)
+    X = X * np.array([1.0, 10.0, 0.1, 3.0]) + 2.0
+    X_new = _tiny_data(seed=5, n=12)[0]
+    model = PointwiseROCSimilarity(alpha=0.45, identity_weight=0.0, preprocessing=kind).fit(X, y)
+    mean = X.mean(axis=0)
+    if kind == "center":
+        transformed, new = X - mean, X_new - mean
+    elif kind == "standardize":
+        transformed, new = (X - mean) / X.std(axis=0), (X_new - mean) / X.std(axis=0)
+    else:
+        mapped = (X - mean) @ model.input_transform_
+        np.testing.assert_allclose(np.cov(mapped, rowvar=False, bias=True), np.eye(4), atol=1e-9)
+        transformed, new = mapped, (X_new - mean) @ model.input_transform_
+    plain = PointwiseROCSimilarity(alpha=0.45, identity_weight=0.0).fit(transformed, y)
+    np.testing.assert_allclose(model.A_, plain.A_, atol=1e-10)
+    np.testing.assert_allclose(
+        model.pairwise_similarity(X_new), plain.pairwise_similarity(new), atol=1e-10
+    )
+    with pytest.raises(ValueError, match="preprocessing='none'"):
+        clone(model).partial_fit(X, y)
+
+
+def test_select_alpha_matches_a_loop_of_fits():
+    from skrank.metrics import pairwise_roc_score
+    from skrank.similarity import select_alpha
+
+    X, y = _tiny_data(seed=6, n=60)
+    X_fit, y_fit, X_val, y_val = X[:40], y[:40], X[40:], y[40:]
+    reference = PointwiseROCSimilarity(alpha=1.0, identity_weight=0.0).fit(X_fit, y_fit)
+    levels, scores = select_alpha(
+        reference.P_, reference.N_, _normalized(X_val), y_val, 0.1, n_levels=6
+    )
+    assert levels[-1] == pytest.approx(
+        (1 + np.vdot(reference.N_, reference.P_) / np.linalg.norm(reference.P_)) / 2
+    )
+    assert levels[0] > (1 - np.linalg.norm(reference.N_)) / 2
+    for level, score in zip(levels, scores, strict=True):
+        model = PointwiseROCSimilarity(alpha=level, identity_weight=0.0).fit(X_fit, y_fit)
+        expected = pairwise_roc_score(model.pairwise_similarity(X_val), y_val, 0.1)
+        assert score == pytest.approx(expected)
+
+
+def test_auto_alpha_is_the_best_held_out_level_refitted_on_all_items():
+    X, y = _tiny_data(seed=7, n=90)
+    model = PointwiseROCSimilarity(threshold_fpr=0.1, random_state=0).fit(X, y)
+    assert model.alpha_levels_.shape == model.alpha_scores_.shape == (20,)
+    best = int(np.argmax(model.alpha_scores_))
+    from skrank.similarity._pointwise_roc_solvers import alpha_levels, regularized_positive_matrix
+
+    P = regularized_positive_matrix(model.P_, model.identity_weight)
+    assert model.alpha_ == pytest.approx(alpha_levels(P, model.N_)[best])
+    fixed = PointwiseROCSimilarity(alpha=model.alpha_, threshold_fpr=0.1).fit(X, y)
+    np.testing.assert_allclose(model.A_, fixed.A_, atol=1e-12)
+    again = PointwiseROCSimilarity(threshold_fpr=0.1, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(again.alpha_scores_, model.alpha_scores_)
+
+
+def test_auto_alpha_follows_the_target_fpr_on_the_papers_data():
+    """Figure 1 of the paper, read the other way: a low target FPR picks a lower alpha."""
+    from skrank.datasets import make_sphere_classes
+
+    X, y = make_sphere_classes(600, random_state=0)
+    params = dict(identity_weight=0.0, random_state=0)
+    low = PointwiseROCSimilarity(threshold_fpr=0.02, **params).fit(X, y)
+    high = PointwiseROCSimilarity(threshold_fpr=0.5, **params).fit(X, y)
+    assert low.alpha_ < high.alpha_ - 0.02, (low.alpha_, high.alpha_)
+
+
+def test_auto_alpha_with_partial_fit_and_too_few_items():
+    X, y = _tiny_data(seed=8, n=200)
+    model = PointwiseROCSimilarity(threshold_fpr=0.1, random_state=0)
+    for start in range(0, 200, 50):
+        model.partial_fit(X[start : start + 50], y[start : start + 50])
+    assert model.alpha_scores_.shape == (20,)
+    fitted = PointwiseROCSimilarity(alpha=model.alpha_, threshold_fpr=0.1).fit(X, y)
+    np.testing.assert_allclose(model.A_, fitted.A_, atol=1e-12)
+    with pytest.warns(UserWarning, match="chosen on the training pairs"):
+        PointwiseROCSimilarity().fit(X[:5], y[:5])

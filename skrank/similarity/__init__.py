@@ -4,7 +4,9 @@ The two learners of a similarity or a distance from the pairs implied by class l
 
 - :class:`PointwiseROCSimilarity`: a bilinear similarity with the largest true-positive rate at
   a bounded negative risk (Vogel, Bellet & Clémençon, 2018), solved in closed form
-  (:func:`solve_kkt`) or with cvxpy (:func:`solve_cvxpy`); :func:`feasible_alpha_range`.
+  (:func:`solve_kkt`) or with cvxpy (:func:`solve_cvxpy`); :func:`feasible_alpha_range`,
+  :func:`regularized_positive_matrix` (the pull toward the cosine similarity) and
+  :func:`select_alpha` (the level giving the best TPR at a target FPR on held-out pairs).
 - :class:`MMC`: a Mahalanobis metric (Xing et al., 2002), solved to a certified optimum.
 
 and the exact pair statistics they are built on, with no loop over pairs:
@@ -24,6 +26,8 @@ from ._pointwise_roc import PointwiseROCSimilarity
 from ._pointwise_roc_solvers import (
     NeymanPearsonSolution,
     feasible_alpha_range,
+    regularized_positive_matrix,
+    select_alpha,
     solve_cvxpy,
     solve_kkt,
 )
@@ -36,6 +40,8 @@ __all__ = [
     "dissimilar_pair_scatter",
     "feasible_alpha_range",
     "negative_pair_outer_mean",
+    "regularized_positive_matrix",
+    "select_alpha",
     "similar_pair_scatter",
     "solve_cvxpy",
     "solve_kkt",

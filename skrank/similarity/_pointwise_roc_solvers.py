@@ -23,7 +23,16 @@ import numpy as np
 
 from ..exceptions import SolverAccuracyWarning
 
-__all__ = ["NeymanPearsonSolution", "feasible_alpha_range", "solve_cvxpy", "solve_kkt"]
+__all__ = [
+    "NeymanPearsonSolution",
+    "alpha_levels",
+    "feasible_alpha_range",
+    "fit_input_transform",
+    "regularized_positive_matrix",
+    "select_alpha",
+    "solve_cvxpy",
+    "solve_kkt",
+]
 
 # Below this fraction of ||P||_F, the part of P orthogonal to N is taken for rounding noise.
 _COLLINEAR_RTOL = 1e-10
@@ -364,3 +373,141 @@ def _certified_gap(P, N, beta, A, lambda_):
     dual_bound = _frobenius(P - lambda_ * N) + lambda_ * beta
     gap = max(dual_bound - np.vdot(P, A), 0.0) / scale
     return gap if violation <= _ACCEPT_GAP else np.inf
+
+
+def regularized_positive_matrix(P, identity_weight):
+    """``P + mu ||P||_F I / sqrt(d)``: the objective pulled toward the cosine similarity.
+
+    Maximising ``<P, A> + mu ||P||_F <I, A> / sqrt(d)`` under the problem's constraints is the
+    same problem with this matrix in place of ``P``, so :func:`solve_kkt` and :func:`solve_cvxpy`
+    solve it exactly. Where the norm constraint is active (``||A||_F = 1``, the usual case), the
+    added term equals, up to a constant, the penalty ``-(mu ||P||_F / 2) ||A - I / sqrt(d)||_F^2``
+    toward ``I / sqrt(d)``, the matrix of the cosine similarity: ``mu = 0`` is the paper's
+    problem, ``mu -> inf`` gives the cosine similarity (when the negative-risk constraint allows
+    it). The factor ``||P||_F`` makes ``mu`` free of the scale of the data.
+
+    Parameters
+    ----------
+    P : ndarray of shape (d, d)
+        Mean symmetrised outer product over positive pairs.
+    identity_weight : float
+        The weight ``mu >= 0``.
+
+    Returns
+    -------
+    P_reg : ndarray of shape (d, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.similarity import regularized_positive_matrix
+    >>> regularized_positive_matrix(np.diag([2.0, 0.0]), 1.0).round(3)
+    array([[3.414, 0.   ],
+           [0.   , 1.414]])
+    """
+    if identity_weight == 0:
+        return P
+    scale = identity_weight * _frobenius(P) / np.sqrt(P.shape[0])
+    return P + scale * np.eye(P.shape[0])
+
+
+def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
+    """Mean and matrix of an input transform ``x -> (x - mean) @ matrix`` fitted on ``X``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+        Training items (before L2 normalisation).
+    kind : {"center", "standardize", "whiten"}
+        ``"center"``: subtract the mean. ``"standardize"``: subtract the mean and divide each
+        feature by its standard deviation (features of zero variance are only centred).
+        ``"whiten"``: subtract the mean and map the covariance to the identity (PCA whitening;
+        eigenvalues are floored at ``eigenvalue_floor`` times the largest).
+    eigenvalue_floor : float, default=1e-6
+        Relative floor on the covariance eigenvalues of ``"whiten"``.
+
+    Returns
+    -------
+    mean : ndarray of shape (d,)
+    matrix : ndarray of shape (d, d)
+    """
+    mean = X.mean(axis=0)
+    d = X.shape[1]
+    if kind == "center":
+        return mean, np.eye(d)
+    if kind == "standardize":
+        std = X.std(axis=0)
+        return mean, np.diag(1.0 / np.where(std > 0, std, 1.0))
+    covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
+    eigenvalues, eigenvectors = np.linalg.eigh(covariance)
+    floor = eigenvalue_floor * max(eigenvalues[-1], np.finfo(float).tiny)
+    return mean, eigenvectors / np.sqrt(np.maximum(eigenvalues, floor))
+
+
+def alpha_levels(P, N, tolerance=0.0, n_levels=20):
+    """Levels ``alpha`` spanning the range where the negative-risk constraint matters.
+
+    From just above the smallest feasible level (:func:`feasible_alpha_range`) to the level
+    ``(1 + <N, P> / ||P||_F) / 2 - tolerance`` from which the constraint is inactive and the
+    solution no longer changes, evenly spaced; the last level is that inactive one.
+
+    Parameters
+    ----------
+    P, N : ndarray of shape (d, d)
+        The (possibly regularised) positive matrix and the negative one.
+    tolerance : float, default=0.0
+        The tolerance added to ``alpha``.
+    n_levels : int, default=20
+        Number of levels.
+
+    Returns
+    -------
+    levels : ndarray of shape (n_levels,)
+        Increasing levels, clipped to [0, 1].
+    """
+    low = (1.0 - _frobenius(N)) / 2.0 - tolerance
+    norm_P = _frobenius(P)
+    high = (1.0 + np.vdot(N, P) / norm_P) / 2.0 - tolerance if norm_P > 0 else 0.5 - tolerance
+    high = max(high, low)
+    return np.clip(np.linspace(low, high, n_levels + 1)[1:], 0.0, 1.0)
+
+
+def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
+    """The level ``alpha`` whose solution has the largest TPR at ``fpr`` on validation pairs.
+
+    Solves the problem (:func:`solve_kkt`) at each of :func:`alpha_levels` and reads the ROC
+    curve of the similarities of all pairs ``i < j`` of the validation items at the false-positive
+    rate ``fpr`` (:func:`skrank.metrics.pairwise_roc_score`). This is the Neyman-Pearson choice
+    the paper's ``alpha`` stands for: the constraint level that gives the best true-positive rate
+    at the wanted operating point on held-out pairs. Ties go to the smallest level.
+
+    Parameters
+    ----------
+    P, N : ndarray of shape (d, d)
+        Matrices of the problem fitted on the other items.
+    X_val : ndarray of shape (n_val, d)
+        Validation items, prepared as the training ones (transformed, normalised).
+    codes_val : ndarray of shape (n_val,)
+        Their class codes (a positive and a negative pair at least).
+    fpr : float
+        The target false-positive rate, in (0, 1).
+    tolerance : float, default=0.0
+        The tolerance added to ``alpha``.
+    n_levels : int, default=20
+        Number of levels tried.
+
+    Returns
+    -------
+    levels : ndarray of shape (n_levels,)
+    scores : ndarray of shape (n_levels,)
+        Validation TPR at ``fpr`` of each level.
+    """
+    from ..metrics import pairwise_roc_score
+
+    levels = alpha_levels(P, N, tolerance, n_levels)
+    scores = np.empty(levels.shape[0])
+    for index, level in enumerate(levels):
+        beta = max(2.0 * (level + tolerance) - 1.0, -_frobenius(N))
+        A = solve_kkt(P, N, beta).A
+        scores[index] = pairwise_roc_score(X_val @ A @ X_val.T, codes_val, fpr)
+    return levels, scores

@@ -6,6 +6,7 @@ package; nothing is ever downloaded.
 
 from ._arff import load_sparse_arff
 from ._real import load_bibtex, load_corel5k, load_mnist
+from ._sparse_multilabel import make_sparse_multilabel_classification
 from ._synthetic import (
     make_large_output_classification,
     make_score_simulation,
@@ -19,5 +20,6 @@ __all__ = [
     "load_sparse_arff",
     "make_large_output_classification",
     "make_score_simulation",
+    "make_sparse_multilabel_classification",
     "make_sphere_classes",
 ]

@@ -6,7 +6,9 @@
   :func:`mean_auprc_score` (mAP), :func:`recall_at_k_score`, :func:`precision_at_k_score`,
   and :func:`retrieval_scores` for all of them in one pass; :func:`mean_precision_recall_curve`
   (mean interpolated precision over queries at given recall levels).
-- Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`.
+- Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`,
+  :func:`top_k_ndcg_score`, :func:`top_k_psp_score` (propensity-scored, with
+  :func:`label_propensities`).
 - Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
 - Exact top-k search with the tie rule every skrank metric uses (the smaller index first):
   :func:`top_k_indices`, :func:`top_k_inner_products` (chunked, over a large table), and the
@@ -15,6 +17,7 @@
   "precision@5", "tpr@fpr=0.01", ...), :func:`make_retrieval_scorer`.
 """
 
+from ._extreme import label_propensities, top_k_ndcg_score, top_k_psp_score
 from ._labels import top_k_precision_score, top_k_recall_score
 from ._ranking import (
     auprc_score,
@@ -36,6 +39,7 @@ __all__ = [
     "FaissInnerProductIndex",
     "auprc_score",
     "get_scorer",
+    "label_propensities",
     "make_retrieval_scorer",
     "mean_auprc_score",
     "mean_precision_recall_curve",
@@ -47,6 +51,8 @@ __all__ = [
     "retrieval_scores",
     "top_k_indices",
     "top_k_inner_products",
+    "top_k_ndcg_score",
     "top_k_precision_score",
+    "top_k_psp_score",
     "top_k_recall_score",
 ]

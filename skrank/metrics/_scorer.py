@@ -28,6 +28,7 @@ from scipy import sparse
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.pipeline import Pipeline
 
+from ._extreme import _indicator, label_propensities, ndcg_from_hits, psp_from_top
 from ._labels import (
     check_label_scores,
     check_label_targets,
@@ -46,8 +47,11 @@ from ._search import top_k_indices
 from ._validation import check_fpr
 
 _TOP_K_NAME = re.compile(r"(recall|precision)@(\d+)")
+_EXTREME_NAME = re.compile(r"(ndcg|psp)@(\d+)")
 _TPR_NAME = re.compile(r"tpr@fpr=(.+)")
-_NAME_FORMS = "'mean_auprc', 'recall@K', 'precision@K' (K a positive integer), 'tpr@fpr=A'"
+_NAME_FORMS = (
+    "'mean_auprc', 'recall@K', 'precision@K', 'ndcg@K', 'psp@K' (K a positive integer), 'tpr@fpr=A'"
+)
 
 
 def final_estimator(estimator):
@@ -163,8 +167,26 @@ class _TopKScorer(_EmbeddingScorer):
             top_k = top_k_indices(scores, self.k)
         multilabel = sparse.issparse(y) or np.ndim(y) == 2
         targets = check_label_targets(y, len(classes), None if multilabel else classes)
+        if self.kind == "psp":
+            # Propensities of the scored targets: a scorer sees no training labels.
+            propensities = label_propensities(_indicator(targets, len(classes)))
+            return psp_from_top(targets, top_k, np.array([self.k]), propensities)[0]
         hits, n_true = top_k_hits(targets, top_k)
+        if self.kind == "ndcg":
+            return ndcg_from_hits(hits, n_true, np.array([self.k]))[0]
         return mean_top_k_scores(hits, n_true, np.array([self.k]), self.kind)[0]
+
+
+class _ExtremeScorer(_TopKScorer):
+    """nDCG@k / PSP@k over labels, for classifiers only."""
+
+    def _score(self, estimator, X, y):
+        if not _scores_labels(estimator):
+            raise ValueError(
+                f"The scorer {self.name!r} scores label rankings: it needs a classifier "
+                "(decision_function or predict_top_k, and classes_)."
+            )
+        return super()._score(estimator, X, y)
 
 
 class _PairROCScorer(_RankingScorer):
@@ -221,6 +243,9 @@ def get_scorer(scoring, *, metric=None):
       :func:`top_k_precision_score` (using ``predict_top_k(X, K)`` when the estimator has
       it); for an embedder, the retrieval
       metrics :func:`recall_at_k_score` / :func:`precision_at_k_score` of ``transform(X)``.
+    - ``"ndcg@K"``, ``"psp@K"``: classifiers only, :func:`top_k_ndcg_score` and the
+      normalised :func:`top_k_psp_score`, with the propensities of the scored ``y``
+      (:func:`label_propensities`; a scorer never sees the training labels).
     - ``"tpr@fpr=A"``: :func:`pairwise_roc_score` at FPR ``A`` over all pairs of ``X``, with
       pair scores from ``estimator.pairwise_similarity(X)`` or else from the embedding. It
       holds the (n, n) similarity matrix of the scored set: memory O(n^2).
@@ -266,6 +291,11 @@ def get_scorer(scoring, *, metric=None):
         if k < 1:
             raise ValueError(f"Malformed scorer name {scoring!r}: k must be >= 1.")
         return _TopKScorer(scoring, top_k.group(1), k, metric)
+    extreme = _EXTREME_NAME.fullmatch(scoring)
+    if extreme:
+        if int(extreme.group(2)) < 1:
+            raise ValueError(f"Malformed scorer name {scoring!r}: k must be >= 1.")
+        return _ExtremeScorer(scoring, extreme.group(1), int(extreme.group(2)))
     tpr = _TPR_NAME.fullmatch(scoring)
     if tpr:
         return _PairROCScorer(scoring, _parse_tpr_name(scoring, tpr), metric)

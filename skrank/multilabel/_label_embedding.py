@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -13,7 +15,13 @@ from ..nn._distributed import DistributedContext, gather
 class LabelEmbeddingNetwork(nn.Module):
     """Scores ``v_y(x) = <g(x), u_y>`` with ``g`` an MLP and ``u_y`` a row of a label table.
 
-    Both ``g(x)`` and ``u_y`` are L2-normalised, so scores lie in [-1, 1]. The label table is an
+    With ``scores="cosine"`` both the output of the MLP and ``u_y`` are L2-normalised, and
+    ``g(x)`` is that unit vector times a score scale ``s`` (an inverse temperature, learnable or
+    fixed, as in normalised-softmax and CosFace-style classifiers): scores lie in ``[-s, s]``.
+    Without a scale (``s = 1``) cosine scores cannot reach the margins of the hinge-type
+    surrogates, and a loss over many sampled negatives cannot separate them. With
+    ``scores="dot"`` neither side is normalised: ``g(x)`` is ``s`` times the MLP's output and
+    ``u_y`` the raw row, so scores are unbounded inner products. The label table is an
     ``nn.Embedding`` with sparse gradients: a training step that reads ``m`` labels produces a
     gradient of ``m`` rows, whatever the number of labels ``K``, so a sparse-aware optimiser
     (plain SGD, Adagrad, SparseAdam) updates only those rows.
@@ -32,6 +40,16 @@ class LabelEmbeddingNetwork(nn.Module):
         Activation of the hidden layers (see :class:`MLP`).
     dropout : float, default=0.0
         Dropout after each hidden activation.
+    input_dropout : float, default=0.0
+        Dropout on the inputs (features dropped at random while training: a regulariser of
+        sparse, bag-of-words-like inputs that also applies to a linear ``g``).
+    scores : {"cosine", "dot"}, default="cosine"
+        Cosine similarities (normalised embeddings) times the scale, or raw inner products
+        times the scale.
+    score_scale : float, default=1.0
+        The scale ``s > 0`` (its initial value when ``learn_score_scale``).
+    learn_score_scale : bool, default=False
+        Learn ``s`` with the network (it is stored as ``log s``, so it stays positive).
 
     Examples
     --------
@@ -52,15 +70,29 @@ class LabelEmbeddingNetwork(nn.Module):
         hidden_layer_sizes=(512,),
         activation="relu",
         dropout=0.0,
+        input_dropout=0.0,
+        scores="cosine",
+        score_scale=1.0,
+        learn_score_scale=False,
     ):
         super().__init__()
+        if scores not in ("cosine", "dot"):
+            raise ValueError(f"scores must be 'cosine' or 'dot', got {scores!r}.")
+        if not score_scale > 0:
+            raise ValueError(f"score_scale must be positive, got {score_scale!r}.")
+        self.cosine = scores == "cosine"
+        self.input_dropout = nn.Dropout(input_dropout) if input_dropout > 0 else nn.Identity()
         self.encoder = MLP(
             n_features,
             hidden_layer_sizes,
             embedding_dim,
             activation=activation,
             dropout=dropout,
-            normalize=True,
+            normalize=self.cosine,
+        )
+        # Part of the forward pass (so that data-parallel training averages its gradient).
+        self.log_scale = nn.Parameter(
+            torch.tensor(math.log(score_scale)), requires_grad=bool(learn_score_scale)
         )
         # One initialisation pass over the (possibly huge) table: rows of norm about 1, so that
         # normalisation does not shrink their gradients.
@@ -70,12 +102,21 @@ class LabelEmbeddingNetwork(nn.Module):
         nn.init.normal_(self.label_embeddings.weight, std=1.0 / math.sqrt(embedding_dim))
 
     def forward(self, x):
-        """L2-normalised input embeddings ``g(x)``, shape (batch_size, embedding_dim)."""
-        return self.encoder(x)
+        """Input embeddings ``g(x)`` (times the score scale), shape (batch_size, embedding_dim)."""
+        return self.encoder(self.input_dropout(x)) * self.log_scale.exp()
+
+    @property
+    def score_scale(self):
+        """The current score scale ``s`` (a float)."""
+        return float(self.log_scale.detach().exp())
+
+    def normalize_labels(self, vectors):
+        """Label rows as scored: L2-normalised for cosine scores, unchanged for inner products."""
+        return F.normalize(vectors, dim=-1) if self.cosine else vectors
 
     def label_vectors(self, labels):
-        """L2-normalised embeddings of ``labels`` (a LongTensor), reading only those rows."""
-        return F.normalize(self.label_embeddings(labels), dim=-1)
+        """Embeddings of ``labels`` (a LongTensor) as scored, reading only those rows."""
+        return self.normalize_labels(self.label_embeddings(labels))
 
     def scores(self, embeddings, labels):
         """Scores ``(n, len(labels))`` of the given labels for the input embeddings."""
@@ -86,9 +127,54 @@ class LabelEmbeddingNetwork(nn.Module):
         return (embeddings * self.label_vectors(labels)).sum(dim=1)
 
     def label_table(self, start=0, stop=None):
-        """Normalised rows ``start:stop`` of the label table (no gradient)."""
+        """Rows ``start:stop`` of the label table as scored (no gradient)."""
         with torch.no_grad():
-            return F.normalize(self.label_embeddings.weight[start:stop], dim=1)
+            return self.normalize_labels(self.label_embeddings.weight[start:stop])
+
+
+@torch.no_grad()
+def label_centroids(network, X, positives, rows_per_chunk=1024):
+    """Each label's centroid of the (unscaled) input embeddings of its examples.
+
+    Parameters
+    ----------
+    network : LabelEmbeddingNetwork
+        The network whose encoder embeds ``X`` (run in evaluation mode, on the CPU).
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Inputs, densified ``rows_per_chunk`` rows at a time.
+    positives : scipy.sparse matrix of shape (n_samples, n_labels)
+        Positive-label indicator.
+    rows_per_chunk : int, default=1024
+        Rows embedded at a time.
+
+    Returns
+    -------
+    centroids : torch.Tensor of shape (n_labels, embedding_dim), float32
+        The mean embedding of each label's examples (L2-normalised for cosine scores); zero rows
+        for labels without an example. Memory beyond the result: one chunk.
+    """
+    positives = sp.csr_matrix(positives)
+    n_labels = positives.shape[1]
+    device = next(network.parameters()).device
+    training = network.training
+    network.eval()
+    sums = None
+    for start in range(0, X.shape[0], rows_per_chunk):
+        block = X[start : start + rows_per_chunk]
+        block = block.toarray() if sp.issparse(block) else np.asarray(block)
+        embeddings = network.encoder(torch.as_tensor(block, dtype=torch.float32, device=device))
+        if sums is None:
+            sums = embeddings.new_zeros((n_labels, embeddings.shape[1]))
+        labels = positives[start : start + rows_per_chunk].tocoo()
+        sums.index_add_(
+            0,
+            torch.as_tensor(labels.col, dtype=torch.long, device=device),
+            embeddings[torch.as_tensor(labels.row, dtype=torch.long, device=device)],
+        )
+    network.train(training)
+    counts = torch.as_tensor(np.diff(positives.tocsc().indptr), device=device)
+    centroids = sums / counts.clamp(min=1)[:, None].to(sums.dtype)
+    return F.normalize(centroids, dim=1) if network.cosine else centroids
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):

@@ -10,7 +10,6 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
-from torch.nn import functional as F
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import OrderedWeightedLoss, owl_weights
@@ -24,7 +23,7 @@ from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._params import store_parameters
-from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer
+from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer, label_centroids
 
 __all__ = ["SNMClassifier"]
 
@@ -80,25 +79,46 @@ default="hinge"
         scaling of the paper's theory.
     embedding_dim : int, default=512
         Dimension of the input and label embeddings.
-    hidden_layer_sizes : tuple of int, default=(512,)
-        Hidden layers of the input network (the paper: ReLU 512, then linear 512).
+    hidden_layer_sizes : tuple of int, default=()
+        Hidden layers of the input network; ``()``, a linear map to the embedding, is what
+        generalises on sparse data with few examples per label (the paper: ``(512,)``, ReLU
+        512 then linear 512, which memorises such data).
     activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
         Hidden activation.
     dropout : float, default=0.0
         Dropout after each hidden activation.
+    input_dropout : float, default=0.2
+        Dropout on the input features while training (a regulariser that also applies to a
+        linear embedding; weight decay does not regularise cosine scores, which ignore the
+        scale of the weights).
+    scores : {"cosine", "dot"}, default="cosine"
+        ``"cosine"``: the cosine of the input and label embeddings times ``score_scale``;
+        ``"dot"``: their inner product (no normalisation) times ``score_scale``.
+    score_scale : float, default=10.0
+        Scale ``s`` of the scores (an inverse temperature), its initial value when
+        ``learn_score_scale``. Cosines alone lie in [-1, 1], too narrow for the margins of the
+        surrogates: a margin loss on them cannot separate the labels (``score_scale=1`` with
+        ``learn_score_scale=False`` is the paper's unscaled model).
+    learn_score_scale : bool, default=True
+        Learn the scale with the network.
+    label_init : {"centroid", "random"}, default="centroid"
+        Initial label embeddings: ``"centroid"``, the mean of the initial input embeddings
+        of each label's training examples (the model starts as a nearest-centroid rule in the
+        embedding space; labels without a training example start at random); ``"random"``,
+        Gaussian rows.
     label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
         Optimiser of the label table (:class:`~skrank.multilabel.RowSparseOptimizer`); all three
         update only the rows read by a step (plain SGD without momentum, as momentum would have
         to decay every row it ever touched). Adagrad's per-coordinate step sizes suit rows that
         receive gradients rarely.
     label_learning_rate : float or None, default=None
-        Learning rate of the label table. None: 0.05 for Adagrad, ``learning_rate`` for
+        Learning rate of the label table. None: 0.005 for Adagrad, ``learning_rate`` for
         SparseAdam, and ``0.1 * batch_size`` for SGD (the loss is a batch mean, so a label row
         read by a single example gets ``1 / batch_size`` of its gradient: plain SGD needs the
         paper's "large learning rate").
     score_k : int, default=1
-        The ``k`` of :meth:`score` (Recall@k), of the validation score, and of multilabel
-        :meth:`predict`.
+        The ``k`` of :meth:`score` (Recall@k), of the validation score (Precision@k, which
+        early stopping monitors), and of multilabel :meth:`predict`.
     search : {"exact", "faiss"}, default="exact"
         Top-k search over the label table at prediction: exact (chunked), or an approximate
         faiss HNSW index (needs ``faiss``, the ``ann`` extra) for very large ``K``.
@@ -150,6 +170,11 @@ default="hinge"
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
         "dropout": [Interval(Real, 0, 1, closed="left")],
+        "input_dropout": [Interval(Real, 0, 1, closed="left")],
+        "scores": [StrOptions({"cosine", "dot"})],
+        "score_scale": [Interval(Real, 0, None, closed="neither")],
+        "learn_score_scale": ["boolean"],
+        "label_init": [StrOptions({"centroid", "random"})],
         "label_optimizer": [StrOptions({"sparse_adam", "adagrad", "sgd"})],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "score_k": [Interval(Integral, 1, None, closed="left")],
@@ -167,9 +192,14 @@ default="hinge"
         power_exponent=1.0,
         weight_scale="normalized",
         embedding_dim=512,
-        hidden_layer_sizes=(512,),
+        hidden_layer_sizes=(),
         activation="relu",
         dropout=0.0,
+        input_dropout=0.2,
+        scores="cosine",
+        score_scale=10.0,
+        learn_score_scale=True,
+        label_init="centroid",
         label_optimizer="adagrad",
         label_learning_rate=None,
         score_k=1,
@@ -182,10 +212,10 @@ default="hinge"
         lr_decay=0.1,
         batch_size=256,
         max_epochs=50,
-        tol=None,
+        tol=0.0,
         n_iter_no_change=5,
-        early_stopping=False,
-        validation_fraction=None,
+        early_stopping=True,
+        validation_fraction=0.1,
         warm_start=False,
         callbacks=None,
         precision="float32",
@@ -229,7 +259,11 @@ default="hinge"
         self._check_label_parameters(len(classes))
         X_train, y_train, validation = self._split_validation(X, positives)
         self._faiss_index = None
-        return self.fit_loop(X_train, y_train, validation)
+        self._initialization_data = (X_train, y_train)
+        try:
+            return self.fit_loop(X_train, y_train, validation)
+        finally:
+            del self._initialization_data
 
     def _check_label_parameters(self, n_labels):
         """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
@@ -273,9 +307,21 @@ default="hinge"
             hidden_layer_sizes=tuple(self.hidden_layer_sizes),
             activation=self.activation,
             dropout=self.dropout,
+            input_dropout=self.input_dropout,
+            scores=self.scores,
+            score_scale=self.score_scale,
+            learn_score_scale=self.learn_score_scale,
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)
+        if self.label_init == "centroid":
+            X, positives = self._initialization_data
+            centroids = label_centroids(
+                network, X, positives, chunk_rows(X.shape[0], 4 * (n_features + self.embedding_dim))
+            )
+            seen = torch.from_numpy(np.diff(positives.tocsc().indptr) > 0)
+            with torch.no_grad():
+                network.label_embeddings.weight[seen] = centroids[seen]
         return network
 
     def initialize_criterion(self, y):
@@ -287,7 +333,7 @@ default="hinge"
         table = self.module_.label_embeddings.weight
         network = [p for p in self.module_.parameters() if p.requires_grad]
         default_rate = {
-            "adagrad": 0.05,
+            "adagrad": 0.005,
             "sparse_adam": self.learning_rate,
             "sgd": 0.1 * self.batch_size,
         }[self.label_optimizer]
@@ -321,7 +367,9 @@ default="hinge"
         positives = draw_from_positive_table(table[whole], counts[whole], generator)[batch.part]
         positive_sets = table[batch.indices]
         sampled, mask = self._label_sampler.draw(positive_sets)
-        vectors = F.normalize(self._label_optimizer.gather(torch.cat([positives, sampled])), dim=1)
+        vectors = self.network_.normalize_labels(
+            self._label_optimizer.gather(torch.cat([positives, sampled]))
+        )
         embeddings = self.module_(batch.inputs)
         size = positives.shape[0]
         positive_scores = (embeddings * vectors[:size]).sum(dim=1)
@@ -340,7 +388,8 @@ default="hinge"
     def validation_score(self, X_val, y_val):
         # Exact search: an approximate index built from mid-training weights would go stale.
         _, top = self._top_k(X_val, self.score_k, search="exact")
-        return _recall_at_k(y_val, top)
+        hits, n_true = top_k_hits(y_val, top)
+        return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "precision")[0])
 
     # ------------------------------------------------------------------ prediction
     def _top_k(self, X, k, search=None):

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..utils._labels import check_class_counts, encode_labels
+from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc
 
 __all__ = ["MMC"]
@@ -220,10 +221,15 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self : MMC
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        fit_function = fit_mmc
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            X, y = check_dask_data(self, X, y, ensure_min_samples=2)
+            fit_function = fit_mmc_dask
+        else:
+            X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_classification_targets(y)
         check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
-        fit = fit_mmc(
+        fit = fit_function(
             X,
             y,
             diagonal=self.diagonal,

@@ -1,0 +1,215 @@
+"""Extreme-classification label metrics: nDCG@k and propensity-scored Precision@k.
+
+Conventions of the Extreme Classification Repository (Bhatia, Dahiya, Jain, Kar, Mittal,
+Prabhu & Varma) and of Jain, Prabhu & Varma, "Extreme Multi-label Loss Functions for
+Recommendation, Tagging, Ranking & Other Missing Label Applications", KDD 2016:
+
+* relevance is binary (a label is true or not), examples without a true label are excluded
+  (with a ``UserWarning``, as by the other label metrics of skrank), and ties in the scores are
+  broken by column index, the smaller first;
+* ``nDCG@k = DCG@k / IDCG@k`` with ``DCG@k = sum_{r <= k} y_(r) / log2(r + 1)`` over the ``k``
+  best-scored labels and ``IDCG@k = sum_{r <= min(k, |y|)} 1 / log2(r + 1)``, the DCG of a
+  ranking that puts the true labels first; averaged over examples;
+* ``PSP@k`` weighs each true label ``l`` found among the ``k`` best by its inverse propensity
+  ``1 / p_l`` (rare labels, more often missing from the annotations, count more):
+  ``(1/k) sum_{r <= k} y_(r) / p_(r)``, averaged over examples, divided (``normalize=True``,
+  the repository's reported figure) by the same mean for the best achievable ranking, each
+  example's true labels sorted by decreasing ``1 / p_l``. The propensities are
+  ``p_l = 1 / (1 + C (N_l + B) ** -A)``, ``C = (log N - 1) (B + 1) ** A``, from the label
+  counts ``N_l`` of a training set of ``N`` examples (:func:`label_propensities`).
+"""
+
+import numpy as np
+from scipy import sparse
+from sklearn.utils.validation import check_consistent_length
+
+from ._labels import (
+    check_label_scores,
+    check_label_targets,
+    mean_top_k_scores,
+    top_k_hits,
+)
+from ._search import top_k_indices
+from ._validation import check_k
+
+__all__ = ["label_propensities", "top_k_ndcg_score", "top_k_psp_score"]
+
+
+def label_propensities(y, *, A=0.55, B=1.5):
+    """Propensity ``p_l`` of each label being annotated when relevant (Jain et al., 2016).
+
+    ``p_l = 1 / (1 + C (N_l + B) ** -A)`` with ``C = (log N - 1) (B + 1) ** A``, ``N`` the number
+    of examples and ``N_l`` the number of examples of label ``l``. The defaults ``A = 0.55``,
+    ``B = 1.5`` are the Extreme Classification Repository's for most data sets (it uses
+    ``A = 0.6, B = 2.6`` for Amazon and ``A = 0.5, B = 0.4`` for Wikipedia data).
+
+    Parameters
+    ----------
+    y : array-like or sparse matrix of shape (n_samples, n_labels)
+        Multilabel 0/1 indicator of the (training) examples.
+    A : float, default=0.55
+        Exponent of the model.
+    B : float, default=1.5
+        Offset of the model.
+
+    Returns
+    -------
+    propensities : ndarray of shape (n_labels,)
+        In ``(0, 1)``; frequent labels get propensities close to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import label_propensities
+    >>> y = np.zeros((1000, 3), dtype=int)
+    >>> y[:500, 0] = 1; y[:5, 1] = 1
+    >>> label_propensities(y).round(3)
+    array([0.758, 0.223, 0.113])
+    """
+    y = sparse.csr_matrix(y)
+    n_samples = y.shape[0]
+    if n_samples < 1:
+        raise ValueError("label_propensities needs at least one example.")
+    counts = np.asarray((y != 0).sum(axis=0), dtype=np.float64).ravel()
+    c = (np.log(n_samples) - 1.0) * (B + 1.0) ** A
+    return 1.0 / (1.0 + c * (counts + B) ** -A)
+
+
+def _discounts(k):
+    return 1.0 / np.log2(np.arange(2, k + 2))
+
+
+def ndcg_from_hits(hits, n_true, ks):
+    """Mean nDCG@k for each ``k`` in ``ks`` from :func:`~skrank.metrics._labels.top_k_hits`."""
+    has_label = n_true > 0
+    mean_top_k_scores(hits[:, :1], n_true, np.array([1]), "precision")  # warns, or raises
+    hits, n_true = hits[has_label], n_true[has_label]
+    discounts = _discounts(hits.shape[1])
+    dcg = np.cumsum(hits * discounts, axis=1)[:, ks - 1]
+    ideal = np.concatenate([[0.0], np.cumsum(discounts)])
+    idcg = ideal[np.minimum(n_true[:, None], ks[None, :])]
+    return np.mean(dcg / idcg, axis=0)
+
+
+def psp_from_top(targets, top_k, ks, propensities, normalize=True):
+    """Mean PSP@k for each ``k`` in ``ks`` from the top-k columns ``top_k`` (best first)."""
+    hits, n_true = top_k_hits(targets, top_k)
+    has_label = n_true > 0
+    mean_top_k_scores(hits[:, :1], n_true, np.array([1]), "precision")  # warns, or raises
+    inverse = 1.0 / np.asarray(propensities, dtype=np.float64)
+    weighted = np.cumsum(hits * inverse[top_k], axis=1)[has_label][:, ks - 1] / ks
+    result = weighted.mean(axis=0)
+    if not normalize:
+        return result
+    indicator = _indicator(targets, len(inverse))[has_label]
+    best = np.zeros((indicator.shape[0], int(ks.max())))
+    for row in range(indicator.shape[0]):  # each example's true labels, rarest first
+        start, stop = indicator.indptr[row], indicator.indptr[row + 1]
+        values = np.sort(inverse[indicator.indices[start:stop]])[::-1][: best.shape[1]]
+        best[row, : values.size] = values
+    ideal = (np.cumsum(best, axis=1)[:, ks - 1] / ks).mean(axis=0)
+    return result / ideal
+
+
+def _indicator(targets, n_labels):
+    if targets.ndim == 1:
+        n = targets.shape[0]
+        return sparse.csr_matrix(
+            (np.ones(n), targets, np.arange(n + 1)), shape=(n, n_labels), dtype=np.float64
+        )
+    indicator = sparse.csr_matrix(targets, dtype=np.float64)
+    indicator.eliminate_zeros()
+    return indicator
+
+
+def _prepare(y_true, y_score, k, labels):
+    y_score = check_label_scores(y_score)
+    check_consistent_length(y_true, y_score)
+    ks, is_scalar = check_k(k, y_score.shape[1], candidates="labels (columns of y_score)")
+    targets = check_label_targets(y_true, y_score.shape[1], labels)
+    top = top_k_indices(y_score, int(ks.max()))
+    return targets, top, ks, is_scalar, y_score.shape[1]
+
+
+def top_k_ndcg_score(y_true, y_score, k=1, *, labels=None):
+    """nDCG@k over labels with binary relevance (the extreme-classification convention).
+
+    ``DCG@k / IDCG@k`` per example, averaged: see the module notes. With binary relevance it
+    equals :func:`sklearn.metrics.ndcg_score` (``ignore_ties=True``) when the scores have no
+    ties and every example has a true label; it differs in that examples without a true label
+    are excluded here (sklearn scores them 0) and ties are broken by column index (sklearn,
+    by default, averages over tied orders).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix
+        Multiclass labels, or a multilabel indicator matrix of 0/1.
+    y_score : array-like of shape (n_samples, n_labels)
+        Label scores, higher = better. Must be finite.
+    k : int or list of int, default=1
+        Number of best labels, ``1 <= k <= n_labels``.
+    labels : array-like of shape (n_labels,), default=None
+        Multiclass only: the label of each column of ``y_score``.
+
+    Returns
+    -------
+    ndcg : float or ndarray of shape (len(k),)
+
+    Examples
+    --------
+    >>> from skrank.metrics import top_k_ndcg_score
+    >>> y_true = [[1, 0, 1], [0, 1, 0]]
+    >>> y_score = [[0.9, 0.5, 0.1], [0.2, 0.3, 0.8]]
+    >>> top_k_ndcg_score(y_true, y_score, k=[1, 3]).round(3)
+    array([0.5  , 0.775])
+    """
+    targets, top, ks, is_scalar, _ = _prepare(y_true, y_score, k, labels)
+    scores = ndcg_from_hits(*top_k_hits(targets, top), ks)
+    return float(scores[0]) if is_scalar else scores
+
+
+def top_k_psp_score(y_true, y_score, k=1, *, propensities, labels=None, normalize=True):
+    """Propensity-scored Precision@k (PSP@k, Jain et al., 2016).
+
+    See the module notes; compute ``propensities`` on the training labels with
+    :func:`label_propensities`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix
+        Multiclass labels, or a multilabel indicator matrix of 0/1.
+    y_score : array-like of shape (n_samples, n_labels)
+        Label scores, higher = better. Must be finite.
+    k : int or list of int, default=1
+        Number of best labels, ``1 <= k <= n_labels``.
+    propensities : array-like of shape (n_labels,)
+        Propensity of each label, in ``(0, 1]``.
+    labels : array-like of shape (n_labels,), default=None
+        Multiclass only: the label of each column of ``y_score``.
+    normalize : bool, default=True
+        Divide by the PSP@k of the best achievable ranking (the repository's figure, in
+        ``[0, 1]``); False gives the raw mean of ``(1/k) sum_r y_(r) / p_(r)``.
+
+    Returns
+    -------
+    psp : float or ndarray of shape (len(k),)
+
+    Examples
+    --------
+    >>> from skrank.metrics import top_k_psp_score
+    >>> y_true = [[1, 0, 1], [0, 1, 0]]
+    >>> y_score = [[0.9, 0.5, 0.1], [0.2, 0.3, 0.8]]
+    >>> round(top_k_psp_score(y_true, y_score, k=1, propensities=[0.5, 0.5, 0.25]), 3)
+    0.333
+    """
+    targets, top, ks, is_scalar, n_labels = _prepare(y_true, y_score, k, labels)
+    propensities = np.asarray(propensities, dtype=np.float64)
+    if propensities.shape != (n_labels,):
+        raise ValueError(
+            f"propensities must have one entry per label ({n_labels}); got shape "
+            f"{propensities.shape}."
+        )
+    if not np.all((propensities > 0) & (propensities <= 1)):
+        raise ValueError("propensities must lie in (0, 1]; use label_propensities(y_train).")
+    scores = psp_from_top(targets, top, ks, propensities, normalize)
+    return float(scores[0]) if is_scalar else scores

@@ -243,15 +243,16 @@ def negative_pair_similarities_dask(
     """:func:`~skrank.similarity._pair_scores.negative_pair_similarities` on rows read on demand.
 
     Draws the same pairs from the same ``random_state``; the rows of each chunk of pairs (sized
-    by ``working_memory``) are read in one pass over the blocks holding them. With at most
-    ``max_pairs`` negative pairs (a few hundred items, or one class holding nearly all items),
-    all items are read.
+    by ``working_memory``) are read in one pass over the blocks holding them, so this takes
+    ``48 d max_pairs / working_memory`` passes (one with the default 1 GiB and ``d`` below
+    80). With at most ``max_pairs`` negative pairs (a few hundred items, or one class holding
+    nearly all items), all items are read.
     """
     sample = _sampled_negative_pairs(codes, max_pairs, random_state)
     if sample is None:  # few negative pairs: all of them, exactly
         return negative_pair_similarities(rows[:], codes, A, max_pairs=max_pairs)
-    n_features = rows.shape[1]
-    chunk = chunk_rows(max_pairs, 16 * n_features + 8)
+    # Per pair: up to two rows read, their copy assembled from the blocks, both sides indexed.
+    chunk = chunk_rows(max_pairs, 48 * rows.shape[1] + 8)
     scores = np.empty(max_pairs)
     for start in range(0, max_pairs, chunk):
         part = slice(start, start + chunk)
@@ -312,7 +313,9 @@ def fit_pointwise_roc_dask(estimator, X, y):
     estimator._held_out = held_out
     fitted = estimator._solve(statistics, N, selection.pop("alpha_index", None))
     fitted.update(selection)
-    scores = negative_pair_similarities_dask(rows, codes, fitted["A_"], random_state=rng)
+    scores = negative_pair_similarities_dask(
+        rows, codes, fitted["A_"], max_pairs=CALIBRATION_PAIRS, random_state=rng
+    )
     fitted["threshold_"] = threshold_at_fpr(scores, estimator.threshold_fpr)
     estimator._store(item_classes, statistics, reservoir, rng, fitted)
     return estimator

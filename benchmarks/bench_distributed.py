@@ -5,8 +5,8 @@ torch.distributed.run --nproc_per_node N``), the gloo backend on the CPU (NCCL o
 ``--device cuda``): every process trains on its own part of each batch (``batch_size`` items),
 so N processes train on N times more items per step. Throughput is marginal: the items of a
 6-epoch fit minus those of a 2-epoch fit, over the time difference (after a warm-up fit), so
-that start-up does not count. Scaling efficiency = throughput with N processes / (N x throughput with 1); each
-process runs one torch thread.
+that start-up does not count. Scaling efficiency = throughput with N processes / (N x throughput
+with 1); each process runs one torch thread.
 
 Data: 20,000 synthetic items of 64 features in 200 classes, MLP 64-512-64 (SOPRCEmbedder,
 batches of 256 items per process: 64 classes x 4) and the same items with their class as the

@@ -596,7 +596,7 @@ def map_at_r_score(X, y, *, metric="cosine", chunk_size=None, device="auto", ver
     >>> from skrank.metrics import map_at_r_score
     >>> X = np.array([[0.0], [0.1], [1.0], [0.3], [1.1]])
     >>> map_at_r_score(X, [0, 0, 0, 1, 1], metric="euclidean")
-    0.15
+    0.2
     """
     return _at_r_score(X, y, metric, chunk_size, device, verbose, "map@r")
 

@@ -6,7 +6,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
@@ -19,6 +18,7 @@ from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
+from ..utils._validation import check_float32_range, check_label_vector
 
 __all__ = ["SOPRCEmbedder"]
 
@@ -182,7 +182,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             The fitted embedder.
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
-        check_classification_targets(y)
+        check_float32_range(X, estimator="SOPRCEmbedder")
+        check_label_vector(y)
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         if (
@@ -298,6 +299,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False)
+        check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
         return self._embed(X)
 
     def score(self, X, y):

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
+from ..utils._validation import normalize_rows, power_of_two_scale
 from ._search import top_k_indices
 from ._torch_retrieval import resolve_metric_device, torch_retrieval_statistics
 from ._validation import check_chunk_size, check_k
@@ -85,17 +86,18 @@ def _similarity_function(X, metric):
     here depend on the ranking only) and keeps integer inputs exact.
     """
     if metric == "cosine":
-        with np.errstate(over="ignore"):  # an overflow raises a clear error just below
-            norms = np.linalg.norm(X, axis=1)
-        if not np.all(norms > 0):
+        unit, zero = normalize_rows(X)  # scaled norms: no overflow or underflow at any scale
+        if zero.any():
             raise ValueError(
-                f"X has {np.sum(norms == 0)} all-zero row(s); their cosine similarity is "
-                "undefined. Remove them or use metric='euclidean'."
+                f"X has {np.sum(zero)} all-zero row(s) (first indices: "
+                f"{np.flatnonzero(zero)[:5].tolist()}); their cosine similarity is undefined. "
+                "Remove them or use metric='euclidean'."
             )
-        _check_no_overflow(norms)
-        unit = X / norms[:, None]
         return lambda rows: unit[rows] @ unit.T
     if metric == "euclidean":
+        # The ranking of distances does not depend on the scale: an exact power-of-two
+        # rescaling keeps squared distances of data at 1e-300 or 1e300 from under/overflowing.
+        X = X * power_of_two_scale(X)
         with np.errstate(over="ignore"):
             squared_norms = np.einsum("ij,ij->i", X, X)
         _check_no_overflow(squared_norms)
@@ -133,7 +135,9 @@ def similarity_matrix(X, metric):
     X : array-like of shape (n_samples, n_features)
         Embeddings.
     metric : {"cosine", "euclidean"} or callable
-        As in :func:`mean_auprc_score`; "euclidean" gives negative squared distances.
+        As in :func:`mean_auprc_score`; "euclidean" gives negative squared distances of ``X``
+        rescaled by a power of two (so that they neither overflow nor underflow; rankings, and
+        so every metric of them, do not change).
 
     Returns
     -------

@@ -8,12 +8,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..utils._labels import check_class_counts, encode_labels
 from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
+from ..utils._validation import check_finite_product, check_label_vector, power_of_two_scale
 from ._mmc_solver import figure_of_merit, fit_mmc
 
 __all__ = ["MMC"]
@@ -227,7 +227,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             fit_function = fit_mmc_dask
         else:
             X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
-        check_classification_targets(y)
+        check_label_vector(y)
         check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
         fit = fit_function(
             X,
@@ -300,7 +300,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return X @ self.components_.T
+        return check_finite_product(X, self.components_.T, input_name="X")
 
     def get_mahalanobis_matrix(self):
         """The learned positive semi-definite matrix ``A = L^T L``.
@@ -398,7 +398,15 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _figure_of_merit(self, X, y):
         check_is_fitted(self)
         X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
-        return figure_of_merit(X @ self.components_.T, y)
+        # Exact power-of-two rescalings of X and of X L^T (the merit is scale-invariant; X L^T
+        # and the means may overflow or underflow); the means are scaled back at the end.
+        scale = power_of_two_scale(X)
+        Z = X * scale @ self.components_.T
+        scale_z = power_of_two_scale(Z)
+        merit, dissimilar, similar = figure_of_merit(Z * scale_z, y)
+        with np.errstate(over="ignore", under="ignore"):  # beyond float64: inf or 0
+            scale = scale * scale_z
+            return merit, dissimilar / scale, similar / scale / scale
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -80,6 +80,7 @@ from threadpoolctl import threadpool_limits
 from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_negative_tuples
 from ..sampling._pairs import class_codes
 from ..utils._memory import chunk_rows
+from ..utils._validation import power_of_two_scale
 from ._pair_statistics import _symmetrize, dissimilar_pair_scatter, similar_pair_scatter
 
 __all__ = [
@@ -711,9 +712,13 @@ def fit_mmc(
         ``unbounded`` tells that without the ridge the problem would be unbounded (the scatter is
         singular along directions in which dissimilar pairs differ).
     """
+    # MMC is invariant to the scale of X: fit on X rescaled by a power of two c (exact), so that
+    # scatters of data at 1e-300 or 1e300 neither underflow nor overflow; then L = c L_c.
+    X = np.asarray(X, dtype=np.float64)
+    scale = power_of_two_scale(X)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_mmc(
-            np.asarray(X, dtype=np.float64),
+        fit = _fit_mmc(
+            X * scale,
             y,
             diagonal=diagonal,
             negatives=negatives,
@@ -727,6 +732,7 @@ def fit_mmc(
             verbose=verbose,
             max_block_entries=max_block_entries,
         )
+    return fit._replace(components=fit.components * scale)
 
 
 def _fit_mmc(
@@ -840,10 +846,19 @@ def figure_of_merit(Z, y, max_block_entries=None):
     mean_similar_squared : float
         Mean squared distance over similar pairs (MMC's constraint).
     """
-    mean_dissimilar = AllNegativePairs(y, max_block_entries).value(Z)
-    mean_similar_squared = float(np.trace(similar_pair_scatter(Z, y)[0]))
+    # The merit is invariant to the scale of Z: computed on Z rescaled by a power of two c
+    # (exact) so that squared distances neither overflow nor underflow; the means are rescaled.
+    scale = power_of_two_scale(Z)
+    mean_dissimilar = AllNegativePairs(y, max_block_entries).value(Z * scale)
+    mean_similar_squared = float(np.trace(similar_pair_scatter(Z * scale, y)[0]))
+    merit = _merit(mean_dissimilar, mean_similar_squared)
+    with np.errstate(over="ignore"):  # beyond float64, the means are inf
+        return merit, mean_dissimilar / scale, mean_similar_squared / scale / scale
+
+
+def _merit(mean_dissimilar, mean_similar_squared):
     if mean_dissimilar == 0:
-        return 0.0, mean_dissimilar, mean_similar_squared
+        return 0.0
     if mean_similar_squared <= 0:
-        return np.inf, mean_dissimilar, mean_similar_squared
-    return mean_dissimilar / np.sqrt(mean_similar_squared), mean_dissimilar, mean_similar_squared
+        return np.inf
+    return mean_dissimilar / np.sqrt(mean_similar_squared)

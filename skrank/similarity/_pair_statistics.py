@@ -105,7 +105,7 @@ class PairStatistics:
             shape=(self.class_sums_.shape[0], X.shape[0]),
         )
         self.class_sums_ += indicator @ X
-        self.gram_ += X.T @ X
+        self.gram_ += _checked_gram(X)
         return self
 
     def merge(self, other):
@@ -195,6 +195,20 @@ class PairStatistics:
         total_sum = self.class_sums_.sum(axis=0)
         total = np.outer(total_sum, total_sum) - self._between_class_outer()
         return _symmetrize(total) / (2 * self.n_negative_pairs)
+
+
+def _checked_gram(X):
+    """``X^T X``, or a ValueError naming ``X`` when its products over- or underflow float64."""
+    gram = X.T @ X
+    if np.all(np.isfinite(gram)) and (np.any(gram != 0) or not np.any(X)):
+        return gram
+    largest = float(np.max(np.abs(X)))
+    what = "overflow" if largest > 1 else "underflow to zero"
+    raise ValueError(
+        f"X has values of magnitude {largest:.3g}, whose products {what} in float64, so the "
+        "pair statistics (sums of x_i x_j^T) cannot be represented. Scale X (e.g. with "
+        "sklearn.preprocessing.StandardScaler), or L2-normalise its rows."
+    )
 
 
 def _symmetrize(matrix):

@@ -9,7 +9,6 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
@@ -17,6 +16,7 @@ from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._labels import encode_labels
 from ._dask import fit_pointwise_roc_dask, is_dask_array
+from ..utils._validation import check_label_vector, normalize_rows
 from ._pair_scores import (
     CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
@@ -402,7 +402,7 @@ class PointwiseROCSimilarity(BaseEstimator):
 
     def _training_data(self, X, y, *, classes, reset, known_classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
+        check_label_vector(y)
         item_classes, codes = encode_labels(
             y, known_classes=known_classes, declared_classes=classes
         )
@@ -419,14 +419,14 @@ class PointwiseROCSimilarity(BaseEstimator):
             X = (X - self.input_mean_) @ self.input_transform_
         if not self.normalize:
             return X
-        norms = np.linalg.norm(X, axis=-1, keepdims=True)
-        if not np.all(norms > 0):
-            zero_rows = np.unique(np.argwhere(norms[..., 0] == 0)[:, 0])
+        unit, zero = normalize_rows(X)  # scaled norms: exact at 1e-300 and 1e300 alike
+        if zero.any():
+            zero_rows = np.unique(np.argwhere(zero)[:, 0])
             raise ValueError(
-                f"{input_name} has rows of zero norm, which normalize=True cannot L2-normalise "
+                f"{input_name} has all-zero rows, which normalize=True cannot L2-normalise "
                 f"(first indices: {zero_rows[:5].tolist()}). Remove them or set normalize=False."
             )
-        return X / norms
+        return unit
 
     def _constraint_negative_matrix(self, statistics, X, codes, rng):
         if self.negatives == "all":
@@ -586,7 +586,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         """
         self._check_fitted()
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
-        check_classification_targets(y)
+        check_label_vector(y)
         _, codes = encode_labels(y)
         rng = check_random_state(self.random_state)
         self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)

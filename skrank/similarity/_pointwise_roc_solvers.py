@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..exceptions import SolverAccuracyWarning
+from ..utils._validation import power_of_two_scale
 
 __all__ = [
     "NeymanPearsonSolution",
@@ -431,17 +432,21 @@ def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
     mean : ndarray of shape (d,)
     matrix : ndarray of shape (d, d)
     """
+    # Fitted on X rescaled by a power of two c (exact), so that sums and variances of data at
+    # 1e-300 or 1e300 neither underflow nor overflow: (X - mean_c / c) @ (c matrix_c) equals
+    # (c X - mean_c) @ matrix_c.
+    scale = power_of_two_scale(X)
+    X = X * scale
     mean = X.mean(axis=0)
-    d = X.shape[1]
     if kind == "center":
-        return mean, np.eye(d)
+        return mean / scale, np.eye(X.shape[1])
     if kind == "standardize":
         std = X.std(axis=0)
-        return mean, np.diag(1.0 / np.where(std > 0, std, 1.0))
+        return mean / scale, np.diag(scale / np.where(std > 0, std, 1.0))
     covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     floor = eigenvalue_floor * max(eigenvalues[-1], np.finfo(float).tiny)
-    return mean, eigenvectors / np.sqrt(np.maximum(eigenvalues, floor))
+    return mean / scale, eigenvectors * (scale / np.sqrt(np.maximum(eigenvalues, floor)))
 
 
 def alpha_levels(P, N, tolerance=0.0, n_levels=20):

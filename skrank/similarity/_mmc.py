@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..utils._labels import check_class_counts, encode_labels
+from ..utils._params import store_parameters
 from ..utils._validation import check_finite_product, check_label_vector, power_of_two_scale
 from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc
@@ -194,16 +195,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         verbose=False,
         random_state=None,
     ):
-        self.diagonal = diagonal
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init = init
-        self.scatter_ridge = scatter_ridge
-        self.min_rank = min_rank
-        self.verbose = verbose
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

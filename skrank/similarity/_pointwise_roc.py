@@ -15,6 +15,7 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._labels import encode_labels
+from ..utils._params import store_parameters
 from ..utils._validation import check_label_vector, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
@@ -251,17 +252,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         threshold_fpr=0.05,
         random_state=None,
     ):
-        self.alpha = alpha
-        self.identity_weight = identity_weight
-        self.preprocessing = preprocessing
-        self.validation_fraction = validation_fraction
-        self.tolerance = tolerance
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.solver = solver
-        self.normalize = normalize
-        self.threshold_fpr = threshold_fpr
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

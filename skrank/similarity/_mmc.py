@@ -12,10 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..utils._labels import check_class_counts, encode_labels
-<<<<<<< HEAD
 from ..utils._params import store_parameters
-=======
->>>>>>> dask-scale
 from ..utils._validation import check_finite_product, check_label_vector, power_of_two_scale
 from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc

@@ -15,10 +15,7 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._labels import encode_labels
-<<<<<<< HEAD
 from ..utils._params import store_parameters
-=======
->>>>>>> dask-scale
 from ..utils._validation import check_label_vector, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (

@@ -17,7 +17,6 @@ from tqdm.auto import tqdm
 from ..utils._memory import chunk_rows
 from ._ranks import Workspace, positive_statistics, rank_scores
 
-
 CPU_BLOCK_QUERIES = 64
 
 

@@ -281,7 +281,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         )
 
     def validation_score(self, X_val, y_val):
-        return mean_auprc_score(self._embed(X_val), y_val, metric="cosine")
+        return mean_auprc_score(self._embed(X_val), y_val, metric="cosine", device=self._device)
 
     def _embed(self, X):
         embedding = self._forward_in_chunks(X)
@@ -310,6 +310,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """Mean AUPRC (mean average precision) of retrieval by cosine similarity on ``(X, y)``.
 
         Every item is a query against all the others; queries without a positive are skipped.
+        Computed exactly by :func:`skrank.metrics.mean_auprc_score` on the fitted model's
+        device (its torch path: float32 similarities).
 
         Parameters
         ----------
@@ -323,7 +325,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         score : float
             Mean over queries of their AUPRC.
         """
-        return mean_auprc_score(self.transform(X), y, metric="cosine")
+        return mean_auprc_score(
+            self.transform(X), y, metric="cosine", device=self._inference_device()
+        )
 
     @property
     def _n_features_out(self):

@@ -26,17 +26,38 @@ import torch
 SORT_FRACTION = 8  # blocks whose positives exceed n / SORT_FRACTION sort their rows
 
 
-def _suffix_sums(counts):
-    """``out[:, j] = counts[:, j + 1:].sum(1)`` for each column ``j`` (int64)."""
-    reverse = counts.flip(1).cumsum(1).flip(1)
-    return torch.cat([reverse[:, 1:], torch.zeros_like(reverse[:, :1])], dim=1)
+GRID_CELLS_PER_ITEM = 0.25
 
 
 def _grid_size(width, n_items):
-    return int(min(max(1024, 16 * width), max(n_items, 2)))
+    return int(max(1024, GRID_CELLS_PER_ITEM * n_items))
 
 
-def _cells(similarity, lowest, highest, n_grid):
+def _nonzero(mask):
+    """Row and column indices of the true entries of a 2-D mask (numpy's is faster on CPU)."""
+    if mask.device.type == "cpu":
+        rows, columns = mask.numpy().nonzero()
+        return torch.from_numpy(rows), torch.from_numpy(columns)
+    return torch.nonzero(mask, as_tuple=True)
+
+
+class Workspace:
+    """Work buffers reused from block to block (fresh large allocations cost page faults)."""
+
+    def __init__(self):
+        self._buffers = {}
+
+    def get(self, name, shape, dtype, device):
+        """An uninitialised tensor of ``shape``, a view of a buffer kept under ``name``."""
+        size = int(torch.Size(shape).numel())
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.numel() < size or buffer.dtype != dtype:
+            buffer = torch.empty(size, dtype=dtype, device=device)
+            self._buffers[name] = buffer
+        return buffer[:size].view(shape)
+
+
+def _cells(similarity, lowest, highest, n_grid, workspace):
     """Monotone map of each row's scores onto cells ``0 .. n_grid - 1`` (int64, (c, n)).
 
     Cell 1 starts near the row's lowest positive, cell ``n_grid - 1`` ends at its highest
@@ -45,16 +66,18 @@ def _cells(similarity, lowest, highest, n_grid):
     row, whatever the rounding.
     """
     span = (highest - lowest).to(torch.float64).clamp(min=1e-300)
-    scale64 = (n_grid - 2) / span
+    scale64 = (n_grid - 3) / span
     info = torch.finfo(similarity.dtype)
     scale = scale64.clamp(min=info.tiny, max=info.max).to(similarity.dtype)
-    origin = (lowest.to(torch.float64) - 1 / scale.to(torch.float64)).to(similarity.dtype)
+    # Half a cell below: the lowest positive lands in cell 1 despite rounding.
+    origin = (lowest.to(torch.float64) - 1.5 / scale.to(torch.float64)).to(similarity.dtype)
     # Where the row's scores are huge, origin may round to -inf: keep it finite (still monotone).
     origin = torch.where(torch.isfinite(origin), origin, lowest)
-    work = torch.sub(similarity, origin)
+    work = workspace.get("work", similarity.shape, similarity.dtype, similarity.device)
+    torch.sub(similarity, origin, out=work)
     work.mul_(scale)
     work.clamp_(min=0, max=n_grid - 1)
-    cells = torch.empty(similarity.shape, dtype=torch.int64, device=similarity.device)
+    cells = workspace.get("cells", similarity.shape, torch.int64, similarity.device)
     cells.copy_(work)
     return cells
 
@@ -76,7 +99,7 @@ def _ranks_by_sort(similarity, positive_columns, valid):
     return ranks, n_at_least
 
 
-def positive_statistics(similarity, positive_columns, n_positives):
+def positive_statistics(similarity, positive_columns, n_positives, workspace=None):
     """Per-query AUPRC and sorted tie-by-index ranks of the positives.
 
     Parameters
@@ -89,6 +112,8 @@ def positive_statistics(similarity, positive_columns, n_positives):
         rest (padding) may hold any valid index.
     n_positives : torch.Tensor of shape (c,), int64
         Number of positives of each query, each ``>= 1``.
+    workspace : Workspace, default=None
+        Buffers to reuse across calls (a new one when None).
 
     Returns
     -------
@@ -105,9 +130,8 @@ def positive_statistics(similarity, positive_columns, n_positives):
     valid = slots < n_positives[:, None]
     scores = similarity.gather(1, positive_columns).masked_fill_(~valid, torch.inf)
     thresholds, by_score = torch.sort(scores, dim=1)
-    # Positives scored >= and > each threshold (padding +inf sorts last, never counted).
+    # Positives scored >= each threshold (padding +inf sorts last, never counted).
     positives_at_least = n_positives[:, None] - torch.searchsorted(thresholds, thresholds)
-    positives_above = n_positives[:, None] - torch.searchsorted(thresholds, thresholds, right=True)
     if width * SORT_FRACTION > n_items:
         columns = positive_columns.gather(1, by_score)
         ranks, n_at_least = _ranks_by_sort(similarity, columns, valid)
@@ -115,60 +139,48 @@ def positive_statistics(similarity, positive_columns, n_positives):
         return auprc, ranks.sort(dim=1).values
 
     n_grid = _grid_size(width, n_items)
-    lowest = thresholds[:, :1]
+    workspace = workspace or Workspace()
     highest = similarity.amax(dim=1, keepdim=True)
-    cells = _cells(similarity, lowest, highest, n_grid)
+    cells = _cells(similarity, thresholds[:, :1], highest, n_grid, workspace)
+    columns_by_score = positive_columns.gather(1, by_score)
     # Cells of the positives (padding goes to the extra cell n_grid, which no item reaches).
-    positive_cells = cells.gather(1, positive_columns.gather(1, by_score))
-    positive_cells.masked_fill_(~valid, n_grid)
+    positive_cells = cells.gather(1, columns_by_score).masked_fill_(~valid, n_grid)
     occupied = torch.zeros((n_rows, n_grid + 1), dtype=torch.bool, device=device)
     occupied.scatter_(1, positive_cells, True)
     occupied = occupied[:, :n_grid]
-    histogram = torch.zeros((n_rows, n_grid), dtype=torch.int64, device=device)
-    histogram.scatter_add_(
-        1, cells, torch.ones((), dtype=torch.int64, device=device).expand_as(cells)
-    )
-    # Items in cells without a positive: above threshold t iff their cell is above t's cell.
-    clear = histogram.masked_fill(occupied, 0)
-    clear_above = _suffix_sums(clear)
-    above_cells = clear_above.gather(1, positive_cells.clamp(max=n_grid - 1))
-    # Items sharing a cell with a positive: compared exactly with the row's thresholds.
-    shared = occupied.gather(1, cells)
+    positive_cells.clamp_(max=n_grid - 1)
+    # Items in cells without a positive are above a positive iff their cell is above its cell.
+    clear = workspace.get("histogram", (n_rows, n_grid), torch.int64, device).zero_()
+    clear.scatter_add_(1, cells, torch.ones((), dtype=torch.int64, device=device).expand_as(cells))
+    clear_at_most = torch.cumsum(clear.masked_fill_(occupied, 0), dim=1, out=clear)
+    clear_above = clear_at_most[:, -1:] - clear_at_most.gather(1, positive_cells)
+    del clear, clear_at_most
+    # Items sharing a cell with a positive (the positives among them) are compared exactly:
+    # listed by column, then stably sorted by decreasing score, i.e. in rank order.
+    shared = workspace.get("shared", similarity.shape, torch.bool, device)
+    torch.gather(occupied, 1, cells, out=shared)
     del cells
-    rows, columns = torch.nonzero(shared, as_tuple=True)
+    rows, columns = _nonzero(shared)
     del shared
     per_row = torch.bincount(rows, minlength=n_rows)
-    n_shared = int(per_row.max()) if len(rows) else 0
-    shared_scores = torch.full(
-        (n_rows, max(n_shared, 1)), -torch.inf, dtype=similarity.dtype, device=device
-    )
+    n_shared = max(int(per_row.max()), 1) if len(rows) else 1
     slot = torch.arange(len(rows), device=device) - (per_row.cumsum(0) - per_row)[rows]
-    shared_scores[rows, slot] = similarity[rows, columns]
-    n_at_least = above_cells + _bin_suffix(thresholds, shared_scores, width, right=True)
-    n_above = above_cells + _bin_suffix(thresholds, shared_scores, width, right=False)
-    auprc = _auprc(positives_at_least, n_at_least, valid, n_positives)
-    # Items tied with a positive beyond the positives themselves: order by index needs a sort.
-    tied = ((n_at_least - n_above) > (positives_at_least - positives_above)) & valid
-    # Otherwise the m-th best positive (m = n_positives - j) ranks after the items above it.
-    ranks = (n_above - positives_above) + (n_positives[:, None] - slots)
-    ranks = ranks.masked_fill(~valid, n_items + 1)
-    tie_rows = torch.nonzero(tied.any(dim=1)).squeeze(1)
-    if len(tie_rows):
-        ranks[tie_rows] = _ranks_by_sort(
-            similarity[tie_rows], positive_columns[tie_rows], valid[tie_rows]
-        )[0]
-    return auprc, ranks.sort(dim=1).values
-
-
-def _bin_suffix(thresholds, values, width, *, right):
-    """For each threshold ``j`` of each row, the ``values`` of the row ``>= t_j`` (right) or
-    ``> t_j`` (left), counted by binary search among the sorted thresholds."""
-    position = torch.searchsorted(thresholds, values, right=right)
-    counts = torch.zeros((len(values), width + 1), dtype=torch.int64, device=values.device)
-    counts.scatter_add_(
-        1, position, torch.ones((), dtype=torch.int64, device=values.device).expand_as(position)
+    shared_scores = torch.full(
+        (n_rows, n_shared), -torch.inf, dtype=similarity.dtype, device=device
     )
-    return _suffix_sums(counts)[:, :width]
+    shared_scores[rows, slot] = similarity[rows, columns]
+    shared_columns = torch.full((n_rows, n_shared), n_items, dtype=torch.int64, device=device)
+    shared_columns[rows, slot] = columns.to(device)
+    ordered_scores, order = torch.sort(shared_scores, dim=1, descending=True, stable=True)
+    place = torch.empty_like(order)
+    place.scatter_(1, order, torch.arange(n_shared, device=device).expand_as(order))
+    where = torch.searchsorted(shared_columns, columns_by_score).clamp_(max=n_shared - 1)
+    # Rank: 1 + items scored above (clear cells, then shared) + tied items of smaller index.
+    ranks = clear_above + place.gather(1, where) + 1
+    ranks.masked_fill_(~valid, n_items + 1)
+    shared_at_least = torch.searchsorted(ordered_scores.neg(), thresholds.neg(), right=True)
+    auprc = _auprc(positives_at_least, clear_above + shared_at_least, valid, n_positives)
+    return auprc, ranks.sort(dim=1).values
 
 
 def _auprc(positives_at_least, n_at_least, valid, n_positives):

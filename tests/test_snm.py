@@ -215,6 +215,13 @@ def test_negative_weight_options_reach_the_loss():
         np.testing.assert_allclose(clf.criterion_.weights.numpy(), expected, rtol=1e-6)
     clf = SNMClassifier(negative_weights=[2.0, 1.0, 1.0, 0.0], **fit).fit(X, y)
     np.testing.assert_allclose(clf.negative_weights_, [2.0, 1.0, 1.0, 0.0])
+    clf = SNMClassifier(**fit).fit(X, y)  # top_k_negatives="auto": 1 of 4 negatives
+    np.testing.assert_allclose(clf.negative_weights_, [1, 0, 0, 0])
+    for n_negatives, top_k in ((200, 16), (64, 8), (7, 1)):
+        clf = SNMClassifier(n_negatives=n_negatives)
+        clf._check_label_parameters(n_labels=1000)
+        expected = np.r_[np.full(top_k, 1 / top_k), np.zeros(n_negatives - top_k)]
+        np.testing.assert_allclose(clf.negative_weights_, expected)
     clf = SNMClassifier(top_k_negatives=2, weight_scale="paper", **fit).fit(X, y)
     np.testing.assert_allclose(clf.negative_weights_, [9 / 8, 9 / 8, 0, 0])  # (K-1)/(k'B)
     for loss in ("powl", "bowl"):

@@ -41,8 +41,9 @@ class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
     embedding, both L2-normalised (Reddi, Kale, Yu, Holtmann-Rice, Chen & Kumar, "Stochastic
     Negative Mining for Learning with Large Output Spaces", AISTATS 2019). Each training step
     samples ``n_negatives`` labels, sorts their scores and applies an ordered weighted loss (BOWL
-    or POWL) that weighs the sampled negatives by rank: by default only the hardest one counts
-    (top-1 SNM); ``negative_weights="uniform"`` is plain negative sampling. A step reads and
+    or POWL) that weighs the sampled negatives by rank: by default the 16 hardest count,
+    equally (top-16 SNM; the paper's top-1 SNM is ``top_k_negatives=1``);
+    ``negative_weights="uniform"`` is plain negative sampling. A step reads and
     updates only the sampled rows of the label table, so its cost does not grow with the number
     of labels ``K``; predictions are computed in chunks and never hold an ``n x K`` matrix.
 
@@ -73,9 +74,11 @@ default="hinge"
         Number ``B`` of negative labels sampled per step. ``"auto"``: ``min(1024, K - 1)``.
         Values above ``K - 1`` are clamped to ``K - 1`` with a ``UserWarning`` (``n_negatives_``
         holds the value used).
-    top_k_negatives : int, default=1
+    top_k_negatives : int or "auto", default="auto"
         Number ``k'`` of hardest sampled negatives weighed by ``"topk"`` (and the ``k'`` of the
-        paper's scaling); at most ``n_negatives``.
+        paper's scaling); at most ``n_negatives``. ``"auto"``: 16, at most an eighth of
+        ``n_negatives_`` (at least 1); chosen on validation splits of Bibtex and Corel5k, where
+        the 16 hardest of all the other labels beat the hardest one and the 64 hardest.
     negative_weights : {"topk", "uniform", "power"} or array-like, default="topk"
         Weights by rank of the sorted sampled negatives (:func:`skrank.losses.owl_weights`):
         top-k' SNM, negative sampling, a power law ``j ** -power_exponent``, or an array of
@@ -177,7 +180,7 @@ default="hinge"
         "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
         "margin": [Interval(Real, 0, None, closed="neither")],
         "n_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "top_k_negatives": [Interval(Integral, 1, None, closed="left")],
+        "top_k_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "negative_weights": [StrOptions({"topk", "uniform", "power"}), "array-like"],
         "power_exponent": [Interval(Real, 0, None, closed="left")],
         "weight_scale": [StrOptions({"normalized", "paper"})],
@@ -202,7 +205,7 @@ default="hinge"
         surrogate="hinge",
         margin=1.0,
         n_negatives="auto",
-        top_k_negatives=1,
+        top_k_negatives="auto",
         negative_weights="topk",
         power_exponent=1.0,
         weight_scale="normalized",
@@ -284,7 +287,10 @@ default="hinge"
     def _check_label_parameters(self, n_labels):
         """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
         requested = min(1024, n_labels - 1) if self.n_negatives == "auto" else self.n_negatives
-        if self.top_k_negatives > requested:
+        top_k = self.top_k_negatives
+        if top_k == "auto":
+            top_k = min(16, max(1, requested // 8))
+        if top_k > requested:
             raise ValueError(
                 f"top_k_negatives={self.top_k_negatives} exceeds n_negatives={requested}: SNM "
                 "cannot mine more negatives than it samples."
@@ -310,7 +316,7 @@ default="hinge"
         user_weights = None
         if not isinstance(self.negative_weights, str):
             user_weights = check_weight_vector(self.negative_weights, requested)
-        n_negatives, top_k = requested, self.top_k_negatives
+        n_negatives = requested
         if n_negatives > n_labels - 1:
             n_negatives, top_k = n_labels - 1, min(top_k, n_labels - 1)
             warnings.warn(

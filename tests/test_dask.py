@@ -136,6 +136,21 @@ def test_mmc_on_dask_equals_in_memory_fit(params):
     assert actual.converged_ == expected.converged_
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_mmc_on_dask_at_an_extreme_scale_equals_the_fit_at_scale_one(scale):
+    # As in memory: MMC is scale-invariant, and the dask fit rescales by a power of two first,
+    # so that the scatters (sums of x x^T at 1e400 or 1e-400) neither overflow nor underflow.
+    X, y = _data(n=300)
+    params = {"negatives": "pairs", "n_samples": 300, "random_state": 0}
+    expected = MMC(**params).fit(X, y)
+    actual = MMC(**params).fit(da.from_array(X * scale, chunks=((100, 1, 150, 49), 6)), y)
+    # The metric up to the scale: the Gram matrices of the mapped items (rotation-invariant).
+    Z_expected, Z_actual = expected.transform(X), actual.transform(X * scale)
+    np.testing.assert_allclose(Z_actual @ Z_actual.T, Z_expected @ Z_expected.T, atol=1e-8)
+    np.testing.assert_allclose(actual.objective_, expected.objective_, rtol=1e-8)
+    assert actual.n_iter_ == expected.n_iter_
+
+
 def test_mmc_on_dask_refuses_all_negative_pairs():
     X, y = _data(n=50)
     with pytest.raises(ValueError, match='negatives="pairs" or "tuples"'):

@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
+from ..utils._docstrings import fill_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
 from ..utils._validation import check_finite_product, check_label_vector, power_of_two_scale
@@ -18,6 +19,18 @@ from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc
 
 __all__ = ["MMC"]
+
+# The parameters of the methods that evaluate the metric on labelled items (fill_docs).
+_EVALUATION_DOCS = {
+    "evaluation_parameters": """
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes, and a class with two items).
+        """
+}
 
 
 class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -343,6 +356,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return functools.partial(_mahalanobis_distance, components=self.components_.copy())
 
+    @fill_docs(_EVALUATION_DOCS)
     def objective_and_constraint(self, X, y):
         """MMC's objective and constraint in the learned metric, over all pairs of ``(X, y)``.
 
@@ -350,12 +364,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         2018); on the training data the constraint is at most one and the objective is the
         optimum when ``negatives="all"``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, and a class with two items).
+        {evaluation_parameters}
 
         Returns
         -------
@@ -367,6 +376,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         _, objective, constraint = self._figure_of_merit(X, y)
         return float(objective), float(constraint)
 
+    @fill_docs(_EVALUATION_DOCS)
     def score(self, X, y):
         """Scale-invariant figure of merit over all pairs of ``(X, y)``.
 
@@ -374,12 +384,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective divided by the square root of the constraint, on any labelled data. ``0`` if
         all dissimilar pairs are at distance zero, ``inf`` if only the similar ones are.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, and a class with two items).
+        {evaluation_parameters}
 
         Returns
         -------

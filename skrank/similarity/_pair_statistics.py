@@ -17,7 +17,25 @@ import numpy as np
 from scipy import sparse
 
 from ..sampling._pairs import class_codes, count_pairs
+from ..utils._docstrings import fill_docs
 from ..utils._memory import chunk_rows
+
+# The sections that the two pair scatters share (fill_docs), up to their count of pairs.
+_SCATTER_DOCS = {
+    "scatter_sections": """
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        scatter : ndarray of shape (n_features, n_features)
+            Symmetric positive semi-definite matrix.
+        """
+}
 
 __all__ = [
     "PairStatistics",
@@ -226,6 +244,7 @@ def _as_rows(X):
     return np.asarray(X, dtype=np.float64)
 
 
+@fill_docs(_SCATTER_DOCS)
 def similar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the positive pairs ``i < j``.
 
@@ -237,17 +256,7 @@ def similar_pair_scatter(X, y):
     For any ``A``, ``<S, A>`` is the mean squared Mahalanobis distance ``d_A^2`` over positive
     pairs.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter_sections}
     n_positive : int
         Number of positive pairs it averages over.
     """
@@ -300,6 +309,7 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=None):
     return _symmetrize(total)
 
 
+@fill_docs(_SCATTER_DOCS)
 def dissimilar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the negative pairs ``i < j``.
 
@@ -308,17 +318,7 @@ def dissimilar_pair_scatter(X, y):
     pairs' share (see :func:`similar_pair_scatter`). For any ``A``, ``<D, A>`` is the mean squared
     Mahalanobis distance ``d_A^2`` over negative pairs.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter_sections}
     n_negative : int
         Number of negative pairs it averages over.
 

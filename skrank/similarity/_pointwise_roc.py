@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
+from ..utils._docstrings import fill_docs
 from ..utils._labels import encode_labels
 from ..utils._params import store_parameters
 from ..utils._validation import check_label_vector, normalize_rows
@@ -42,6 +43,15 @@ from ._pointwise_roc_solvers import (
 _MAX_VALIDATION_ITEMS = 2_000
 # Number of levels alpha="auto" tries.
 _N_ALPHA_LEVELS = 20
+# The parameters of the methods that take pairs of items (fill_docs).
+_PAIRS_DOCS = {
+    "pairs_parameters": """
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            The two items of each pair.
+        """
+}
 
 
 class PointwiseROCSimilarity(BaseEstimator):
@@ -641,13 +651,11 @@ class PointwiseROCSimilarity(BaseEstimator):
         pairs = self._normalized(pairs, "pairs")
         return bilinear_similarity(pairs[:, 0], pairs[:, 1], self.A_)
 
+    @fill_docs(_PAIRS_DOCS)
     def decision_function(self, pairs):
         """Similarity of each pair minus ``threshold_`` (positive: predicted similar).
 
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
+        {pairs_parameters}
 
         Returns
         -------
@@ -661,13 +669,11 @@ class PointwiseROCSimilarity(BaseEstimator):
             )
         return similarity - self.threshold_
 
+    @fill_docs(_PAIRS_DOCS)
     def predict(self, pairs):
         """Predict whether the items of each pair share a class.
 
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
+        {pairs_parameters}
 
         Returns
         -------

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..exceptions import SolverAccuracyWarning
+from ..utils._docstrings import fill_docs
 from ..utils._validation import power_of_two_scale
 
 __all__ = [
@@ -46,6 +47,22 @@ _CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10}
 # with a SolverAccuracyWarning up to _ACCEPT_GAP, and refused beyond.
 _CERTIFIED_GAP = 1e-8
 _ACCEPT_GAP = 1e-5
+# The parameters of the pointwise ROC problem, shared by its solvers (fill_docs).
+_PROBLEM_DOCS = {
+    "problem_parameters": [
+        (
+            "P",
+            "array-like of shape (n_features, n_features)",
+            "Mean symmetrised outer product over positive pairs.",
+        ),
+        (
+            "N",
+            "array-like of shape (n_features, n_features)",
+            "Mean symmetrised outer product over negative pairs.",
+        ),
+        ("beta", "float", "Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``."),
+    ]
+}
 
 
 class NeymanPearsonSolution(NamedTuple):
@@ -160,6 +177,7 @@ def _solution(N, beta, A, lambda_, gamma_, case):
     )
 
 
+@fill_docs(_PROBLEM_DOCS)
 def solve_kkt(P, N, beta):
     """Closed-form solution of the pointwise ROC problem (Appendix B.1 of the paper).
 
@@ -184,12 +202,7 @@ def solve_kkt(P, N, beta):
 
     Parameters
     ----------
-    P : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over positive pairs.
-    N : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over negative pairs.
-    beta : float
-        Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``.
+    {problem_parameters}
 
     Returns
     -------
@@ -251,6 +264,7 @@ def _dual_value(constraint):
     return max(0.0, float(np.ravel(constraint.dual_value)[0]))
 
 
+@fill_docs(_PROBLEM_DOCS)
 def solve_cvxpy(P, N, beta, *, solver="CLARABEL", **solver_options):
     """Solve the pointwise ROC problem with cvxpy (a second-order cone program).
 
@@ -264,12 +278,7 @@ def solve_cvxpy(P, N, beta, *, solver="CLARABEL", **solver_options):
 
     Parameters
     ----------
-    P : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over positive pairs.
-    N : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over negative pairs.
-    beta : float
-        Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``.
+    {problem_parameters}
     solver : str or None, default="CLARABEL"
         cvxpy solver name; None lets cvxpy choose.
     **solver_options

@@ -6,7 +6,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
@@ -19,6 +18,7 @@ from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
+from ..utils._validation import check_float32_range, check_label_vector
 
 __all__ = ["SOPRCEmbedder"]
 
@@ -186,7 +186,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             The fitted embedder.
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
-        check_classification_targets(y)
+        check_float32_range(X, estimator="SOPRCEmbedder")
+        check_label_vector(y)
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         if (
@@ -280,7 +281,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         )
 
     def validation_score(self, X_val, y_val):
-        return mean_auprc_score(self._embed(X_val), y_val, metric="cosine")
+        return mean_auprc_score(self._embed(X_val), y_val, metric="cosine", device=self._device)
 
     def _embed(self, X):
         embedding = self._forward_in_chunks(X)
@@ -302,12 +303,15 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False)
+        check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
         return self._embed(X)
 
     def score(self, X, y):
         """Mean AUPRC (mean average precision) of retrieval by cosine similarity on ``(X, y)``.
 
         Every item is a query against all the others; queries without a positive are skipped.
+        Computed exactly by :func:`skrank.metrics.mean_auprc_score` on the fitted model's
+        device (its torch path: float32 similarities).
 
         Parameters
         ----------
@@ -321,7 +325,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         score : float
             Mean over queries of their AUPRC.
         """
-        return mean_auprc_score(self.transform(X), y, metric="cosine")
+        return mean_auprc_score(
+            self.transform(X), y, metric="cosine", device=self._inference_device()
+        )
 
     @property
     def _n_features_out(self):

@@ -1,15 +1,21 @@
-"""Exact retrieval metrics: skrank versus pytorch-metric-learning and a scikit-learn loop.
+"""Exact retrieval metrics: skrank's torch and numpy paths, the matmul floor, PML, sklearn.
 
-Computes the exact mean AUPRC (mAP over all other items), Recall@1 and Recall@10 of N random
-clustered embeddings (dimension 128, 100 Gaussian clusters, L2-normalised, cosine similarity)
-with:
+Computes the exact mean AUPRC (mAP over all other items), Recall@1, Recall@10, MAP@R and
+R-precision of N random clustered embeddings (dimension 128, 100 Gaussian clusters,
+L2-normalised, cosine similarity) with:
 
-- ``skrank``: ``skrank.metrics.retrieval_scores`` (chunked, exact, float64);
-- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)`` ("mean_average_precision"
-  and "precision_at_1", which is Recall@1), exact faiss k-NN over all N - 1 others in float32.
-  Its memory grows as N^2 (about 6.6 GB at N = 10,000), so it only runs up to ``--pml-max``;
+- ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (the torch
+  path: float32 similarities, ranks counted without sorting; the default ``device="auto"``);
+- ``numpy``: the same with ``device="numpy"`` (float64, one sort per query), up to
+  ``--numpy-max`` (641 s at N = 100,000 in an earlier run, hence not run there by default);
+- ``floor``: the float32 similarity products alone, ``X[block] @ X.T`` for blocks of 1024
+  queries on the same device, discarded (no metric can be faster than this);
+- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)`` ("mean_average_precision",
+  "precision_at_1" = Recall@1, "mean_average_precision_at_r", "r_precision"), exact faiss k-NN
+  over all N - 1 others in float32. Its memory grows as N^2 (about 6.6 GB at N = 10,000), so
+  it only runs up to ``--pml-max``;
 - ``sklearn``: a per-query loop of ``sklearn.metrics.average_precision_score`` and a stable
-  argsort for Recall@k, up to ``--sklearn-max``.
+  argsort for Recall@k, up to ``--sklearn-max`` (off by default).
 
 Each method runs in its own child process (so peak memories do not mix); the parent kills a
 child whose resident memory exceeds ``--memory-limit-gib`` or that runs past ``--timeout``.
@@ -18,10 +24,14 @@ child's peak resident memory, "extra" the part above the peak before the computa
 and data). Values are compared with skrank's (max absolute difference over the metrics both
 report).
 
+Results go to ``benchmarks/results/bench_metrics.json`` (``bench_metrics_quick`` for
+``--quick``, ``bench_metrics_<device>`` for another device).
+
 Usage::
 
-    python benchmarks/bench_metrics.py            # N in {10k, 50k, 100k}
-    python benchmarks/bench_metrics.py --quick    # small smoke run
+    python benchmarks/bench_metrics.py                  # N in {10k, 30k, 100k}, CPU
+    python benchmarks/bench_metrics.py --quick          # small smoke run
+    python benchmarks/bench_metrics.py --device cuda --sizes 100000 1000000 --numpy-max 0
 """
 
 import argparse
@@ -36,7 +46,12 @@ from pathlib import Path
 import numpy as np
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-METHODS = ("skrank", "pml", "sklearn")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import Results  # noqa: E402
+
+METHODS = ("torch", "numpy", "floor", "pml", "sklearn")
+KEYS = ("mean_auprc", "recall@1", "recall@10", "map@r", "r_precision")
+FLOOR_BLOCK = 1024
 DIMENSION, N_CLUSTERS, SPREAD = 128, 100, 2.0
 
 
@@ -50,36 +65,64 @@ def make_embeddings(n_samples, seed=0):
     return X, y
 
 
-def load_skrank():
+def load_skrank(device):
     from skrank.metrics import retrieval_scores
 
     def run(X, y):
-        scores = retrieval_scores(X, y, k=[1, 10], metric="cosine")
-        return {key: scores[key] for key in ("mean_auprc", "recall@1", "recall@10")}
+        scores = retrieval_scores(X, y, k=[1, 10], metric="cosine", at_r=True, device=device)
+        _synchronize(device)
+        return {key: scores[key] for key in KEYS}
 
     return run
 
 
-def load_pml():
+def _synchronize(device):
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def load_floor(device):
+    import torch
+
+    def run(X, y):
+        table = torch.from_numpy(X).to(device)
+        for start in range(0, len(table), FLOOR_BLOCK):
+            table[start : start + FLOOR_BLOCK] @ table.T
+        _synchronize(device)
+        return {}
+
+    return run
+
+
+def load_pml(device):
     import torch
     from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 
     def run(X, y):
         calculator = AccuracyCalculator(
-            include=("mean_average_precision", "precision_at_1"),
+            include=(
+                "mean_average_precision",
+                "precision_at_1",
+                "mean_average_precision_at_r",
+                "r_precision",
+            ),
             k=None,
-            device=torch.device("cpu"),
+            device=torch.device(device),
         )
         scores = calculator.get_accuracy(X, y)
         return {
             "mean_auprc": scores["mean_average_precision"],
             "recall@1": scores["precision_at_1"],
+            "map@r": scores["mean_average_precision_at_r"],
+            "r_precision": scores["r_precision"],
         }
 
     return run
 
 
-def load_sklearn():
+def load_sklearn(device):
     from sklearn.metrics import average_precision_score
 
     def run(X, y):
@@ -107,9 +150,19 @@ def _peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def worker(method, n_samples):
+def worker(method, n_samples, device):
     """Child process: import, make the data, time one method, print one JSON line."""
-    run = {"skrank": load_skrank, "pml": load_pml, "sklearn": load_sklearn}[method]()
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
+    loaders = {
+        "torch": lambda: load_skrank(device),
+        "numpy": lambda: load_skrank("numpy"),
+        "floor": lambda: load_floor(device),
+        "pml": lambda: load_pml(device),
+        "sklearn": lambda: load_sklearn(device),
+    }
+    run = loaders[method]()
     X, y = make_embeddings(n_samples)
     baseline = _peak_rss_mib()
     start = time.perf_counter()
@@ -132,9 +185,10 @@ def _rss_gib(pid):
     return 0.0
 
 
-def run_child(method, n_samples, memory_limit_gib, timeout):
+def run_child(method, n_samples, device, memory_limit_gib, timeout):
     """Run one method in a child process, killing it past the memory limit or the timeout."""
     command = [sys.executable, __file__, "--worker", method, "--n", str(n_samples)]
+    command += ["--device", device]
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
@@ -160,58 +214,116 @@ def _format(value, digits):
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def print_table(rows):
-    print(
-        "| N | method | time (s) | time / skrank | peak RSS (MiB) | extra (MiB) | mean AUPRC "
-        "| Recall@1 | Recall@10 | max abs diff vs skrank |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for n_samples, method, result, reference in rows:
+COLUMNS = [
+    "N",
+    "method",
+    "time (s)",
+    "time / floor",
+    "peak RSS (MiB)",
+    "extra (MiB)",
+    "mean AUPRC",
+    "Recall@1",
+    "Recall@10",
+    "MAP@R",
+    "R-precision",
+    "max abs diff vs torch",
+]
+
+
+def table_rows(rows):
+    """Rows of the results table: ``rows`` holds (N, method, result, torch result, floor)."""
+    table = []
+    for n_samples, method, result, reference, floor in rows:
         if "failure" in result:
-            print(f"| {n_samples:,} | {method} | {result['failure']} |||||||")
+            table.append([n_samples, method, result["failure"]] + ["" for _ in COLUMNS[3:]])
             continue
-        common = [key for key in ("mean_auprc", "recall@1", "recall@10") if key in result]
-        difference = max(abs(result[key] - reference[key]) for key in common) if reference else 0
-        ratio = result["seconds"] / reference["seconds"] if reference else 1.0
-        print(
-            f"| {n_samples:,} | {method} | {result['seconds']:.2f} | {ratio:.1f}x "
-            f"| {result['peak_mib']:.0f} | {result['extra_mib']:.0f} "
-            f"| {_format(result.get('mean_auprc'), 6)} | {_format(result.get('recall@1'), 4)} "
-            f"| {_format(result.get('recall@10'), 4)} | {difference:.1e} |"
+        common = [key for key in KEYS if key in result and reference and key in reference]
+        difference = max((abs(result[key] - reference[key]) for key in common), default=None)
+        ratio = result["seconds"] / floor["seconds"] if floor and "seconds" in floor else None
+        table.append(
+            [
+                n_samples,
+                method,
+                round(result["seconds"], 2),
+                None if ratio is None else round(ratio, 2),
+                round(result["peak_mib"]),
+                round(result["extra_mib"]),
+                *[result.get(key) for key in KEYS],
+                difference,
+            ]
         )
+    return table
+
+
+def print_table(table):
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for row in table:
+        cells = [f"{row[0]:,}", row[1]]
+        if isinstance(row[2], str):
+            print("| " + " | ".join(cells + [row[2]]) + " |")
+            continue
+        cells += [f"{row[2]:.2f}", "n/a" if row[3] is None else f"{row[3]:.2f}x"]
+        cells += [f"{row[4]}", f"{row[5]}"]
+        cells += [_format(value, 6) for value in row[6:11]]
+        cells.append("n/a" if row[11] is None else f"{row[11]:.1e}")
+        print("| " + " | ".join(cells) + " |")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--device", default="cpu", help="torch device of 'torch' and 'floor'")
+    parser.add_argument("--numpy-max", type=int, default=30_000, help="largest N for numpy")
     parser.add_argument("--pml-max", type=int, default=10_000, help="largest N for pml")
-    parser.add_argument("--sklearn-max", type=int, default=10_000, help="largest N for sklearn")
+    parser.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
     parser.add_argument("--memory-limit-gib", type=float, default=12.0)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
     parser.add_argument("--worker", choices=METHODS, help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.n)
+        worker(args.worker, args.n, args.device)
         return
     if args.quick:
-        args.sizes, args.pml_max, args.sklearn_max = [1_000, 3_000], 3_000, 1_000
+        args.sizes, args.numpy_max, args.pml_max = [1_000, 3_000], 3_000, 1_000
     print(
-        f"# embeddings: dim {DIMENSION}, {N_CLUSTERS} clusters, spread {SPREAD}; "
-        f"{os.cpu_count()} CPUs; memory limit {args.memory_limit_gib:g} GiB per child\n"
+        f"# embeddings: dim {DIMENSION}, {N_CLUSTERS} clusters, spread {SPREAD}; device "
+        f"{args.device}; {os.cpu_count()} CPUs; memory limit {args.memory_limit_gib:g} GiB\n"
     )
     rows = []
     for n_samples in args.sizes:
-        reference = run_child("skrank", n_samples, args.memory_limit_gib, args.timeout)
-        rows.append((n_samples, "skrank", reference, None))
-        for method, largest in (("pml", args.pml_max), ("sklearn", args.sklearn_max)):
-            if n_samples <= largest:
-                result = run_child(method, n_samples, args.memory_limit_gib, args.timeout)
-                ok = "failure" not in reference
-                rows.append((n_samples, method, result, reference if ok else None))
-        print(f"done N={n_samples:,}", file=sys.stderr)
-    print_table(rows)
+        limits = (("numpy", args.numpy_max), ("pml", args.pml_max), ("sklearn", args.sklearn_max))
+        methods = ["floor", "torch"] + [name for name, largest in limits if n_samples <= largest]
+        results = {}
+        for method in methods:
+            results[method] = run_child(
+                method, n_samples, args.device, args.memory_limit_gib, args.timeout
+            )
+            print(f"N={n_samples:,} {method}: {results[method]}", file=sys.stderr, flush=True)
+        reference = results["torch"] if "failure" not in results["torch"] else None
+        floor = results["floor"] if "failure" not in results["floor"] else None
+        for method in methods:
+            rows.append((n_samples, method, results[method], reference, floor))
+    table = table_rows(rows)
+    print_table(table)
+    name = "bench_metrics_quick" if args.quick else "bench_metrics"
+    if args.device != "cpu":
+        name += "_" + args.device.replace(":", "")
+    results = Results(name, packages=("pytorch-metric-learning", "faiss-cpu"))
+    results.add_table(
+        f"Exact retrieval metrics, dimension {DIMENSION}, {N_CLUSTERS} clusters, "
+        f"device {args.device}",
+        COLUMNS,
+        table,
+        notes=(
+            f"numpy path up to N = {args.numpy_max:,}, PML up to N = {args.pml_max:,}; "
+            "time / floor divides by the float32 similarity products alone; max abs diff "
+            "over the metrics a method shares with the torch path."
+        ),
+    )
+    results.save()
 
 
 if __name__ == "__main__":

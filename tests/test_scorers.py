@@ -20,6 +20,7 @@ from skrank.metrics import (
     pairwise_roc_score,
     precision_at_k_score,
     recall_at_k_score,
+    retrieval_scores,
     top_k_precision_score,
     top_k_recall_score,
 )
@@ -105,7 +106,7 @@ def test_get_scorer_parses_names_and_falls_back_to_sklearn():
 
 @pytest.mark.parametrize(
     "name",
-    ["recall@0", "recall@", "recall@x", "precision@-1", "recall@1.5", "mean_auprc@3", "map@r"],
+    ["recall@0", "recall@", "recall@x", "precision@-1", "recall@1.5", "mean_auprc@3", "map@5"],
 )
 def test_get_scorer_rejects_malformed_ranking_names(name):
     with pytest.raises(ValueError, match="Malformed scorer name"):
@@ -143,6 +144,22 @@ def test_embedding_scorers_use_the_retrieval_metric_protocol():
     assert get_scorer("mean_auprc", metric="euclidean")(embedder, X, y) == pytest.approx(
         euclidean
     )  # the scorer's metric wins
+
+
+def test_at_r_scorers_and_device_through_make_retrieval_scorer():
+    X, y = clustered()
+    embedder = CosineEmbedder().fit(X, y)
+    reference = retrieval_scores(X, y, k=[], at_r=True, metric="cosine", device="numpy")
+    assert get_scorer("map@r")(embedder, X, y) == pytest.approx(reference["map@r"], abs=1e-6)
+    assert get_scorer("r_precision")(embedder, X, y) == pytest.approx(
+        reference["r_precision"], abs=1e-6
+    )
+    assert reference["map@r"] != pytest.approx(reference["r_precision"])
+    numpy_scorer = make_retrieval_scorer(mean_auprc_score, device="numpy")
+    assert numpy_scorer(embedder, X, y) == pytest.approx(reference["mean_auprc"], abs=1e-12)
+    assert pickle.loads(pickle.dumps(get_scorer("map@r")))(embedder, X, y) == pytest.approx(
+        reference["map@r"], abs=1e-6
+    )
 
 
 def test_top_k_scorers_on_an_embedder_are_retrieval_metrics():

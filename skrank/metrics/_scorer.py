@@ -38,8 +38,10 @@ from ._labels import (
 )
 from ._ranking import pairwise_roc_score
 from ._retrieval import (
+    map_at_r_score,
     mean_auprc_score,
     precision_at_k_score,
+    r_precision_score,
     recall_at_k_score,
     similarity_matrix,
 )
@@ -50,8 +52,10 @@ _TOP_K_NAME = re.compile(r"(recall|precision)@(\d+)")
 _EXTREME_NAME = re.compile(r"(ndcg|psp)@(\d+)")
 _TPR_NAME = re.compile(r"tpr@fpr=(.+)")
 _NAME_FORMS = (
-    "'mean_auprc', 'recall@K', 'precision@K', 'ndcg@K', 'psp@K' (K a positive integer), 'tpr@fpr=A'"
+    "'mean_auprc', 'map@r', 'r_precision', 'recall@K', 'precision@K', 'ndcg@K', 'psp@K' "
+    "(K a positive integer), 'tpr@fpr=A'"
 )
+_AT_R_SCORERS = {"map@r": map_at_r_score, "r_precision": r_precision_score}
 
 
 def final_estimator(estimator):
@@ -237,7 +241,10 @@ def get_scorer(scoring, *, metric=None):
     scorers go in a dict, e.g. ``scoring={"map": get_scorer("mean_auprc"), ...}``.
 
     - ``"mean_auprc"``: :func:`mean_auprc_score` of ``transform(X)`` (embedders only; a
-      classifier raises ValueError).
+      classifier raises ValueError); likewise ``"map@r"`` (:func:`map_at_r_score`) and
+      ``"r_precision"`` (:func:`r_precision_score`). The retrieval scorers compute on
+      ``device="auto"`` (CUDA when present, else the torch CPU path); pass another device
+      through :func:`make_retrieval_scorer`.
     - ``"recall@K"``, ``"precision@K"``: for a classifier (``decision_function`` or
       ``predict_top_k``), the label metrics :func:`top_k_recall_score` /
       :func:`top_k_precision_score` (using ``predict_top_k(X, K)`` when the estimator has
@@ -285,6 +292,8 @@ def get_scorer(scoring, *, metric=None):
         return _sklearn_get_scorer(scoring)
     if scoring == "mean_auprc":
         return _EmbeddingScorer(scoring, mean_auprc_score, metric)
+    if scoring in _AT_R_SCORERS:
+        return _EmbeddingScorer(scoring, _AT_R_SCORERS[scoring], metric)
     top_k = _TOP_K_NAME.fullmatch(scoring)
     if top_k:
         k = int(top_k.group(2))

@@ -23,6 +23,7 @@ from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._params import store_parameters
+from ..utils._validation import check_float32_range
 from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer, label_centroids
 
 __all__ = ["SNMClassifier"]
@@ -264,6 +265,7 @@ default="hinge"
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
         )
+        check_float32_range(X, estimator="SNMClassifier")
         classes, positives, self._multilabel_output = _encode_targets(y)
         if (
             self.warm_start
@@ -446,9 +448,8 @@ default="hinge"
 
     def _validate_for_prediction(self, X):
         check_is_fitted(self)
-        return validate_data(
-            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
-        )
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
+        return check_float32_range(X, estimator="SNMClassifier", fitting=False)
 
     def predict_top_k(self, X, k, return_scores=False):
         """The ``k`` highest-scored labels of each example, best first.

@@ -17,7 +17,6 @@ it, and an input is recognised as a dask array without importing dask.
 import sys
 
 import numpy as np
-from scipy import linalg
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -27,23 +26,12 @@ from sklearn.utils.validation import (
     check_consistent_length,
     column_or_1d,
 )
-from threadpoolctl import threadpool_limits
 
-from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_negative_tuples
+from ..sampling import count_pairs, sample_negative_pairs, sample_negative_tuples
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
-from ._mmc_solver import (
-    _FLOOR,
-    MMCFit,
-    SampledPairs,
-    SimplexGeometry,
-    SpectraplexGeometry,
-    _pseudo_inverse,
-    _to_whitened,
-    _whitening,
-    initial_metric,
-    maximize_mean_distance,
-)
+from ..utils._validation import power_of_two_scale
+from ._mmc_solver import MMCStatistics, fit_mmc
 from ._pair_scores import (
     CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
@@ -53,7 +41,13 @@ from ._pair_scores import (
 )
 from ._pair_statistics import PairStatistics, _symmetrize, negative_pair_outer_mean
 
-__all__ = ["DaskRows", "fit_mmc_dask", "fit_pointwise_roc_dask", "is_dask_array"]
+__all__ = [
+    "DaskRows",
+    "fit_mmc_dask",
+    "fit_pointwise_roc_dask",
+    "is_dask_array",
+    "mmc_statistics_dask",
+]
 
 _INSTALL = 'pip install "skrank[dask]"'
 
@@ -243,15 +237,16 @@ def negative_pair_similarities_dask(
     """:func:`~skrank.similarity._pair_scores.negative_pair_similarities` on rows read on demand.
 
     Draws the same pairs from the same ``random_state``; the rows of each chunk of pairs (sized
-    by ``working_memory``) are read in one pass over the blocks holding them. With at most
-    ``max_pairs`` negative pairs (a few hundred items, or one class holding nearly all items),
-    all items are read.
+    by ``working_memory``) are read in one pass over the blocks holding them, so this takes
+    ``48 d max_pairs / working_memory`` passes (one with the default 1 GiB and ``d`` below
+    80). With at most ``max_pairs`` negative pairs (a few hundred items, or one class holding
+    nearly all items), all items are read.
     """
     sample = _sampled_negative_pairs(codes, max_pairs, random_state)
     if sample is None:  # few negative pairs: all of them, exactly
         return negative_pair_similarities(rows[:], codes, A, max_pairs=max_pairs)
-    n_features = rows.shape[1]
-    chunk = chunk_rows(max_pairs, 16 * n_features + 8)
+    # Per pair: up to two rows read, their copy assembled from the blocks, both sides indexed.
+    chunk = chunk_rows(max_pairs, 48 * rows.shape[1] + 8)
     scores = np.empty(max_pairs)
     for start in range(0, max_pairs, chunk):
         part = slice(start, start + chunk)
@@ -312,37 +307,58 @@ def fit_pointwise_roc_dask(estimator, X, y):
     estimator._held_out = held_out
     fitted = estimator._solve(statistics, N, selection.pop("alpha_index", None))
     fitted.update(selection)
-    scores = negative_pair_similarities_dask(rows, codes, fitted["A_"], random_state=rng)
+    scores = negative_pair_similarities_dask(
+        rows, codes, fitted["A_"], max_pairs=CALIBRATION_PAIRS, random_state=rng
+    )
     fitted["threshold_"] = threshold_at_fpr(scores, estimator.threshold_fpr)
     estimator._store(item_classes, statistics, reservoir, rng, fitted)
     return estimator
 
 
-def fit_mmc_dask(
-    X,
-    y,
-    *,
-    diagonal=False,
-    negatives="all",
-    n_samples=None,
-    init="identity",
-    max_iter=1000,
-    tol=1e-5,
-    scatter_ridge=1e-8,
-    min_rank=None,
-    random_state=None,
-    verbose=False,
-    max_block_entries=None,
-):
+def mmc_statistics_dask(X, y):
+    """:func:`~skrank.similarity._mmc_solver.mmc_statistics` of a dask array, in three passes.
+
+    Pass 1: the largest absolute value, for the power-of-two rescaling that keeps the scatters
+    of data at 1e-300 or 1e300 from underflowing or overflowing (as in memory). Pass 2: the mean.
+    Pass 3: the class sums and the plain and class-size-weighted Gram matrices of the centred
+    items, from which the pair scatters (and the covariance of ``init="covariance"``) follow
+    exactly. The rows are returned as :class:`DaskRows`: the solver reads only those of the
+    sampled pairs.
+    """
+    dask = import_dask("Fitting MMC on a dask array")
+    (largest,) = dask.compute(abs(X).max())
+    scale = power_of_two_scale(np.asarray(largest))
+    X = X * scale
+    n = X.shape[0]
+    _, codes = encode_labels(y)
+    counts = np.bincount(codes)
+    (total,) = reduce_blocks(X, _block_statistics, (None,), (np.zeros(n, np.int64),))
+    mean = total.class_sums_[0] / n
+    plain, weighted = reduce_blocks(
+        X, _block_mmc_moments, (mean,), (codes, counts[codes].astype(np.float64))
+    )
+    # sum_k n_k sum_{i in k} (x_i - mu_k)(x_i - mu_k)^T = sum_i n_{y_i} x_i x_i^T - sum_k s_k s_k^T
+    within = weighted.gram_ - plain.class_sums_.T @ plain.class_sums_
+    centred_sum = plain.class_sums_.sum(axis=0)
+    scatter = _symmetrize(plain.gram_ - np.outer(centred_sum, centred_sum) / n)
+    return MMCStatistics(
+        rows=DaskRows(X, _Centre(mean)),
+        similar=_symmetrize(within) / plain.n_positive_pairs,
+        dissimilar=_symmetrize(n * scatter - within) / plain.n_negative_pairs,
+        covariance=scatter / (n - 1),
+        scale=scale,
+    )
+
+
+def fit_mmc_dask(X, y, *, negatives="all", **options):
     """:func:`~skrank.similarity._mmc_solver.fit_mmc` on a dask array, with sampled negatives.
 
-    The scatters of the constraint (and the covariance of ``init="covariance"``) are exact, from
-    two passes over the row blocks: the mean, then the class sums and the plain and
-    class-size-weighted Gram matrices of the centred items. The objective's pairs or K-tuples are
-    drawn from the labels as in memory (same ``random_state``, same sample); only the rows they
-    touch are read (at most ``2 n_samples`` rows for pairs, ``K n_samples`` for tuples) and the
-    solver runs on them in memory. ``negatives="all"`` is refused: it needs every negative pair
-    at every iteration.
+    The scatters of the constraint (and the covariance of ``init="covariance"``) are exact
+    (:func:`mmc_statistics_dask`). The objective's pairs or K-tuples are drawn from the labels
+    as in memory (same ``random_state``, same sample); only the rows they touch are read (at
+    most ``2 n_samples`` rows for pairs, ``K n_samples`` for tuples) and the solver runs on them
+    in memory. ``negatives="all"`` is refused: it needs every negative pair at every iteration.
+    ``options`` are the other keyword arguments of ``fit_mmc``.
     """
     if negatives == "all":
         raise ValueError(
@@ -350,59 +366,4 @@ def fit_mmc_dask(
             'iteration (O(n^2) pairs): use negatives="pairs" or "tuples" with n_samples (only the '
             "rows of the sampled pairs are read into memory), or fit on X.compute()."
         )
-    n, d = X.shape
-    if min_rank is not None and not 1 <= min_rank <= d:
-        raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
-    _, codes = encode_labels(y)
-    counts = np.bincount(codes)
-    # Pass 1: the mean. Pass 2: sums of the centred items, per class, and their Gram matrices.
-    (total,) = reduce_blocks(X, _block_statistics, (None,), (np.zeros(n, np.int64),))
-    mean = total.class_sums_[0] / n
-    plain, weighted = reduce_blocks(
-        X, _block_mmc_moments, (mean,), (codes, counts[codes].astype(np.float64))
-    )
-    n_positive, n_negative = plain.n_positive_pairs, plain.n_negative_pairs
-    # sum_k n_k sum_{i in k} (x_i - mu_k)(x_i - mu_k)^T = sum_i n_{y_i} x_i x_i^T - sum_k s_k s_k^T
-    within = weighted.gram_ - plain.class_sums_.T @ plain.class_sums_
-    centred_sum = plain.class_sums_.sum(axis=0)
-    scatter = plain.gram_ - np.outer(centred_sum, centred_sum) / n
-    similar = _symmetrize(within) / n_positive
-    dissimilar = _symmetrize(n * scatter - within) / n_negative
-    with threadpool_limits(limits=1, user_api="blas"):
-        cap = None if min_rank in (None, 1) else 1.0 / min_rank
-        geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
-        whitening, spread, unbounded = _whitening(similar, dissimilar, scatter_ridge, diagonal)
-        if isinstance(init, str) and init == "covariance":
-            covariance = _symmetrize(scatter) / (n - 1)
-            init = _pseudo_inverse(covariance) if diagonal else linalg.pinvh(covariance)
-        metric = initial_metric(np.empty((0, d)), init, diagonal)
-        start = _to_whitened(metric, whitening, diagonal)
-        start = geometry.point(start) if cap is None else geometry.project(start)
-        draws = n if n_samples is None else n_samples
-        sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
-        sample = sampler(codes, draws, check_random_state(random_state))
-        if spread == 0:
-            components = geometry.components(start, whitening)
-            return MMCFit(components, np.zeros(1), 0.0, 0, True, unbounded)
-        # Only the rows the sample touches, renumbered in their order (the solver's sums keep it).
-        touched = np.unique(np.concatenate([sample.first, sample.second]))
-        rows = DaskRows(X, _Centre(mean))[touched]
-        U = rows * whitening if diagonal else rows @ whitening
-        renumbered = PairSample(
-            np.searchsorted(touched, sample.first),
-            np.searchsorted(touched, sample.second),
-            sample.weight,
-        )
-        pairs = SampledPairs(renumbered, touched.shape[0], max_block_entries)
-        result = maximize_mean_distance(
-            pairs, U, geometry, start, floor=_FLOOR * spread, max_iter=max_iter, tol=tol,
-            verbose=verbose,
-        )  # fmt: skip
-    return MMCFit(
-        geometry.components(result.point, whitening),
-        result.objective,
-        result.duality_gap,
-        result.n_iter,
-        result.converged,
-        unbounded,
-    )
+    return fit_mmc(X, y, negatives=negatives, statistics=mmc_statistics_dask, **options)

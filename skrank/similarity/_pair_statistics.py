@@ -17,7 +17,25 @@ import numpy as np
 from scipy import sparse
 
 from ..sampling._pairs import class_codes, count_pairs
+from ..utils._docstrings import fill_docs
 from ..utils._memory import chunk_rows
+
+# The sections that the two pair scatters share (fill_docs), up to their count of pairs.
+_SCATTER_DOCS = {
+    "scatter_sections": """
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        scatter : ndarray of shape (n_features, n_features)
+            Symmetric positive semi-definite matrix.
+        """
+}
 
 __all__ = [
     "PairStatistics",
@@ -105,7 +123,7 @@ class PairStatistics:
             shape=(self.class_sums_.shape[0], X.shape[0]),
         )
         self.class_sums_ += indicator @ X
-        self.gram_ += X.T @ X
+        self.gram_ += _checked_gram(X)
         return self
 
     def merge(self, other):
@@ -197,6 +215,20 @@ class PairStatistics:
         return _symmetrize(total) / (2 * self.n_negative_pairs)
 
 
+def _checked_gram(X):
+    """``X^T X``, or a ValueError naming ``X`` when its products over- or underflow float64."""
+    gram = X.T @ X
+    if np.all(np.isfinite(gram)) and (np.any(gram != 0) or not np.any(X)):
+        return gram
+    largest = float(np.max(np.abs(X)))
+    what = "overflow" if largest > 1 else "underflow to zero"
+    raise ValueError(
+        f"X has values of magnitude {largest:.3g}, whose products {what} in float64, so the "
+        "pair statistics (sums of x_i x_j^T) cannot be represented. Scale X (e.g. with "
+        "sklearn.preprocessing.StandardScaler), or L2-normalise its rows."
+    )
+
+
 def _symmetrize(matrix):
     return (matrix + matrix.T) / 2
 
@@ -212,6 +244,7 @@ def _as_rows(X):
     return np.asarray(X, dtype=np.float64)
 
 
+@fill_docs(_SCATTER_DOCS)
 def similar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the positive pairs ``i < j``.
 
@@ -223,17 +256,7 @@ def similar_pair_scatter(X, y):
     For any ``A``, ``<S, A>`` is the mean squared Mahalanobis distance ``d_A^2`` over positive
     pairs.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter_sections}
     n_positive : int
         Number of positive pairs it averages over.
     """
@@ -286,6 +309,7 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=None):
     return _symmetrize(total)
 
 
+@fill_docs(_SCATTER_DOCS)
 def dissimilar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the negative pairs ``i < j``.
 
@@ -294,17 +318,7 @@ def dissimilar_pair_scatter(X, y):
     pairs' share (see :func:`similar_pair_scatter`). For any ``A``, ``<D, A>`` is the mean squared
     Mahalanobis distance ``d_A^2`` over negative pairs.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter_sections}
     n_negative : int
         Number of negative pairs it averages over.
 

@@ -9,13 +9,15 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
+from ..utils._docstrings import fill_docs
 from ..utils._labels import encode_labels
+from ..utils._params import store_parameters
+from ..utils._validation import check_label_vector, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
     CALIBRATION_PAIRS,
@@ -41,6 +43,15 @@ from ._pointwise_roc_solvers import (
 _MAX_VALIDATION_ITEMS = 2_000
 # Number of levels alpha="auto" tries.
 _N_ALPHA_LEVELS = 20
+# The parameters of the methods that take pairs of items (fill_docs).
+_PAIRS_DOCS = {
+    "pairs_parameters": """
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            The two items of each pair.
+        """
+}
 
 
 class PointwiseROCSimilarity(BaseEstimator):
@@ -251,17 +262,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         threshold_fpr=0.05,
         random_state=None,
     ):
-        self.alpha = alpha
-        self.identity_weight = identity_weight
-        self.preprocessing = preprocessing
-        self.validation_fraction = validation_fraction
-        self.tolerance = tolerance
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.solver = solver
-        self.normalize = normalize
-        self.threshold_fpr = threshold_fpr
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -402,7 +403,7 @@ class PointwiseROCSimilarity(BaseEstimator):
 
     def _training_data(self, X, y, *, classes, reset, known_classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
+        check_label_vector(y)
         item_classes, codes = encode_labels(
             y, known_classes=known_classes, declared_classes=classes
         )
@@ -419,14 +420,14 @@ class PointwiseROCSimilarity(BaseEstimator):
             X = (X - self.input_mean_) @ self.input_transform_
         if not self.normalize:
             return X
-        norms = np.linalg.norm(X, axis=-1, keepdims=True)
-        if not np.all(norms > 0):
-            zero_rows = np.unique(np.argwhere(norms[..., 0] == 0)[:, 0])
+        unit, zero = normalize_rows(X)  # scaled norms: exact at 1e-300 and 1e300 alike
+        if zero.any():
+            zero_rows = np.unique(np.argwhere(zero)[:, 0])
             raise ValueError(
-                f"{input_name} has rows of zero norm, which normalize=True cannot L2-normalise "
+                f"{input_name} has all-zero rows, which normalize=True cannot L2-normalise "
                 f"(first indices: {zero_rows[:5].tolist()}). Remove them or set normalize=False."
             )
-        return X / norms
+        return unit
 
     def _constraint_negative_matrix(self, statistics, X, codes, rng):
         if self.negatives == "all":
@@ -586,7 +587,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         """
         self._check_fitted()
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
-        check_classification_targets(y)
+        check_label_vector(y)
         _, codes = encode_labels(y)
         rng = check_random_state(self.random_state)
         self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
@@ -650,13 +651,11 @@ class PointwiseROCSimilarity(BaseEstimator):
         pairs = self._normalized(pairs, "pairs")
         return bilinear_similarity(pairs[:, 0], pairs[:, 1], self.A_)
 
+    @fill_docs(_PAIRS_DOCS)
     def decision_function(self, pairs):
         """Similarity of each pair minus ``threshold_`` (positive: predicted similar).
 
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
+        {pairs_parameters}
 
         Returns
         -------
@@ -670,13 +669,11 @@ class PointwiseROCSimilarity(BaseEstimator):
             )
         return similarity - self.threshold_
 
+    @fill_docs(_PAIRS_DOCS)
     def predict(self, pairs):
         """Predict whether the items of each pair share a class.
 
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
+        {pairs_parameters}
 
         Returns
         -------

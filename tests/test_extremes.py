@@ -154,20 +154,28 @@ BAD_Y = {
 
 
 # ------------------------------------------------------------------ retrieval metrics
-def _retrieval_functions():
+def _retrieval_functions(devices=("auto",)):
     functions = {
         "mean_auprc": lambda X, y, **kw: metrics.mean_auprc_score(X, y, **kw),
         "recall@2": lambda X, y, **kw: metrics.recall_at_k_score(X, y, 2, **kw),
         "precision@3": lambda X, y, **kw: metrics.precision_at_k_score(X, y, 3, **kw),
-        "retrieval_scores": lambda X, y, **kw: metrics.retrieval_scores(X, y, k=(1, 4), **kw),
+        "retrieval_scores": lambda X, y, **kw: metrics.retrieval_scores(
+            X, y, k=(1, 4), at_r=True, **kw
+        ),
+        "map@r": lambda X, y, **kw: metrics.map_at_r_score(X, y, **kw),
+        "r_precision": lambda X, y, **kw: metrics.r_precision_score(X, y, **kw),
+        "query_auprc": lambda X, y, **kw: metrics.query_auprc_scores(X, y, **kw),
         "pr_curve": lambda X, y, **kw: metrics.mean_precision_recall_curve(X, y, **kw),
     }
     for name, function in functions.items():
         for metric in ("cosine", "euclidean"):
-            yield (
-                f"{name}-{metric}",
-                lambda X, y, f=function, m=metric, **kw: f(X, y, metric=m, **kw),
-            )
+            for device in devices if name != "pr_curve" else ("auto",):
+                suffix = "" if device == "auto" else f"-{device}"
+                options = {"metric": metric} | ({} if device == "auto" else {"device": device})
+                yield (
+                    f"{name}-{metric}{suffix}",
+                    lambda X, y, f=function, o=options, **kw: f(X, y, **o, **kw),
+                )
 
 
 def _retrieval_cases():
@@ -210,6 +218,14 @@ def _retrieval_cases():
             lambda f=f: f(np.ones((18, 3)), Y),
             Same(lambda f=f: f(np.ones((18, 3)) * 7.0, Y)),
         )
+    for name, f in _retrieval_functions(devices=("numpy", "cpu")):
+        if name.endswith(("-numpy", "-cpu")):  # the backends of device="auto" side by side
+            for scale in (1e-300, 1e300, F32_MAX, F32_TINY):
+                yield Case(
+                    f"{name}-scale{scale:.0e}",
+                    lambda f=f, s=scale: f(X * s, Y),
+                    Same(lambda f=f: f(X, Y)),
+                )
     for metric in ("cosine", "euclidean"):
         for name, function in [
             ("recall", metrics.recall_at_k_score),
@@ -520,6 +536,21 @@ def _dataset_cases():
             "n_labels",
         ),
         ("make_sphere_classes-0", lambda: datasets.make_sphere_classes(0), "n_samples"),
+        (
+            "make_composite_digits-n_digits",
+            lambda: datasets.make_composite_digits(n_digits=0),
+            "n_digits",
+        ),
+        (
+            "make_composite_digits-tail",
+            lambda: datasets.make_composite_digits(tail_exponent=-1.0),
+            "tail_exponent",
+        ),
+        (
+            "make_composite_digits-n_classes",
+            lambda: datasets.make_composite_digits(n_classes=1),
+            "n_classes",
+        ),
         ("make_sphere_classes-float", lambda: datasets.make_sphere_classes(1.5), "n_samples"),
         (
             "make_score_simulation-dist",

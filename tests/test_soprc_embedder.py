@@ -105,7 +105,7 @@ def test_validation_history_and_early_stopping():
 
 @pytest.mark.parametrize(
     "ablation",
-    [{"prior": "batch"}, {"tpr_source": "batch"}, {"lambda_pos": 0.0, "lambda_neg": 0.0}],
+    [{"prior": "batch"}, {"tpr_source": "auxiliary"}, {"lambda_pos": 0.0, "lambda_neg": 0.0}],
 )
 def test_ablations_learn(ablation):
     X, y = _data(400)

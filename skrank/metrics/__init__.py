@@ -4,8 +4,11 @@
   :func:`pointwise_roc_score` (TPR at a given FPR on the interpolated ROC curve).
 - Retrieval over embeddings, exact and chunked (bounded memory at any n):
   :func:`mean_auprc_score` (mAP), :func:`recall_at_k_score`, :func:`precision_at_k_score`,
-  and :func:`retrieval_scores` for all of them in one pass; :func:`mean_precision_recall_curve`
-  (mean interpolated precision over queries at given recall levels).
+  :func:`map_at_r_score` and :func:`r_precision_score` (as pytorch-metric-learning defines
+  them), :func:`query_auprc_scores` (per query), and :func:`retrieval_scores` for all of them
+  in one pass, on a torch device (``device="auto"``: CUDA when present) or in numpy;
+  :func:`mean_precision_recall_curve` (mean interpolated precision over queries at given
+  recall levels).
 - Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`,
   :func:`top_k_ndcg_score`, :func:`top_k_psp_score` (propensity-scored, with
   :func:`label_propensities`).
@@ -26,9 +29,12 @@ from ._ranking import (
     pointwise_roc_score,
 )
 from ._retrieval import (
+    map_at_r_score,
     mean_auprc_score,
     mean_precision_recall_curve,
     precision_at_k_score,
+    query_auprc_scores,
+    r_precision_score,
     recall_at_k_score,
     retrieval_scores,
 )
@@ -41,12 +47,15 @@ __all__ = [
     "get_scorer",
     "label_propensities",
     "make_retrieval_scorer",
+    "map_at_r_score",
     "mean_auprc_score",
     "mean_precision_recall_curve",
     "pair_scores_and_labels",
     "pairwise_roc_score",
     "pointwise_roc_score",
     "precision_at_k_score",
+    "query_auprc_scores",
+    "r_precision_score",
     "recall_at_k_score",
     "retrieval_scores",
     "top_k_indices",

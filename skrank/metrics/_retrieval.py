@@ -1,8 +1,11 @@
-"""Exact retrieval metrics over embeddings: mean AUPRC (mAP), Recall@k, Precision@k and the
-mean precision-recall curve.
+"""Exact retrieval metrics over embeddings: mean AUPRC (mAP), Recall@k, Precision@k, MAP@R,
+R-precision and the mean precision-recall curve.
 
 Every item is a query against all the others; its positives are the other items of its class.
 Queries are processed in chunks, so memory is bounded by one (chunk, n) block of similarities.
+Two backends: the numpy path (``device="numpy"``: float64 similarities, one sort per query) and
+the torch path (``_torch_retrieval``: float32 similarities on a CPU or CUDA device, ranks counted
+without sorting).
 """
 
 import warnings
@@ -10,17 +13,54 @@ import warnings
 import numpy as np
 import torch
 from sklearn.utils.validation import check_array
+from tqdm.auto import tqdm
 
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._validation import naming_inputs, normalize_rows, power_of_two_scale
 from ._search import top_k_indices
+from ._torch_retrieval import resolve_metric_device, torch_retrieval_statistics
 from ._validation import check_chunk_size, check_k, check_same_length
 
 _METRICS = ("cosine", "euclidean")
 
 
+def _import_dask_array():
+    try:
+        import dask.array  # noqa: PLC0415 (optional dependency)
+    except ImportError as exc:
+        raise ImportError(
+            "X is a dask array but dask is not installed: pip install 'skrank[dask]'."
+        ) from exc
+    return dask.array
+
+
+def _is_dask_array(X):
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+def _gather_dask(X):
+    """The rows of a dask array as one float64 ndarray, computed and checked block by block.
+
+    The (n, d) embeddings are small next to the (n, n) similarities, which are then evaluated
+    in query blocks like those of any other input.
+    """
+    _import_dask_array()
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features); got a dask array of shape {X.shape}."
+        )
+    X = X.rechunk({1: -1})
+    blocks = [
+        check_array(block.compute(), dtype=np.float64, ensure_min_samples=0, input_name="X")
+        for block in X.to_delayed().ravel()
+    ]
+    return check_array(np.concatenate(blocks), ensure_min_samples=2, input_name="X")
+
+
 def _check_embedding(X):
+    if _is_dask_array(X):
+        return _gather_dask(X)
     with naming_inputs("X"):
         return check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
 
@@ -186,7 +226,7 @@ def _bytes_per_entry(codes):
 
 
 def _retrieval_statistics(
-    X, codes, *, ks, metric, chunk_size, average_precision, recall_levels=None
+    X, codes, *, ks, metric, chunk_size, average_precision, recall_levels=None, verbose=False
 ):
     """Per-query statistics of the exact retrieval, computed chunk by chunk.
 
@@ -211,7 +251,9 @@ def _retrieval_statistics(
     query_precision = None
     if recall_levels is not None:
         query_precision = np.empty((n_samples, len(recall_levels)))
-    for start in range(0, n_samples, chunk_size):
+    for start in tqdm(
+        range(0, n_samples, chunk_size), desc="retrieval metrics", unit="block", disable=not verbose
+    ):
         rows = slice(start, min(start + chunk_size, n_samples))
         block = np.ascontiguousarray(similarity(rows))
         queries = np.arange(rows.start, rows.stop)
@@ -256,17 +298,60 @@ def _check_retrieval_k(k, X):
     return check_k(k, len(X) - 1, candidates="other items (n_samples - 1)")
 
 
-def _retrieval_scores(X, y, ks, metric, chunk_size, average_precision):
+def _per_query_statistics(
+    X, codes, ks, metric, chunk_size, average_precision, device, verbose, at_r
+):
+    """Per-query statistics from the backend that ``device`` names.
+
+    Returns ``n_positives``, ``query_auprc`` (or None), ``positives_in_top_k`` and, when
+    ``at_r``, ``r_precision`` and ``map_at_r`` (else None).
+    """
+    torch_device = resolve_metric_device(device)
+    if torch_device is None and not at_r:
+        n_positives, query_auprc, positives_in_top_k, _ = _retrieval_statistics(
+            X,
+            codes,
+            ks=ks,
+            metric=metric,
+            chunk_size=chunk_size,
+            average_precision=average_precision,
+            verbose=verbose,
+        )
+        return n_positives, query_auprc, positives_in_top_k, None, None
+    # MAP@R and R-precision have no numpy implementation: "numpy" runs the torch code on the
+    # CPU with float64 similarities, the numpy path's values.
+    n_positives, query_auprc, r_precision, map_at_r, positives_in_top_k = (
+        torch_retrieval_statistics(
+            X,
+            codes,
+            ks=ks,
+            metric=metric,
+            chunk_size=chunk_size,
+            device=torch_device or torch.device("cpu"),
+            verbose=verbose,
+            numpy_similarity=_similarity_function(X, metric),
+            dtype=torch.float64 if torch_device is None else None,
+        )
+    )
+    return n_positives, query_auprc, positives_in_top_k, r_precision, map_at_r
+
+
+def _retrieval_scores(
+    X, y, ks, metric, chunk_size, average_precision, device="auto", verbose=False, at_r=False
+):
     """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
     codes = encode_labels(y)[1]
     check_same_length((X, codes), ("X", "y"))
-    n_positives, query_auprc, positives_in_top_k, _ = _retrieval_statistics(
+    n_positives, query_auprc, positives_in_top_k, r_precision, map_at_r = _per_query_statistics(
         X,
         codes,
-        ks=ks,
-        metric=_check_metric(metric),
-        chunk_size=check_chunk_size(chunk_size),
-        average_precision=average_precision,
+        ks,
+        _check_metric(metric),
+        check_chunk_size(chunk_size),
+        average_precision,
+        device,
+        verbose,
+        at_r,
     )
     has_positive = _queries_with_positives(n_positives)
     scores = {}
@@ -276,11 +361,41 @@ def _retrieval_scores(X, y, ks, metric, chunk_size, average_precision):
     for j, k_value in enumerate(ks.tolist()):
         scores[f"recall@{k_value}"] = float(np.mean(counts[:, j] > 0))
         scores[f"precision@{k_value}"] = float(np.mean(counts[:, j] / k_value))
+    if at_r:
+        scores["map@r"] = float(np.mean(map_at_r[has_positive]))
+        scores["r_precision"] = float(np.mean(r_precision[has_positive]))
     return scores
 
 
-def retrieval_scores(X, y, *, k=(1,), metric="cosine", chunk_size=None, average_precision=True):
-    """Mean AUPRC, Recall@k and Precision@k of a retrieval in one pass over the data.
+_BACKEND_DOC = """Backends (``device``): the torch path (``"auto"``, ``"cpu"``, ``"cuda"``, a
+    :class:`torch.device`) computes the similarities in float32 on the device, by blocks of
+    queries, and counts each positive's rank without sorting the rows; ``"numpy"`` is the
+    float64 path (one sort per query), several times slower. ``"auto"`` is CUDA when present,
+    else the torch CPU path. Both apply the same tie rules to the similarities they compute, so
+    they give identical results when these are equal (e.g. embeddings of small integers, or a
+    callable ``metric``, whose float64 values both use); float32 similarities may tie or swap
+    pairs of items whose float64 similarities differ by less than about ``1e-7``, which moves
+    the metrics by about that much (``docs/user_guide/metrics.rst``)."""
+
+_DEVICE_PARAMETERS = """device : {"auto", "numpy", "cpu", "cuda"} or torch.device, default="auto"
+        Backend and device, see above.
+    verbose : bool, default=False
+        Show a progress bar over the queries (tqdm)."""
+
+
+def retrieval_scores(
+    X,
+    y,
+    *,
+    k=(1,),
+    metric="cosine",
+    chunk_size=None,
+    average_precision=True,
+    at_r=False,
+    device="auto",
+    verbose=False,
+):
+    """Mean AUPRC, Recall@k, Precision@k (and MAP@R, R-precision) of a retrieval in one pass.
 
     Every item of ``X`` is a query against all the other items (itself excluded); its
     positives are the other items with the same label. Queries without a positive (a class of
@@ -289,17 +404,21 @@ def retrieval_scores(X, y, *, k=(1,), metric="cosine", chunk_size=None, average_
     Ranking conventions:
 
     - AUPRC of a query is the step-wise form of :func:`auprc_score`: tied similarities count
-      fully (precision at a positive scored ``t`` is computed over all items scored ``>= t``).
-    - For the k nearest, ties are broken by index: among items of equal similarity the one
-      that comes first in ``X`` ranks first (a stable descending sort).
+      fully (precision at a positive scored ``t`` is computed over all items scored ``>= t``),
+      which is :func:`sklearn.metrics.average_precision_score`.
+    - For the k nearest (and MAP@R, R-precision), ties are broken by index: among items of
+      equal similarity the one that comes first in ``X`` ranks first (a stable descending
+      sort).
 
-    Similarities are computed in float64, exactly (no approximate search), in chunks of
-    ``chunk_size`` queries; memory is O(chunk_size * n_samples).
+    Exact (no approximate search), in chunks of ``chunk_size`` queries; memory is
+    O(chunk_size * n_samples).
+    {backends}
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Embeddings; finite, at least two rows.
+    X : array-like or dask array of shape (n_samples, n_features)
+        Embeddings; finite, at least two rows. A dask array is computed block by block into
+        one (n_samples, n_features) array (the ``dask`` extra).
     y : array-like of shape (n_samples,)
         Class labels (any hashable values: ints, strings, ...).
     k : int or list of int, default=(1,)
@@ -314,13 +433,23 @@ def retrieval_scores(X, y, *, k=(1,), metric="cosine", chunk_size=None, average_
         scikit-learn's ``working_memory`` (1024 MiB unless set by
         ``sklearn.config_context(working_memory=...)``).
     average_precision : bool, default=True
-        Whether to compute the mean AUPRC (the costly part: one sort per query).
+        Whether to compute the mean AUPRC (with ``device="numpy"``, the costly part: one sort
+        per query).
+    at_r : bool, default=False
+        Whether to add ``"map@r"`` (:func:`map_at_r_score`) and ``"r_precision"``
+        (:func:`r_precision_score`).
+    {device_parameters}
 
     Returns
     -------
     scores : dict
         ``"mean_auprc"`` (if ``average_precision``), then ``"recall@k"`` and ``"precision@k"``
-        for each ``k``, all floats.
+        for each ``k``, then ``"map@r"`` and ``"r_precision"`` (if ``at_r``), all floats.
+
+    Raises
+    ------
+    MemoryError
+        When one chunk of queries cannot fit in the free memory of the device.
 
     Examples
     --------
@@ -335,20 +464,25 @@ def retrieval_scores(X, y, *, k=(1,), metric="cosine", chunk_size=None, average_
         ks = np.zeros(0, dtype=np.int64)
     else:
         ks = _check_retrieval_k(k, X)[0]
-    return _retrieval_scores(X, y, ks, metric, chunk_size, average_precision)
+    return _retrieval_scores(X, y, ks, metric, chunk_size, average_precision, device, verbose, at_r)
 
 
-def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None):
+_NO_K = np.zeros(0, dtype=np.int64)
+
+
+def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """Mean over queries of the AUPRC of their retrieval (mAP), computed exactly.
 
     Every item of ``X`` is a query against all the others (itself excluded); its positives
     are the other items of its class. The AUPRC of a query is that of :func:`auprc_score`
-    (tied similarities count fully). Queries without a positive are excluded from the mean
-    and counted in a ``UserWarning``. See :func:`retrieval_scores` for the parameters.
+    (tied similarities count fully), i.e. :func:`sklearn.metrics.average_precision_score`.
+    Queries without a positive are excluded from the mean and counted in a ``UserWarning``.
+    See :func:`retrieval_scores` for the parameters.
+    {backends}
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or dask array of shape (n_samples, n_features)
         Embeddings.
     y : array-like of shape (n_samples,)
         Class labels.
@@ -356,6 +490,7 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None):
         Similarity used to rank the items.
     chunk_size : int, default=None
         Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {device_parameters}
 
     Returns
     -------
@@ -366,6 +501,8 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None):
     ValueError
         On NaN/inf, fewer than two items, mismatched lengths, zero rows with "cosine", or
         when no query has a positive.
+    MemoryError
+        When one chunk of queries cannot fit in the free memory of the device.
 
     Examples
     --------
@@ -376,28 +513,153 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None):
     0.8333
     """
     X = _check_embedding(X)
-    no_k = np.zeros(0, dtype=np.int64)
-    return _retrieval_scores(X, y, no_k, metric, chunk_size, True)["mean_auprc"]
+    return _retrieval_scores(X, y, _NO_K, metric, chunk_size, True, device, verbose)["mean_auprc"]
 
 
-def _at_k_score(X, y, k, metric, chunk_size, name):
+def query_auprc_scores(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
+    """The AUPRC of each query's retrieval (the terms of :func:`mean_auprc_score`).
+
+    Parameters
+    ----------
+    X : array-like or dask array of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {device_parameters}
+
+    Returns
+    -------
+    auprc : ndarray of shape (n_samples,)
+        The AUPRC of each item as a query; NaN for an item without a positive (no warning).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import query_auprc_scores
+    >>> X = np.array([[1.0, 0.0], [0.9, 0.2], [0.0, 1.0], [0.5, 0.5]])
+    >>> query_auprc_scores(X, [0, 0, 1, 1]).round(4).tolist()
+    [1.0, 1.0, 1.0, 0.3333]
+    """
+    X = _check_embedding(X)
+    codes = encode_labels(y)[1]
+    check_same_length((X, codes), ("X", "y"))
+    _, query_auprc, _, _, _ = _per_query_statistics(
+        X,
+        codes,
+        _NO_K,
+        _check_metric(metric),
+        check_chunk_size(chunk_size),
+        True,
+        device,
+        verbose,
+        False,
+    )
+    return query_auprc
+
+
+def _at_r_score(X, y, metric, chunk_size, device, verbose, name):
+    X = _check_embedding(X)
+    return _retrieval_scores(X, y, _NO_K, metric, chunk_size, False, device, verbose, True)[name]
+
+
+def map_at_r_score(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
+    """MAP@R of a retrieval, as pytorch-metric-learning's ``AccuracyCalculator`` defines it.
+
+    For a query with ``R`` positives (the other items of its class), the items are ranked by
+    decreasing similarity (ties by index, as :func:`recall_at_k_score`) and
+
+    .. math:: \\mathrm{MAP@R} = \\frac{1}{R} \\sum_{i=1}^{R} P(i) \\, \\mathrm{rel}(i)
+
+    where ``rel(i)`` is 1 when the item at rank ``i`` is a positive and ``P(i)`` the precision
+    of the first ``i`` items (Musgrave et al., "A metric learning reality check", 2020).
+    The mean is over queries with a positive (others: ``UserWarning``). Exact, in blocks.
+    {backends}
+
+    Parameters
+    ----------
+    X : array-like or dask array of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {device_parameters}
+
+    Returns
+    -------
+    map_at_r : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import map_at_r_score
+    >>> X = np.array([[0.0], [0.1], [1.0], [0.3], [1.1]])
+    >>> map_at_r_score(X, [0, 0, 0, 1, 1], metric="euclidean")
+    0.2
+    """
+    return _at_r_score(X, y, metric, chunk_size, device, verbose, "map@r")
+
+
+def r_precision_score(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
+    """R-precision of a retrieval: mean over queries of (positives among the R nearest) / R.
+
+    ``R`` is the number of positives of the query (the other items of its class); ties by
+    index, as :func:`recall_at_k_score`; as pytorch-metric-learning's ``AccuracyCalculator``
+    defines it. Queries without a positive are excluded (``UserWarning``).
+    {backends}
+
+    Parameters
+    ----------
+    X : array-like or dask array of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {device_parameters}
+
+    Returns
+    -------
+    r_precision : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.metrics import r_precision_score
+    >>> X = np.array([[0.0], [0.1], [1.0], [0.3], [1.1]])
+    >>> r_precision_score(X, [0, 0, 0, 1, 1], metric="euclidean")
+    0.2
+    """
+    return _at_r_score(X, y, metric, chunk_size, device, verbose, "r_precision")
+
+
+def _at_k_score(X, y, k, metric, chunk_size, name, device, verbose):
     X = _check_embedding(X)
     ks, is_scalar = _check_retrieval_k(k, X)
-    scores = _retrieval_scores(X, y, ks, metric, chunk_size, False)
+    scores = _retrieval_scores(X, y, ks, metric, chunk_size, False, device, verbose)
     values = np.array([scores[f"{name}@{k_value}"] for k_value in ks.tolist()])
     return float(values[0]) if is_scalar else values
 
 
-def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
+def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """Recall@k of a retrieval: fraction of queries with a positive among their k nearest.
 
     Every item of ``X`` is a query against all the others; its positives are the other items
     of its class. Ties in similarity are broken by index (the item that comes first in ``X``
     ranks first). Queries without a positive are excluded (``UserWarning``).
+    {backends}
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or dask array of shape (n_samples, n_features)
         Embeddings.
     y : array-like of shape (n_samples,)
         Class labels.
@@ -407,6 +669,7 @@ def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
         Similarity used to rank the items.
     chunk_size : int, default=None
         Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {device_parameters}
 
     Returns
     -------
@@ -421,18 +684,21 @@ def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
     >>> recall_at_k_score(X, [0, 1, 0, 1], k=[1, 2], metric="euclidean")
     array([0.  , 0.75])
     """
-    return _at_k_score(X, y, k, metric, chunk_size, "recall")
+    return _at_k_score(X, y, k, metric, chunk_size, "recall", device, verbose)
 
 
-def precision_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
+def precision_at_k_score(
+    X, y, k=1, *, metric="cosine", chunk_size=None, device="auto", verbose=False
+):
     """Precision@k of a retrieval: mean over queries of (positives among the k nearest) / k.
 
     Same conventions as :func:`recall_at_k_score` (ties by index, queries without a positive
     excluded with a ``UserWarning``).
+    {backends}
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or dask array of shape (n_samples, n_features)
         Embeddings.
     y : array-like of shape (n_samples,)
         Class labels.
@@ -442,6 +708,7 @@ def precision_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
         Similarity used to rank the items.
     chunk_size : int, default=None
         Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {device_parameters}
 
     Returns
     -------
@@ -455,7 +722,22 @@ def precision_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None):
     >>> precision_at_k_score(X, [0, 0, 1, 1], k=2, metric="euclidean")
     0.5
     """
-    return _at_k_score(X, y, k, metric, chunk_size, "precision")
+    return _at_k_score(X, y, k, metric, chunk_size, "precision", device, verbose)
+
+
+for _function in (
+    retrieval_scores,
+    mean_auprc_score,
+    query_auprc_scores,
+    map_at_r_score,
+    r_precision_score,
+    recall_at_k_score,
+    precision_at_k_score,
+):
+    _function.__doc__ = _function.__doc__.replace("{backends}", _BACKEND_DOC).replace(
+        "{device_parameters}", _DEVICE_PARAMETERS
+    )
+del _function
 
 
 def _check_recall_levels(recall_levels):

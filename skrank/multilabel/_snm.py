@@ -29,6 +29,8 @@ from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer, label_c
 __all__ = ["SNMClassifier"]
 
 _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
+# Surrogates applied to the unscaled scores (see the ``score_scale`` entry of the docstring).
+_UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
 
 
 @fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
@@ -61,7 +63,12 @@ class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
 default="hinge"
         Surrogate ``phi`` of the 0-1 loss (see :func:`skrank.losses.get_surrogate`).
     margin : float, default=1.0
-        Margin of the ramp surrogate.
+        Margin of the ramp surrogate, in units of the unscaled scores (see ``score_scale``).
+        The ramp has no gradient on errors (margins ``u <= 0``), so it trains only with
+        ``loss="powl"`` and ``negative_weights`` ``"uniform"``, ``"power"`` or an array (a
+        ``ValueError`` otherwise): with BOWL the negatives it cannot correct are those scored
+        above 0, the only ones that matter; with top-k weights the hardest sampled negatives
+        outrank the positive for most examples until the model is trained.
     n_negatives : int or "auto", default="auto"
         Number ``B`` of negative labels sampled per step. ``"auto"``: ``min(1024, K - 1)``.
         Values above ``K - 1`` are clamped to ``K - 1`` with a ``UserWarning`` (``n_negatives_``
@@ -99,7 +106,14 @@ default="hinge"
         Scale ``s`` of the scores (an inverse temperature), its initial value when
         ``learn_score_scale``. Cosines alone lie in [-1, 1], too narrow for the margins of the
         surrogates: a margin loss on them cannot separate the labels (``score_scale=1`` with
-        ``learn_score_scale=False`` is the paper's unscaled model).
+        ``learn_score_scale=False`` is the paper's unscaled model). The scale applies to the
+        hinge and logistic surrogates, whose slopes are bounded by 1. The squared hinge,
+        exponential and ramp surrogates see the unscaled scores (cosines, or raw inner
+        products): the slopes of the first two grow with the violation, so on scaled scores the
+        worst examples get gradients up to ``2 (1 + 2 s)`` (squared hinge) or ``exp(2 s)``
+        (exponential) times those of the others, a few outliers drive every step and training
+        collapses; and a growing scale would make the ramp, flat beyond its margin, flat
+        everywhere.
     learn_score_scale : bool, default=True
         Learn the scale with the network.
     label_init : {"centroid", "random"}, default="centroid"
@@ -279,6 +293,22 @@ default="hinge"
                 f"top_k_negatives={self.top_k_negatives} exceeds n_negatives={requested}: SNM "
                 "cannot mine more negatives than it samples."
             )
+        if self.surrogate == "ramp" and (self.loss == "bowl" or self.negative_weights == "topk"):
+            # The ramp is flat on errors (margins u <= 0): nothing there can be corrected.
+            raise ValueError(
+                f"surrogate='ramp' cannot train with loss={self.loss!r} and "
+                f"negative_weights={self.negative_weights!r}: the ramp has no gradient on "
+                "errors, and "
+                + (
+                    "BOWL's errors are the negatives scored above 0, the only ones that matter, "
+                    "so it would learn from the positives alone"
+                    if self.loss == "bowl"
+                    else "the hardest sampled negatives outrank the positive for most examples "
+                    "until the model is trained"
+                )
+                + ". Use surrogate='ramp' with loss='powl' and negative_weights='uniform' or "
+                "'power', or another surrogate."
+            )
         if self.score_k > n_labels:
             raise ValueError(f"score_k={self.score_k} exceeds the number of labels {n_labels}.")
         user_weights = None
@@ -377,6 +407,8 @@ default="hinge"
             self._label_optimizer.gather(torch.cat([positives, sampled]))
         )
         embeddings = self.module_(batch.inputs)
+        if isinstance(self.surrogate, str) and self.surrogate in _UNSCALED_SURROGATES:
+            embeddings = embeddings / self.network_.log_scale.exp()
         size = positives.shape[0]
         positive_scores = (embeddings * vectors[:size]).sum(dim=1)
         negative_scores = embeddings @ vectors[size:].T

@@ -12,12 +12,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..utils._labels import check_class_counts, encode_labels
+from ..utils._params import store_parameters
 from ..utils._validation import (
     check_finite_product,
     naming_inputs,
     power_of_two_scale,
     row_norms,
 )
+from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc
 
 __all__ = ["MMC"]
@@ -198,16 +200,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         verbose=False,
         random_state=None,
     ):
-        self.diagonal = diagonal
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init = init
-        self.scatter_ridge = scatter_ridge
-        self.min_rank = min_rank
-        self.verbose = verbose
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -226,10 +219,15 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self : MMC
             The fitted estimator.
         """
-        with naming_inputs("X", "y"):
-            X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        fit_function = fit_mmc
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            X, y = check_dask_data(self, X, y, ensure_min_samples=2)
+            fit_function = fit_mmc_dask
+        else:
+            with naming_inputs("X", "y"):
+                X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
-        fit = fit_mmc(
+        fit = fit_function(
             X,
             y,
             diagonal=self.diagonal,

@@ -19,6 +19,14 @@ which the Euclidean projection is exact: an eigendecomposition and the projectio
 eigenvalues onto the capped simplex. The objective is concave and positively homogeneous of degree
 1/2, so the trace constraint is active at the optimum.
 
+*Rank control.* ``min_rank = k`` adds ``B <= I / k`` (every eigenvalue at most ``1 / k``): the
+set ``{0 <= B <= I / k, tr B <= 1}``, whose points of trace one have rank at least ``k``. Its
+projection is as exact (eigenvalues projected onto ``{0 <= x <= 1 / k, sum x <= 1}``, a
+piecewise-linear equation in the shift) and its linear oracle is the sum of the ``k`` largest
+positive eigenvalues of the gradient over ``k``; the minorize-maximize step below could leave
+the set, so only projected gradient steps are taken there. The trace penalty of the estimator is
+the ridge below (``scatter_ridge``), which whitening absorbs.
+
 *Optimiser.* Two ascent steps, alternated; every iterate is feasible.
 
 1. Spectral projected gradient (Birgin, Martínez & Raydan, 2000, SPG2): a projected gradient step

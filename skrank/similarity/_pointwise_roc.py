@@ -15,7 +15,9 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._labels import check_class_counts, encode_labels
+from ..utils._params import store_parameters
 from ..utils._validation import naming_inputs, normalize_rows
+from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
     CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
@@ -250,17 +252,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         threshold_fpr=0.05,
         random_state=None,
     ):
-        self.alpha = alpha
-        self.identity_weight = identity_weight
-        self.preprocessing = preprocessing
-        self.validation_fraction = validation_fraction
-        self.tolerance = tolerance
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.solver = solver
-        self.normalize = normalize
-        self.threshold_fpr = threshold_fpr
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -284,6 +276,8 @@ class PointwiseROCSimilarity(BaseEstimator):
                 f'negatives="{self.negatives}" draws n_samples pairs or tuples: set n_samples to '
                 "a positive integer."
             )
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            return fit_pointwise_roc_dask(self, X, y)
         X, codes, item_classes = self._training_data(X, y, classes=None, reset=True)
         rng = check_random_state(self.random_state)
         statistics = PairStatistics(X.shape[1]).update(X, codes)
@@ -346,6 +340,12 @@ class PointwiseROCSimilarity(BaseEstimator):
                 f'partial_fit supports negatives="all" only (got "{self.negatives}"): sampling '
                 "pairs uniformly from all pairs of a stream needs the whole sample at once, and "
                 "the exact statistics cost no more here. Use fit for sampled negatives."
+            )
+        if is_dask_array(X):
+            raise TypeError(
+                "partial_fit takes chunks in memory, not a dask array: fit reads a dask array "
+                "block by block (the same exact statistics), or pass its blocks one at a time, "
+                "partial_fit(X.blocks[i].compute(), ...)."
             )
         first_call = not hasattr(self, "pair_statistics_")
         X, codes, item_classes = self._training_data(
@@ -428,20 +428,24 @@ class PointwiseROCSimilarity(BaseEstimator):
 
     def _split_for_alpha(self, X, codes, rng):
         """``alpha="auto"`` in fit: statistics of the fitting part and the held-out items."""
+        fit_part, validation = self._alpha_split(codes, rng)
+        statistics = PairStatistics(X.shape[1]).update(X[fit_part], codes[fit_part])
+        return statistics, X[validation], codes[validation]
+
+    def _alpha_split(self, codes, rng):
+        """Indices of the fitting part and of the (at most 2,000) held-out items."""
         try:
             fit_part, validation = train_test_split(
-                np.arange(X.shape[0]),
+                np.arange(codes.shape[0]),
                 test_size=self.validation_fraction,
                 stratify=codes,
                 random_state=rng,
             )
         except ValueError:  # a class too small to be split
             fit_part, validation = train_test_split(
-                np.arange(X.shape[0]), test_size=self.validation_fraction, random_state=rng
+                np.arange(codes.shape[0]), test_size=self.validation_fraction, random_state=rng
             )
-        validation = validation[:_MAX_VALIDATION_ITEMS]
-        statistics = PairStatistics(X.shape[1]).update(X[fit_part], codes[fit_part])
-        return statistics, X[validation], codes[validation]
+        return fit_part, validation[:_MAX_VALIDATION_ITEMS]
 
     def _select_alpha(self, fit_statistics, X_val, codes_val, statistics, items, item_codes):
         """``alpha="auto"``: the level with the best held-out TPR at ``threshold_fpr``.

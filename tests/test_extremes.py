@@ -465,6 +465,43 @@ def _label_cases():
     )
 
 
+def _search_cases():
+    scores = LABEL_SCORE
+    reference = (lambda: metrics.top_k_indices(scores, 3),)[0]
+    for scale in SCALES:
+        yield Case(
+            f"top_k_indices-scale{scale:.0e}",
+            lambda s=scale: metrics.top_k_indices(scores * s, 3),
+            Same(reference),
+        )
+    yield Case(
+        "top_k_indices-ties",
+        lambda: metrics.top_k_indices(np.full((2, 4), 1e300), 2),
+        Same(lambda: np.array([[0, 1], [0, 1]])),
+    )
+    yield Case(
+        "top_k_indices-minus-inf",
+        lambda: metrics.top_k_indices(np.where(np.eye(12, 6, dtype=bool), -np.inf, scores), 6),
+        Same(
+            lambda: np.argsort(-np.where(np.eye(12, 6, dtype=bool), -np.inf, scores), 1, "stable")
+        ),
+    )
+    yield Case(
+        "top_k_indices-nan",
+        lambda: metrics.top_k_indices(_with(np.nan, X=scores), 2),
+        Fails(ValueError, "scores", "NaN"),
+    )
+    yield Case(
+        "top_k_indices-1d", lambda: metrics.top_k_indices(scores[0], 2), Fails(ValueError, "scores")
+    )
+    for k, error in [(0, ValueError), (7, ValueError), (-1, ValueError), (2.0, TypeError)]:
+        yield Case(
+            f"top_k_indices-k={k!r}",
+            lambda k=k: metrics.top_k_indices(scores, k),
+            Fails(error, "k"),
+        )
+
+
 def _pair_cases():
     S = X @ X.T
     for name, f in {
@@ -967,6 +1004,7 @@ CASES = [
     *_retrieval_cases(),
     *_binary_cases(),
     *_label_cases(),
+    *_search_cases(),
     *_pair_cases(),
     *_scorer_cases(),
     *_dataset_cases(),

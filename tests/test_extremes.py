@@ -982,6 +982,17 @@ def _method_cases():
         lambda: PointwiseROCSimilarity(normalize=False).fit(X * 1e-300, Y),
         Fails(ValueError, "X", "underflow"),
     )
+    unnormalized = (lambda: PointwiseROCSimilarity(normalize=False, random_state=0).fit(X, Y),)[0]
+    yield Case(
+        "PointwiseROC-normalize=False-predict-scale1e100",
+        lambda: unnormalized().pairwise_similarity(X * 1e100) / 1e200,
+        Same(lambda: unnormalized().pairwise_similarity(X) - 0.5),
+    )
+    yield Case(
+        "PointwiseROC-normalize=False-predict-scale1e200",
+        lambda: unnormalized().pairwise_similarity(X * 1e200),
+        Fails(ValueError, "X", "Scale X"),
+    )
     yield Case(
         "PointwiseROC-pairs-2d",
         lambda: PointwiseROCSimilarity(random_state=0).fit(X, Y).predict(X),

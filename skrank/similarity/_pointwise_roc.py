@@ -16,7 +16,7 @@ from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
-from ..utils._validation import naming_inputs, normalize_rows
+from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
     CALIBRATION_PAIRS,
@@ -410,6 +410,10 @@ class PointwiseROCSimilarity(BaseEstimator):
         if getattr(self, "input_transform_", None) is not None:
             X = (X - self.input_mean_) @ self.input_transform_
         if not self.normalize:
+            if getattr(self, "A_", None) is not None:
+                check_bilinear_range(
+                    X, self.A_, input_name=input_name, fix=", or use normalize=True"
+                )
             return X
         unit, zero = normalize_rows(X)  # scaled norms: exact at 1e-300 and 1e300 alike
         if zero.any():

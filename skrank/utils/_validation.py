@@ -322,3 +322,34 @@ def naming_inputs(*names):
         else:
             blamed = names[0]
         raise type(error)(f"Invalid {blamed}: {message}") from error
+
+
+def check_bilinear_range(X, A, *, input_name="X", fix=""):
+    """Raise a ValueError naming ``X`` when bilinear forms ``x^T A x'`` of its rows may overflow.
+
+    ``|x^T A x'| <= ||x|| ||A||_2 ||x'|| <= ||x|| ||A||_F ||x'||``: the check is that this bound
+    is finite for the largest row norm (computed without overflow, :func:`row_norms`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (..., n_features)
+        Finite inputs.
+    A : ndarray of shape (n_features, n_features)
+        Finite matrix.
+    input_name : str, default="X"
+        Name of the input, for the message.
+    fix : str, default=""
+        What the user can do, appended to the message.
+    """
+    if X.size == 0:
+        return
+    largest = float(np.max(row_norms(X)))
+    scale = float(row_norms(np.asarray(A, dtype=np.float64).reshape(1, -1))[0])
+    with np.errstate(over="ignore"):
+        bound = largest * scale * largest
+    if not np.isfinite(bound):
+        raise ValueError(
+            f"{input_name} has rows of norm up to {largest:.3g}, so the similarities x^T A x' "
+            f"of its rows exceed float64's range ({np.finfo(np.float64).max:.3g}). "
+            f"Scale {input_name}{fix}."
+        )

@@ -1010,7 +1010,33 @@ def _method_cases():
     )
 
 
+def _dask_cases():
+    """Larger-than-memory fits (dask arrays), when dask is installed."""
+    try:
+        import dask.array as da  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        return
+    for scale in (1e-300, 1e300):
+        yield Case(
+            f"PointwiseROC-dask-scale{scale:.0e}",
+            lambda s=scale: (
+                PointwiseROCSimilarity(random_state=0).fit(da.from_array(X * s, chunks=6), Y).A_
+            ),
+            Same(
+                lambda: PointwiseROCSimilarity(random_state=0).fit(da.from_array(X, chunks=6), Y).A_
+            ),
+        )
+        yield Case(  # exact in memory; on dask, a clear error (the scatters' pass is unscaled)
+            f"MMC-dask-scale{scale:.0e}",
+            lambda s=scale: MMC(negatives="pairs", n_samples=50).fit(
+                da.from_array(X * s, chunks=6), Y
+            ),
+            Fails(ValueError, "X", "Scale X"),
+        )
+
+
 CASES = [
+    *_dask_cases(),
     *_method_cases(),
     *_retrieval_cases(),
     *_binary_cases(),

@@ -174,14 +174,13 @@ def check_float32_range(X, *, estimator, input_name="X", fitting=True):
     values = _values(X)
     if values.size == 0:
         return X
-    magnitudes = np.abs(values)
-    largest = float(np.max(magnitudes))
+    largest = max(float(np.max(values)), -float(np.min(values)))  # no |X| copy
     fix = (
         f"Scale {input_name} (e.g. with sklearn.preprocessing.StandardScaler in a pipeline) so "
         "that its values lie roughly within [-1e3, 1e3]."
     )
     if largest > FLOAT32_SAFE_MAX:
-        flat = np.argmax(magnitudes)
+        flat = np.argmax(np.abs(values))
         where = _location(X, flat)
         raise ValueError(
             f"{input_name} has a value of {values.flat[flat]:.3g} {where}: {estimator} computes "

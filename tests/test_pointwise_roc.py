@@ -409,8 +409,8 @@ def test_infeasible_alpha_gives_the_feasible_range():
     "y, match",
     [
         (np.zeros(30, dtype=int), "one class"),
-        (np.arange(30), "No class has two items"),
-        (np.linspace(0, 1, 30), "No class has two items"),  # float labels, all distinct
+        (np.arange(30), "No class of y has two or more items"),
+        (np.linspace(0, 1, 30), "No class of y has two or more items"),  # float labels
     ],
 )
 @pytest.mark.filterwarnings("ignore:The number of unique classes")

@@ -18,7 +18,7 @@ from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
-from ..utils._validation import check_float32_range, check_label_vector
+from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
 
@@ -175,19 +175,20 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training items.
+            Training items. The network computes in float32: the largest absolute value must
+            lie in [2^-63, 2^63] (about 1.1e-19 to 9.2e18), or an error asks to scale ``X``.
         y : array-like of shape (n_samples,)
-            Class labels (any hashable values); items of the same class are positives of each
-            other.
+            Class labels (any hashable values, floats included; not NaN or None); items of the
+            same class are positives of each other.
 
         Returns
         -------
         self : SOPRCEmbedder
             The fitted embedder.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
         check_float32_range(X, estimator="SOPRCEmbedder")
-        check_label_vector(y)
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         if (
@@ -302,7 +303,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             Unit-norm embeddings.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False)
+        with naming_inputs("X"):
+            X = validate_data(
+                self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False
+            )
         check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
         return self._embed(X)
 

@@ -23,7 +23,7 @@ from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._params import store_parameters
-from ..utils._validation import check_float32_range
+from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer, label_centroids
 
 __all__ = ["SNMClassifier"]
@@ -252,9 +252,12 @@ default="hinge"
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs; a sparse matrix is densified one mini-batch at a time.
+            Inputs; a sparse matrix is densified one mini-batch at a time. The network computes
+            in float32: the largest absolute value must lie in [2^-63, 2^63] (about 1.1e-19 to
+            9.2e18), or an error asks to scale ``X``.
         y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
-            Multiclass labels (any hashable values), or a multilabel 0/1 indicator matrix, dense
+            Multiclass labels (integers, strings, booleans, or floats with integer values, as
+            scikit-learn's classifiers take), or a multilabel 0/1 indicator matrix, dense
             or sparse. Multilabel rows without a positive label are skipped with a warning.
 
         Returns
@@ -262,9 +265,10 @@ default="hinge"
         self : SNMClassifier
             Fitted estimator.
         """
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
-        )
+        with naming_inputs("X", "y"):
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
+            )
         check_float32_range(X, estimator="SNMClassifier")
         classes, positives, self._multilabel_output = _encode_targets(y)
         if (
@@ -448,7 +452,10 @@ default="hinge"
 
     def _validate_for_prediction(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
+        with naming_inputs("X"):
+            X = validate_data(
+                self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
+            )
         return check_float32_range(X, estimator="SNMClassifier", fitting=False)
 
     def predict_top_k(self, X, k, return_scores=False):
@@ -587,7 +594,8 @@ def _encode_targets(y):
     with warnings.catch_warnings():
         # Far more labels than examples per label is the normal case of extreme classification.
         warnings.filterwarnings("ignore", message="The number of unique classes is greater")
-        check_classification_targets(y)
+        with naming_inputs("y"):
+            check_classification_targets(y)
         target_type = type_of_target(y, input_name="y")
     if target_type == "multilabel-indicator":
         sparse_output = sp.issparse(y)

@@ -14,7 +14,12 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..utils._docstrings import fill_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
-from ..utils._validation import check_finite_product, check_label_vector, power_of_two_scale
+from ..utils._validation import (
+    check_finite_product,
+    naming_inputs,
+    power_of_two_scale,
+    row_norms,
+)
 from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc
 
@@ -217,7 +222,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training items.
+            Training items, of any magnitude (MMC is scale-invariant; the fit is exact from
+            1e-300 to 1e300).
         y : array-like of shape (n_samples,)
             Class labels: at least two classes, and a class with at least two items.
 
@@ -231,8 +237,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             X, y = check_dask_data(self, X, y, ensure_min_samples=2)
             fit_function = fit_mmc_dask
         else:
-            X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
-        check_label_vector(y)
+            with naming_inputs("X", "y"):
+                X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
         fit = fit_function(
             X,
@@ -304,7 +310,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             Transformed items.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        with naming_inputs("X"):
+            X = validate_data(self, X, reset=False)
         return check_finite_product(X, self.components_.T, input_name="X")
 
     def get_mahalanobis_matrix(self):
@@ -340,7 +347,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"X1 and X2 must have the same number of rows, got {first.shape[0]} and "
                 f"{second.shape[0]}."
             )
-        return np.linalg.norm(first - second, axis=1)
+        return row_norms(first - second)  # scaled: no overflow of the squares at 1e200
 
     def get_metric(self):
         """The learned distance as a function of two vectors.
@@ -394,7 +401,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _figure_of_merit(self, X, y):
         check_is_fitted(self)
-        X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
         # Exact power-of-two rescalings of X and of X L^T (the merit is scale-invariant; X L^T
         # and the means may overflow or underflow); the means are scaled back at the end.
         scale = power_of_two_scale(X)
@@ -413,4 +421,4 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
 def _mahalanobis_distance(u, v, components):
     """``d_A(u, v)`` for ``A = components^T components``."""
-    return float(np.linalg.norm(components @ (np.asarray(u) - np.asarray(v))))
+    return float(row_norms(components @ (np.asarray(u, dtype=float) - np.asarray(v, dtype=float))))

@@ -217,7 +217,8 @@ class PairStatistics:
 
 def _checked_gram(X):
     """``X^T X``, or a ValueError naming ``X`` when its products over- or underflow float64."""
-    gram = X.T @ X
+    with np.errstate(over="ignore", under="ignore"):  # an error below says what happened
+        gram = X.T @ X
     if np.all(np.isfinite(gram)) and (np.any(gram != 0) or not np.any(X)):
         return gram
     largest = float(np.max(np.abs(X)))

@@ -15,9 +15,9 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._docstrings import fill_docs
-from ..utils._labels import encode_labels
+from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
-from ..utils._validation import check_label_vector, normalize_rows
+from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
     CALIBRATION_PAIRS,
@@ -271,7 +271,8 @@ class PointwiseROCSimilarity(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training items.
+            Training items. With ``normalize=True``, of any magnitude (rows are normalised
+            through scaled norms: exact from 1e-300 to 1e300).
         y : array-like of shape (n_samples,)
             Class labels (any hashable values); at least two classes, one with two items.
 
@@ -290,9 +291,9 @@ class PointwiseROCSimilarity(BaseEstimator):
         X, codes, item_classes = self._training_data(X, y, classes=None, reset=True)
         rng = check_random_state(self.random_state)
         statistics = PairStatistics(X.shape[1]).update(X, codes)
+        check_class_counts(statistics.class_counts_, needed_by="PointwiseROCSimilarity")
         reservoir = ItemReservoir(RESERVOIR_ITEMS, X.shape[1]).update(X, codes, rng)
         N = self._constraint_negative_matrix(statistics, X, codes, rng)
-        statistics.positive_matrix()  # raises a clear error when there are no positive pairs
         selection = {"alpha_levels_": None, "alpha_scores_": None}
         held_out = (PairStatistics(X.shape[1]), ItemReservoir(RESERVOIR_ITEMS, X.shape[1]))
         if self.alpha == "auto":
@@ -402,8 +403,8 @@ class PointwiseROCSimilarity(BaseEstimator):
         return self
 
     def _training_data(self, X, y, *, classes, reset, known_classes=None):
-        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_label_vector(y)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
         item_classes, codes = encode_labels(
             y, known_classes=known_classes, declared_classes=classes
         )
@@ -419,6 +420,10 @@ class PointwiseROCSimilarity(BaseEstimator):
         if getattr(self, "input_transform_", None) is not None:
             X = (X - self.input_mean_) @ self.input_transform_
         if not self.normalize:
+            if getattr(self, "A_", None) is not None:
+                check_bilinear_range(
+                    X, self.A_, input_name=input_name, fix=", or use normalize=True"
+                )
             return X
         unit, zero = normalize_rows(X)  # scaled norms: exact at 1e-300 and 1e300 alike
         if zero.any():
@@ -586,8 +591,8 @@ class PointwiseROCSimilarity(BaseEstimator):
             The estimator with the new threshold.
         """
         self._check_fitted()
-        X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
-        check_label_vector(y)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
         _, codes = encode_labels(y)
         rng = check_random_state(self.random_state)
         self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
@@ -607,8 +612,10 @@ class PointwiseROCSimilarity(BaseEstimator):
             ``(1 + x1^T A_ x2) / 2``, in [0, 1] for normalised inputs.
         """
         self._check_fitted()
-        X1 = self._normalized(validate_data(self, X1, reset=False, dtype=np.float64), "X1")
-        X2 = self._normalized(validate_data(self, X2, reset=False, dtype=np.float64), "X2")
+        with naming_inputs("X1"):
+            X1 = self._normalized(validate_data(self, X1, reset=False, dtype=np.float64), "X1")
+        with naming_inputs("X2"):
+            X2 = self._normalized(validate_data(self, X2, reset=False, dtype=np.float64), "X2")
         if X1.shape[0] != X2.shape[0]:
             raise ValueError(
                 f"X1 and X2 must have the same number of rows, got {X1.shape[0]} and {X2.shape[0]}."
@@ -629,15 +636,18 @@ class PointwiseROCSimilarity(BaseEstimator):
             ``(1 + x_i^T A_ y_j) / 2``.
         """
         self._check_fitted()
-        X = self._normalized(validate_data(self, X, reset=False, dtype=np.float64))
+        with naming_inputs("X"):
+            X = self._normalized(validate_data(self, X, reset=False, dtype=np.float64))
         if Y is None:
             return bilinear_similarity_matrix(X, X, self.A_)
-        Y = self._normalized(validate_data(self, Y, reset=False, dtype=np.float64), "Y")
+        with naming_inputs("Y"):
+            Y = self._normalized(validate_data(self, Y, reset=False, dtype=np.float64), "Y")
         return bilinear_similarity_matrix(X, Y, self.A_)
 
     def _pair_similarity(self, pairs):
         self._check_fitted()
-        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
+        with naming_inputs("pairs"):
+            pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
         if pairs.ndim != 3 or pairs.shape[1] != 2:
             raise ValueError(
                 "pairs must be an array of shape (n_pairs, 2, n_features) holding the two items "

@@ -5,8 +5,14 @@
   ``1e300`` the answer they give at ``1``, with no overflow or underflow on the way;
 * :func:`check_float32_range`: the range of magnitudes the torch estimators (which compute in
   float32) can learn from and predict on, with an error that names the input and the fix;
-* :func:`check_label_vector`: class labels may be any hashable values, floats included.
+* :func:`check_label_vector`: class labels may be any hashable values, floats included;
+* :func:`naming_inputs`: errors of scikit-learn's and numpy's validation that do not say which
+  input they are about ("Expected 2D input", "inconsistent numbers of samples", "could not
+  convert string to float") are re-raised naming the user's argument.
 """
+
+import contextlib
+import re
 
 import numpy as np
 from scipy import sparse
@@ -87,15 +93,55 @@ def normalize_rows(X):
     (array([[0.6, 0.8],
            [0. , 0. ]]), array([False,  True]))
     """
-    X = np.asarray(X, dtype=np.float64)
-    largest = np.max(np.abs(X), axis=-1, keepdims=True) if X.shape[-1] else np.zeros(X.shape)
-    zero = largest[..., 0] == 0 if X.shape[-1] else np.ones(X.shape[:-1], dtype=bool)
-    exponent = np.frexp(np.where(largest > 0, largest, 1.0))[1]
-    # Two halves: 2**-exponent of a subnormal row's exponent (~1074) overflows on its own.
-    half = -exponent // 2
-    scaled = np.ldexp(np.ldexp(X, half), -exponent - half)
+    scaled, _ = _rows_scaled_to_unit(X)
     norms = np.sqrt(np.einsum("...i,...i->...", scaled, scaled))[..., None]
-    return scaled / np.where(norms > 0, norms, 1.0), zero
+    return scaled / np.where(norms > 0, norms, 1.0), norms[..., 0] == 0
+
+
+def row_norms(X):
+    """Euclidean norms of the rows of ``X``, with no intermediate overflow or underflow.
+
+    ``np.linalg.norm`` squares the entries: rows of ``1e200`` give ``inf`` and rows of
+    ``1e-200`` give ``0``. Here each row is first rescaled by a power of two (exact), so the
+    result is ``inf`` only when the norm itself exceeds float64's range.
+
+    Parameters
+    ----------
+    X : ndarray of shape (..., n_features)
+        Finite values.
+
+    Returns
+    -------
+    norms : ndarray of shape X.shape[:-1]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.utils._validation import row_norms
+    >>> row_norms(np.array([[3e200, 4e200], [3e-200, 4e-200]])) / np.array([1e200, 1e-200])
+    array([5., 5.])
+    """
+    scaled, exponent = _rows_scaled_to_unit(X)
+    norms = np.sqrt(np.einsum("...i,...i->...", scaled, scaled))
+    with np.errstate(over="ignore"):  # a norm beyond float64's range is inf
+        return _ldexp_in_halves(norms, exponent[..., 0])
+
+
+def _ldexp_in_halves(values, exponent):
+    """``values * 2**exponent`` in two steps: one factor 2**e may not be representable."""
+    half = exponent // 2
+    return np.ldexp(np.ldexp(values, half), exponent - half)
+
+
+def _rows_scaled_to_unit(X):
+    """Each row divided by a power of two ``2**e`` bringing its largest value into [0.5, 1),
+    and ``e`` (shape (..., 1)); all-zero rows stay zero (``e = 1``)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[-1] == 0:
+        return X, np.ones((*X.shape[:-1], 1), dtype=np.int64)
+    largest = np.max(np.abs(X), axis=-1, keepdims=True)
+    exponent = np.frexp(np.where(largest > 0, largest, 1.0))[1]
+    return _ldexp_in_halves(X, -exponent), exponent
 
 
 def check_float32_range(X, *, estimator, input_name="X", fitting=True):
@@ -128,14 +174,13 @@ def check_float32_range(X, *, estimator, input_name="X", fitting=True):
     values = _values(X)
     if values.size == 0:
         return X
-    magnitudes = np.abs(values)
-    largest = float(np.max(magnitudes))
+    largest = max(float(np.max(values)), -float(np.min(values)))  # no |X| copy
     fix = (
         f"Scale {input_name} (e.g. with sklearn.preprocessing.StandardScaler in a pipeline) so "
         "that its values lie roughly within [-1e3, 1e3]."
     )
     if largest > FLOAT32_SAFE_MAX:
-        flat = np.argmax(magnitudes)
+        flat = np.argmax(np.abs(values))
         where = _location(X, flat)
         raise ValueError(
             f"{input_name} has a value of {values.flat[flat]:.3g} {where}: {estimator} computes "
@@ -235,3 +280,75 @@ def check_finite_product(X, matrix, *, input_name="X"):
             "with it)."
         )
     return product
+
+
+@contextlib.contextmanager
+def naming_inputs(*names):
+    """Re-raise a ValueError or TypeError that names none of ``names`` so that it names them.
+
+    Wrap the validation of user inputs (``validate_data``, ``check_array``): scikit-learn's
+    messages for a wrong number of dimensions, too few rows or features, complex values, and
+    numpy's failed conversions do not say which argument they are about. The first name is
+    blamed, except for inconsistent lengths, which blame all. The original error is chained.
+
+    Parameters
+    ----------
+    *names : str
+        Names of the user's arguments being validated, the main one first (e.g. "X", "y").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.utils import check_array
+    >>> from skrank.utils._validation import naming_inputs
+    >>> try:
+    ...     with naming_inputs("X"):
+    ...         check_array(np.zeros(3))
+    ... except ValueError as error:
+    ...     print(str(error).splitlines()[0])
+    Invalid X: Expected 2D array, got 1D array instead:
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        if type(error) not in (ValueError, TypeError):  # e.g. NotFittedError: left alone
+            raise
+        message = str(error)
+        if any(re.search(rf"\b{re.escape(name)}\b", message) for name in names):
+            raise
+        if "inconsistent numbers of samples" in message:
+            blamed = " and ".join(names)
+        else:
+            blamed = names[0]
+        raise type(error)(f"Invalid {blamed}: {message}") from error
+
+
+def check_bilinear_range(X, A, *, input_name="X", fix=""):
+    """Raise a ValueError naming ``X`` when bilinear forms ``x^T A x'`` of its rows may overflow.
+
+    ``|x^T A x'| <= ||x|| ||A||_2 ||x'|| <= ||x|| ||A||_F ||x'||``: the check is that this bound
+    is finite for the largest row norm (computed without overflow, :func:`row_norms`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (..., n_features)
+        Finite inputs.
+    A : ndarray of shape (n_features, n_features)
+        Finite matrix.
+    input_name : str, default="X"
+        Name of the input, for the message.
+    fix : str, default=""
+        What the user can do, appended to the message.
+    """
+    if X.size == 0:
+        return
+    largest = float(np.max(row_norms(X)))
+    scale = float(row_norms(np.asarray(A, dtype=np.float64).reshape(1, -1))[0])
+    with np.errstate(over="ignore"):
+        bound = largest * scale * largest
+    if not np.isfinite(bound):
+        raise ValueError(
+            f"{input_name} has rows of norm up to {largest:.3g}, so the similarities x^T A x' "
+            f"of its rows exceed float64's range ({np.finfo(np.float64).max:.3g}). "
+            f"Scale {input_name}{fix}."
+        )

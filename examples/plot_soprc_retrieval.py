@@ -71,7 +71,7 @@ plt.show()
 # class ``37`` shows a 3 and a 7 side by side, and class sizes are long-tailed. Its ``"train"``
 # and ``"test"`` subsets share no class (nor any MNIST image): the embedding is trained on 50
 # classes and retrieves items of 50 others.
-n_items = 2_000 if quick else 10_000
+n_items = 2_000 if quick else 6_000
 composite = dict(n_samples=n_items, n_digits=2, n_classes=100, random_state=0)
 X_seen, y_seen = make_composite_digits(**composite, subset="train", return_X_y=True)
 X_unseen, y_unseen = make_composite_digits(**composite, subset="test", return_X_y=True)
@@ -79,7 +79,7 @@ disjoint = SOPRCEmbedder(
     hidden_layer_sizes=(512,),
     n_components=128,
     batch_size=200,
-    max_epochs=2 if quick else 10,
+    max_epochs=2 if quick else 5,
     random_state=0,
 ).fit(X_seen, y_seen)
 display = MeanPrecisionRecallDisplay.from_estimator(

@@ -231,7 +231,7 @@ def _snm_row():
         random_state=0,
     )
     runs = {
-        "top-1 SNM": dict(negative_weights="topk"),
+        "top-1 SNM": dict(negative_weights="topk", top_k_negatives=1),
         "neg. sampling, B=64": dict(negative_weights="uniform"),
         "neg. sampling, B=64, label lr 0.005": dict(
             negative_weights="uniform", label_learning_rate=0.005

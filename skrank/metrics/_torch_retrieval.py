@@ -14,11 +14,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..utils._memory import chunk_rows
+from ..utils._memory import chunk_rows, working_memory_bytes
 from ..utils._validation import normalize_rows, power_of_two_scale
 from ._ranks import Workspace, positive_statistics, rank_scores
 
-CPU_BLOCK_QUERIES = 64
+CPU_BLOCK_QUERIES = 64  # queries ranked at once on the CPU
+CPU_CHUNK_QUERIES = 1024  # queries per matrix product on the CPU
 
 
 def resolve_metric_device(device):
@@ -136,13 +137,20 @@ def torch_retrieval_statistics(
     itemsize = 8 if dtype == torch.float64 or callable(metric) else 4
     width = int(sizes.max())
     per_query = bytes_per_query(n_items, width, itemsize)
+    # One matrix product per chunk; on the CPU the ranking runs on sub-blocks of a few
+    # queries (measured faster: their work arrays stay in the caches), whose work arrays
+    # are counted once.
+    sub_block = CPU_BLOCK_QUERIES if device.type == "cpu" else None
     if chunk_size is None:
-        chunk_size = chunk_rows(n_items, per_query)
-        if device.type == "cpu":
-            # Measured faster on the CPU: a small block's work arrays stay in the caches.
-            chunk_size = min(chunk_size, CPU_BLOCK_QUERIES)
-    chunk_size = min(chunk_size, n_items)
-    check_block_fits(chunk_size, n_items, chunk_size * per_query, device)
+        if sub_block is None:
+            chunk_size = chunk_rows(n_items, per_query)
+        else:
+            budget_left = working_memory_bytes() - sub_block * per_query
+            chunk_size = min(max(budget_left, 0) // (itemsize * n_items), CPU_CHUNK_QUERIES)
+    chunk_size = max(1, min(chunk_size, n_items))
+    sub_block = min(sub_block or chunk_size, chunk_size)
+    n_bytes = chunk_size * itemsize * n_items + sub_block * per_query
+    check_block_fits(chunk_size, n_items, n_bytes, device)
 
     query_auprc = np.full(n_items, np.nan)
     r_precision = np.full(n_items, np.nan)
@@ -150,49 +158,77 @@ def torch_retrieval_statistics(
     positives_in_top_k = np.zeros((n_items, len(ks)), dtype=np.int64)
     to_device = lambda array: torch.from_numpy(np.ascontiguousarray(array)).to(device)  # noqa: E731
     codes_t, sizes_t, starts_t, members_t = map(to_device, (codes, sizes, starts, members))
+    place_in_class = np.empty(n_items, dtype=np.int64)
+    place_in_class[members] = np.arange(n_items) - np.repeat(starts, sizes)
+    place_t = to_device(place_in_class)
     ks_t = to_device(np.asarray(ks, dtype=np.int64))
     workspace = Workspace()
     bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
     try:
         for start in range(0, n_items, chunk_size):
             rows = slice(start, min(start + chunk_size, n_items))
-            block = np.arange(rows.start, rows.stop)[n_positives[rows] > 0]
-            if len(block):
-                scores = similarity(rows)
-                if dtype is not None:
-                    scores = scores.to(dtype)
-                if len(block) < rows.stop - rows.start:
-                    scores = scores[to_device(block - start)]
-                queries = to_device(block)
-                scores[torch.arange(len(block), device=device), queries] = -torch.inf
-                class_size = sizes_t[codes_t[queries]]
-                columns, n_block_positives = _positive_columns(
-                    queries, class_size, starts_t[codes_t[queries]], members_t
-                )
-                auprc, ranks = positive_statistics(scores, columns, n_block_positives, workspace)
-                del scores
-                in_top_k, block_r_precision, block_map_at_r = rank_scores(
-                    ranks, n_block_positives, ks_t
-                )
-                query_auprc[block] = auprc.cpu().numpy()
-                r_precision[block] = block_r_precision.cpu().numpy()
-                map_at_r[block] = block_map_at_r.cpu().numpy()
-                positives_in_top_k[block] = in_top_k.cpu().numpy()
-            bar.update(rows.stop - rows.start)
+            chunk_scores = similarity(rows)
+            if dtype is not None:
+                chunk_scores = chunk_scores.to(dtype)
+            for sub_start in range(rows.start, rows.stop, sub_block):
+                sub_rows = slice(sub_start, min(sub_start + sub_block, rows.stop))
+                block = np.arange(sub_rows.start, sub_rows.stop)[n_positives[sub_rows] > 0]
+                if len(block):
+                    scores = chunk_scores[sub_rows.start - start : sub_rows.stop - start]
+                    if len(block) < sub_rows.stop - sub_rows.start:
+                        scores = scores[to_device(block - sub_rows.start)]
+                    statistics = _query_statistics(
+                        scores,
+                        to_device(block),
+                        codes_t,
+                        sizes_t,
+                        starts_t,
+                        members_t,
+                        place_t,
+                        ks_t,
+                        workspace,
+                    )
+                    for output, values in zip(
+                        (query_auprc, r_precision, map_at_r, positives_in_top_k),
+                        statistics,
+                        strict=True,
+                    ):
+                        output[block] = values.cpu().numpy()
+                bar.update(sub_rows.stop - sub_rows.start)
+            del chunk_scores
     except torch.OutOfMemoryError:
-        raise _does_not_fit(chunk_size, n_items, chunk_size * per_query, device) from None
+        raise _does_not_fit(chunk_size, n_items, n_bytes, device) from None
     finally:
         bar.close()
     return n_positives, query_auprc, r_precision, map_at_r, positives_in_top_k
 
 
-def _positive_columns(rows, class_size, class_start, members):
-    """Item indices of each query's positives (its class but itself), first in each row."""
-    width = int(class_size.max())
-    slots = torch.arange(width, device=rows.device)
-    position = (class_start[:, None] + slots).clamp(max=len(members) - 1)
-    columns = members[position]
-    # Move the query itself and the slots beyond its class to the end of the row.
-    invalid = (slots >= class_size[:, None]) | (columns == rows[:, None])
-    order = torch.sort(invalid.to(torch.uint8), dim=1, stable=True).indices
-    return columns.gather(1, order)[:, : width - 1], class_size - 1
+def _query_statistics(scores, queries, codes, sizes, starts, members, place, ks, workspace):
+    """AUPRC, R-precision, MAP@R and positives in the top k of a block of queries.
+
+    ``scores`` (c, n) are the queries' similarities (their own entries are set to ``-inf``
+    here, in place).
+    """
+    scores[torch.arange(len(queries), device=scores.device), queries] = -torch.inf
+    query_codes = codes[queries]
+    columns, n_positives = _positive_columns(
+        place[queries], sizes[query_codes], starts[query_codes], members
+    )
+    auprc, ranks = positive_statistics(scores, columns, n_positives, workspace)
+    in_top_k, r_precision, map_at_r = rank_scores(ranks, n_positives, ks)
+    return auprc, r_precision, map_at_r, in_top_k
+
+
+def _positive_columns(place_in_class, class_size, class_start, members):
+    """Item indices of each query's positives (its class but itself), first in each row.
+
+    ``members`` lists the items class by class; a query is item ``place_in_class`` of its
+    class, which starts at ``class_start``. Returns the (c, w) columns (padding repeats a
+    valid one) and the number of positives of each query.
+    """
+    width = int(class_size.max()) - 1
+    slots = torch.arange(width, device=class_size.device)
+    skip_self = (slots >= place_in_class[:, None]).to(slots.dtype)
+    n_positives = class_size - 1
+    slots = torch.minimum(slots + skip_self, n_positives[:, None])  # padding: the last member
+    return members[class_start[:, None] + slots], n_positives

@@ -1026,12 +1026,20 @@ def _dask_cases():
                 lambda: PointwiseROCSimilarity(random_state=0).fit(da.from_array(X, chunks=6), Y).A_
             ),
         )
-        yield Case(  # exact in memory; on dask, a clear error (the scatters' pass is unscaled)
+        yield Case(
             f"MMC-dask-scale{scale:.0e}",
-            lambda s=scale: MMC(negatives="pairs", n_samples=50).fit(
-                da.from_array(X * s, chunks=6), Y
+            lambda s=scale: _distances(
+                MMC(negatives="pairs", n_samples=50, random_state=0)
+                .fit(da.from_array(X * s, chunks=6), Y)
+                .transform(X * s)
             ),
-            Fails(ValueError, "X", "Scale X"),
+            Same(
+                lambda: _distances(
+                    MMC(negatives="pairs", n_samples=50, random_state=0)
+                    .fit(da.from_array(X, chunks=6), Y)
+                    .transform(X)
+                )
+            ),
         )
 
 

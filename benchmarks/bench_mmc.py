@@ -61,7 +61,7 @@ def knn_accuracy(X_train, y_train, X_test, y_test, components=None, n_neighbors=
 
 def fit_skrank(X, y, **params):
     start = time.perf_counter()
-    mmc = MMC(random_state=0, **params).fit(X, y)
+    mmc = MMC(random_state=0, scatter_ridge=1e-8, min_rank=None, **params).fit(X, y)
     return {
         "components": mmc.components_,
         "seconds": time.perf_counter() - start,

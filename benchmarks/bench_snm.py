@@ -1,366 +1,315 @@
-"""Stochastic Negative Mining: accuracy on shipped multilabel data, and cost per step as K grows.
+"""Stochastic Negative Mining: accuracy against the baselines users already have, the paper's
+Table 2 with the estimator's defaults, and the cost per step as the number of labels grows.
 
-Part ``real`` (the paper's Table 2 on data shipped with skrank): Bibtex (159 labels) and Corel5k
-(374 labels), their own train/test splits. Top-1, top-16 and top-64 SNM against negative sampling
-(uniform weights over the same ``B = 128`` sampled negatives), same network, same number of
-epochs, mean of three seeds; Recall@{1,3,5} and Precision@{1,3,5} on the test split, and their
-ratios to negative sampling (the paper reports ratios above 1, best at top-1). Each method gets
-the learning rate of the label table that gives it the best validation Recall@5 (a table of all
-of them is printed: negative sampling is far more sensitive to it). Then top-1 SNM against
-negative sampling with ``B = 16``, closer to the paper's regime of ``B`` much smaller than ``K``.
-A one-vs-rest logistic regression from scikit-learn gives the scale.
+Part ``accuracy`` (one table per data set, same splits for every method): Bibtex (159 labels)
+and Corel5k (374 labels) with their own train/test splits, and
+:func:`skrank.datasets.make_sparse_multilabel_classification` with 2,000 labels and 20 rows per
+label, single-label, a quarter held out for test (about 15 training rows per label). Methods:
+``SNMClassifier()`` with its defaults (top-16 SNM), the same with top-1 mining (the paper's)
+and with negative sampling (``negative_weights="uniform"``) -- the paper's Table 2, with ratios
+to negative sampling --, the same network trained by a full softmax over all labels (public
+engine API: ``get_loss(batch, targets)``), one-vs-rest logistic regression, nearest centroid
+(cosine) and k-nearest neighbours (cosine, TF-IDF weighted features; ``k`` chosen on a
+validation split of the training set). Neural methods: mean ± std over 3 seeds; the others
+are deterministic. Metrics: P@1, P@3, P@5, nDCG@3, nDCG@5, PSP@5 (propensities of the
+training labels), R@5.
 
-Part ``scaling``: synthetic data with K in {10^3, ..., 10^6} labels
-(:func:`skrank.datasets.make_large_output_classification`): time of one training step and peak
-memory of SNM (the estimator's own step: shared negative sample, BOWL, sparse label updates)
-against a step over all K labels with the same network (full softmax cross-entropy, and full
-BOWL with top-1 weights), each (method, K) in its own process so that peak memories do not mix.
-Targets: SNM's step at K = 10^6 within 2x of its step at K = 10^3, and at least 20x faster than
-the full step at K = 10^6.
+Part ``scaling``: time of one SNM training step (the estimator's own ``train_step``, timed
+through the public ``get_loss`` hook) for K in {10^3, ..., 10^6} labels, each K in its own
+process, interleaved repeats; target: within 1.2x from 10^3 to 10^6.
 
 Part ``search``: top-10 search over 10^5 label embeddings at prediction, the exact chunked scan
 against a faiss HNSW index (build time, search time, recall of the approximate result).
 
 Usage::
 
-    python benchmarks/bench_snm.py            # everything (under an hour on 2 CPU cores)
-    python benchmarks/bench_snm.py --quick    # smoke run, a minute or two
+    python benchmarks/bench_snm.py --part accuracy --data bibtex corel5k
+    python benchmarks/bench_snm.py --part accuracy --data generator \
+        --neural "SNM defaults (top-16)"         # the other neural methods take long here
     python benchmarks/bench_snm.py --part scaling
+    python benchmarks/bench_snm.py --quick          # smoke run
 """
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import torch
+from _results import Results
+from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
 from sklearn.multiclass import OneVsRestClassifier
+from sklearn.preprocessing import normalize
 from torch.nn import functional as F
 
 from skrank import SNMClassifier
-from skrank.datasets import load_bibtex, load_corel5k, make_large_output_classification
-from skrank.losses import ordered_weighted_loss, owl_weights
-from skrank.metrics import top_k_precision_score, top_k_recall_score
-from skrank.sampling import draw_positive_labels
+from skrank.datasets import (
+    load_bibtex,
+    load_corel5k,
+    make_large_output_classification,
+    make_sparse_multilabel_classification,
+)
+from skrank.metrics import (
+    label_propensities,
+    top_k_ndcg_score,
+    top_k_precision_score,
+    top_k_psp_score,
+    top_k_recall_score,
+)
+from skrank.sampling._labels import draw_from_positive_table
 
-KS = [1, 3, 5]
-METHODS = {  # name: SNMClassifier parameters on top of the shared ones
-    "SNM top-1": dict(negative_weights="topk", top_k_negatives=1),
-    "SNM top-16": dict(negative_weights="topk", top_k_negatives=16),
-    "SNM top-64": dict(negative_weights="topk", top_k_negatives=64),
-    "negative sampling": dict(negative_weights="uniform"),
+COLUMNS = ["P@1", "P@3", "P@5", "nDCG@3", "nDCG@5", "PSP@5", "R@5"]
+
+
+# ------------------------------------------------------------------------------ data
+def load(name, quick):
+    """(X_train, Y_train, X_test, Y_test) as CSR matrices, indicator targets."""
+    if name == "generator":
+        n_labels = 200 if quick else 2000
+        X, y = make_sparse_multilabel_classification(
+            n_labels=n_labels, samples_per_label=20, random_state=0
+        )
+        Y = sp.csr_matrix(
+            (np.ones(len(y), dtype=np.int8), (np.arange(len(y)), y)), shape=(len(y), n_labels)
+        )
+        train, test = train_test_split(np.arange(len(y)), test_size=0.25, random_state=0)
+        return X[train], Y[train], X[test], Y[test]
+    loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
+    train, test = loader(subset="train"), loader(subset="test")
+    return train.data.tocsr(), train.target.tocsr(), test.data.tocsr(), test.target.tocsr()
+
+
+def metrics(Y_test, scores, propensities):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # test rows without labels are excluded
+        return [
+            *top_k_precision_score(Y_test, scores, k=[1, 3, 5]),
+            *top_k_ndcg_score(Y_test, scores, k=[3, 5]),
+            top_k_psp_score(Y_test, scores, k=5, propensities=propensities),
+            top_k_recall_score(Y_test, scores, k=5),
+        ]
+
+
+# ------------------------------------------------------------------------------ methods
+class FullSoftmaxClassifier(SNMClassifier):
+    """SNMClassifier's network and defaults, trained by a softmax cross-entropy over all K
+    labels (every row of the label table read at every step); through the public engine hooks."""
+
+    def get_loss(self, batch, targets):
+        table, counts = targets
+        positives = draw_from_positive_table(
+            table[batch.indices], counts[batch.indices], self._label_sampler.generator
+        )
+        n_labels = len(self.classes_)
+        everything = torch.arange(n_labels, device=positives.device)
+        vectors = self.network_.normalize_labels(self._label_optimizer.gather(everything))
+        logits = self.module_(batch.inputs) @ vectors.T
+        losses = F.cross_entropy(logits, positives, reduction="none")
+        if batch.valid is None:
+            return losses.mean()
+        return (losses * batch.valid).sum() / batch.valid.sum().clamp(min=1)
+
+
+NEURAL = {
+    "SNM defaults (top-16)": lambda seed: SNMClassifier(random_state=seed),
+    "SNM top-1": lambda seed: SNMClassifier(top_k_negatives=1, random_state=seed),
+    "negative sampling": lambda seed: SNMClassifier(negative_weights="uniform", random_state=seed),
+    "full softmax": lambda seed: FullSoftmaxClassifier(random_state=seed),
 }
 
 
-# ------------------------------------------------------------------------------ real data
-def label_metrics(Y_true, scores):
-    """Recall@k and Precision@k (k = 1, 3, 5) from a dense score matrix."""
+def fit_predict_neural(make, seed, X_train, Y_train, X_test):
+    model = make(seed)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # test rows without labels are excluded
-        recall = top_k_recall_score(Y_true, scores, k=KS)
-        precision = top_k_precision_score(Y_true, scores, k=KS)
-    return np.concatenate([recall, precision])
+        warnings.simplefilter("ignore", UserWarning)  # training rows without labels skipped
+        model.fit(X_train, Y_train)
+    return model.decision_function(X_test), len(model.history_)
 
 
-def fit_quietly(model, data):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # training rows without labels are skipped
-        return model.fit(data.data, data.target)
-
-
-def select_label_learning_rate(train, params, args):
-    """Each method gets the label learning rate with the best validation Recall@5 (seed 0, 10%
-    of the training set held out), so that no method is judged at a rate tuned for another.
-
-    Returns the chosen rate and the validation Recall@5 of every rate tried."""
-    scores = {}
-    for rate in args.label_rates:
-        model = SNMClassifier(
-            label_learning_rate=rate, validation_fraction=0.1, score_k=5, random_state=0, **params
-        )
-        scores[rate] = fit_quietly(model, train).history_[-1]["validation_score"]
-    return max(scores, key=scores.get), scores
-
-
-def evaluate_method(train, test, params, args):
-    """Test metrics of one method at its selected rate, over the seeds."""
-    rate, validation = select_label_learning_rate(train, params, args)
-    runs, seconds = [], []
-    for seed in args.seeds:
-        start = time.perf_counter()
-        model = SNMClassifier(random_state=seed, label_learning_rate=rate, **params)
-        fit_quietly(model, train)
-        seconds.append(time.perf_counter() - start)
-        runs.append(label_metrics(test.target, model.decision_function(test.data)))
-    entry = dict(
-        mean=np.mean(runs, axis=0),
-        std=np.std(runs, axis=0),
-        seconds=np.mean(seconds),
-        setting=f"label rate {rate}",
-    )
-    return entry, validation
-
-
-def one_vs_rest(train, test, args):
-    start = time.perf_counter()
-    ovr = OneVsRestClassifier(LogisticRegression(C=args.ovr_c, max_iter=1000))
+def one_vs_rest(X_train, Y_train, X_test):
+    model = OneVsRestClassifier(LogisticRegression(C=1.0, solver="liblinear"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # labels absent from training
-        ovr.fit(train.data, train.target.toarray())
-    return dict(
-        mean=label_metrics(test.target, ovr.decision_function(test.data)),
-        std=None,
-        seconds=time.perf_counter() - start,
-        setting=f"C={args.ovr_c}",
-    )
+        model.fit(X_train, Y_train.toarray().astype(np.int64))  # int8 targets break liblinear
+    return model.decision_function(X_test)
 
 
-def run_real(args):
-    loaders = {"Bibtex": load_bibtex, "Corel5k": load_corel5k}
-    experiments = {  # (B, methods): Table 2's comparison, then top-1 with B << K
-        f"B = {args.n_negatives}": (args.n_negatives, METHODS),
-        f"B = {args.small_n_negatives}": (
-            args.small_n_negatives,
-            {name: METHODS[name] for name in ("SNM top-1", "negative sampling")},
-        ),
-    }
-    results, sensitivity = {}, {}
-    for name, loader in loaders.items():
-        train, test = loader(subset="train"), loader(subset="test")
-        for experiment, (n_negatives, methods) in experiments.items():
-            print(
-                f"\n{name}, {experiment}: {train.data.shape[0]} train / {test.data.shape[0]} "
-                f"test examples, {train.data.shape[1]} features, {train.target.shape[1]} labels, "
-                f"{args.epochs} epochs, {len(args.seeds)} seeds, label learning rate chosen per "
-                f"method from {args.label_rates}",
-                flush=True,
+def nearest_centroid(X_train, Y_train, X_test):
+    centroids = normalize(Y_train.T.astype(np.float64) @ normalize(X_train))
+    return (normalize(X_test) @ centroids.T).toarray()
+
+
+def knn_scores(X_train, Y_train, X_test, k):
+    """Each label's summed cosine similarity over the k nearest training rows (TF-IDF)."""
+    tfidf = TfidfTransformer(sublinear_tf=True).fit(X_train)
+    A, B = normalize(tfidf.transform(X_train)), normalize(tfidf.transform(X_test))
+    similarities = (B @ A.T).toarray()
+    neighbours = np.argpartition(-similarities, k - 1, axis=1)[:, :k]
+    weights = np.take_along_axis(similarities, neighbours, axis=1)
+    scores = np.zeros((X_test.shape[0], Y_train.shape[1]))
+    Y = Y_train.toarray().astype(np.float64)
+    for j in range(k):
+        scores += weights[:, j, None] * Y[neighbours[:, j]]
+    return scores + 1e-6 * nearest_centroid(X_train, Y_train, X_test)  # breaks ties
+
+
+def choose_knn_k(X_train, Y_train):
+    """The k with the best P@1 on a validation split (20%) of the training set."""
+    fit, val = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
+    scores = {}
+    for k in (5, 10, 20, 50):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            scores[k] = top_k_precision_score(
+                Y_train[val], knn_scores(X_train[fit], Y_train[fit], X_train[val], k), k=1
             )
-            params = dict(
-                n_negatives=n_negatives,
-                max_epochs=args.epochs,
-                embedding_dim=args.embedding_dim,
-                hidden_layer_sizes=(args.embedding_dim,),
-                device="cpu",
+    return max(scores, key=scores.get)
+
+
+def run_accuracy(args, results):
+    for name in args.data:
+        X_train, Y_train, X_test, Y_test = load(name, args.quick)
+        propensities = label_propensities(Y_train)
+        print(
+            f"\n{name}: {X_train.shape[0]} train / {X_test.shape[0]} test rows, "
+            f"{X_train.shape[1]} features, {Y_train.shape[1]} labels",
+            flush=True,
+        )
+        rows, means = [], {}
+        for method, make in NEURAL.items():
+            if args.neural is not None and method not in args.neural:
+                continue
+            if method == "full softmax" and Y_train.shape[1] > args.max_softmax_labels:
+                continue
+            runs, seconds, epochs = [], [], []
+            for seed in args.seeds:
+                start = time.perf_counter()
+                scores, n_epochs = fit_predict_neural(make, seed, X_train, Y_train, X_test)
+                seconds.append(time.perf_counter() - start)
+                epochs.append(n_epochs)
+                runs.append(metrics(Y_test, scores, propensities))
+            mean, std = np.mean(runs, axis=0), np.std(runs, axis=0)
+            means[method] = mean
+            cells = [f"{m:.3f} ± {s:.3f}" for m, s in zip(mean, std, strict=True)]
+            rows.append([method, *cells, f"{np.mean(seconds):.1f}", f"{np.mean(epochs):.0f}"])
+            print("  ", rows[-1], flush=True)
+        knn_k = choose_knn_k(X_train, Y_train)
+        baselines = {
+            "one-vs-rest logistic (C=1)": (one_vs_rest, ()),
+            "nearest centroid (cosine)": (nearest_centroid, ()),
+            f"kNN on TF-IDF (k={knn_k})": (knn_scores, (knn_k,)),
+        }
+        for method, (function, extra) in baselines.items():
+            start = time.perf_counter()
+            scores = function(X_train, Y_train, X_test, *extra)
+            mean = metrics(Y_test, scores, propensities)
+            means[method] = mean
+            rows.append(
+                [method, *(f"{m:.3f}" for m in mean), f"{time.perf_counter() - start:.1f}", "-"]
             )
-            table = {}
-            for method, method_params in methods.items():
-                table[method], validation = evaluate_method(
-                    train, test, dict(params, **method_params), args
-                )
-                sensitivity[name, experiment, method] = validation
-                print(f"  {method:<20} {format_cells(table[method], ' ')}", flush=True)
-            results[f"{name}, {experiment}"] = table
-        ovr = one_vs_rest(train, test, args)
-        results[f"{name}, B = {args.n_negatives}"]["one-vs-rest logistic"] = ovr
-        print(f"  {'one-vs-rest logistic':<20} {format_cells(ovr, ' ')}")
-    print_real_tables(results)
-    print_sensitivity(sensitivity, args)
-    return results
-
-
-def print_sensitivity(sensitivity, args):
-    print(
-        "\n### Validation Recall@5 (seed 0, 10% of the training set) at each learning rate of "
-        "the label table\n"
-    )
-    print("| data | B | method | " + " | ".join(f"rate {r}" for r in args.label_rates) + " |")
-    print("|---" * (3 + len(args.label_rates)) + "|")
-    for (name, experiment, method), scores in sensitivity.items():
-        cells = " | ".join(f"{scores[r]:.3f}" for r in args.label_rates)
-        print(f"| {name} | {experiment.removeprefix('B = ')} | {method} | {cells} |")
-
-
-def format_cells(entry, separator):
-    """Metric cells ("mean ± std"), fit seconds and the setting, joined by ``separator``."""
-    std = entry["std"] if entry["std"] is not None else [None] * len(entry["mean"])
-    cells = [
-        f"{m:.3f}" if s is None else f"{m:.3f} ± {s:.3f}"
-        for m, s in zip(entry["mean"], std, strict=True)
-    ]
-    return separator.join([*cells, f"{entry['seconds']:.1f}", entry["setting"]])
-
-
-def print_real_tables(results):
-    header = " | ".join(f"R@{k}" for k in KS) + " | " + " | ".join(f"P@{k}" for k in KS)
-    for name, table in results.items():
-        print(f"\n### {name}: test metrics (mean ± std over seeds), fit seconds per seed\n")
-        print(f"| method | {header} | fit s | setting |")
-        print("|---" * (3 + 2 * len(KS)) + "|")
-        for method, entry in table.items():
-            print(f"| {method} | {format_cells(entry, ' | ')} |")
-        baseline = table["negative sampling"]["mean"]
-        print(f"\n### {name}: ratio to negative sampling (the paper's Table 2 form)\n")
-        print(f"| method | {header} |")
-        print("|---" * (1 + 2 * len(KS)) + "|")
-        for method in (m for m in table if m.startswith("SNM")):
-            ratios = table[method]["mean"] / baseline
-            print(f"| {method} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
+            print("  ", rows[-1], flush=True)
+        results.add_table(
+            f"{name}: test metrics, {X_train.shape[0]} train rows, {Y_train.shape[1]} labels",
+            ["method", *COLUMNS, "fit + predict s", "epochs"],
+            rows,
+            notes=f"Neural methods: mean ± std over seeds {args.seeds}, SNMClassifier defaults "
+            "(top-16 SNM, linear 512-d embedding, learnable score scale, centroid-initialised "
+            "labels, input dropout 0.2, early stopping on validation P@1 with 10% held out); "
+            "PSP@5 normalised, propensities of the training labels (A=0.55, B=1.5).",
+        )
+        if {"SNM defaults (top-16)", "SNM top-1", "negative sampling"} <= set(means):
+            baseline = means["negative sampling"]
+            ratio_rows = [
+                [method, *(f"{r:.2f}" for r in means[method] / baseline)]
+                for method in ("SNM defaults (top-16)", "SNM top-1")
+            ]
+            results.add_table(
+                f"{name}: ratio to negative sampling (the paper's Table 2 form)",
+                ["method", *COLUMNS],
+                ratio_rows,
+            )
+        results.add_figure(f"{name} means", {m: list(v) for m, v in means.items()})
 
 
 # ------------------------------------------------------------------------------ scaling
-class FullLabelClassifier(SNMClassifier):
-    """The same network trained by a step over all K labels (the comparison of the scaling part).
+class TimedSNM(SNMClassifier):
+    """SNMClassifier recording when each step's loss is computed (public ``get_loss`` hook)."""
 
-    ``full_loss="softmax"``: cross-entropy of the softmax over all K cosine scores (scaled by
-    ``temperature``); ``"bowl"``: BOWL with the top-1 weights over all K - 1 negatives. The label
-    table gets a dense gradient, updated by plain SGD (the cheapest dense update).
-    """
-
-    full_loss = "softmax"
-    temperature = 10.0
-
-    def _build_optimizers(self, parameters):
-        table = self.module_.label_embeddings.weight
-        dense = [p for p in parameters if p is not table]
-        return [
-            *super(SNMClassifier, self)._build_optimizers(dense),
-            torch.optim.SGD([table], lr=self.learning_rate),
-        ]
-
-    def _batch_loss(self, inputs, targets, indices):
-        labels = torch.as_tensor(draw_positive_labels(targets[indices], self._label_rng))
-        embeddings = self.module_(inputs)
-        scores = embeddings @ F.normalize(self.module_.label_embeddings.weight, dim=1).T
-        if self.full_loss == "softmax":
-            return F.cross_entropy(self.temperature * scores, labels)
-        positive = scores.gather(1, labels[:, None]).squeeze(1)
-        mask = torch.ones_like(scores, dtype=torch.bool)
-        mask[torch.arange(len(labels)), labels] = False
-        weights = owl_weights("topk", 1)
-        return ordered_weighted_loss(positive, scores, weights, mask=mask).mean()
-
-
-class StepTimer:
-    """Records when each training step of ``fit`` starts (the step is the core's own loop)."""
-
-    def _batch_loss(self, inputs, targets, indices):
+    def get_loss(self, batch, targets):
         self._step_starts.append(time.perf_counter())
-        return super()._batch_loss(inputs, targets, indices)
+        return super().get_loss(batch, targets)
 
 
-class TimedSNM(StepTimer, SNMClassifier):
-    pass
-
-
-class TimedFullLabel(StepTimer, FullLabelClassifier):
-    pass
-
-
-def measure_step(method, n_labels, n_steps, batch_size, embedding_dim):
-    """Median time of a training step and peak RSS, in this process (run as a child).
-
-    One epoch of ``fit`` on ``n_steps + 4`` batches; a step's time is the interval between the
-    starts of consecutive steps (loss, backward, optimiser steps, next batch), the first three
-    steps (which allocate optimiser state) excluded.
-    """
-    # Indicator targets (one label per sample) so that the label table has all K rows.
+def measure_step(n_labels, n_steps, batch_size, embedding_dim):
+    """Median time of a training step in this process (run as a child): the interval between
+    the starts of consecutive steps (loss, backward, optimiser steps, next batch), the first
+    three steps (which allocate optimiser state) excluded."""
+    torch.set_num_threads(1)
     X, y = make_large_output_classification(
         n_samples=batch_size * (n_steps + 4),
         n_features=64,
         n_labels=n_labels,
-        multilabel=True,
+        multilabel=True,  # indicator targets: the label table has all K rows
         random_state=0,
     )
-    params = dict(
+    model = TimedSNM(
+        n_negatives=1024,
         embedding_dim=embedding_dim,
-        hidden_layer_sizes=(embedding_dim,),
         batch_size=batch_size,
         max_epochs=1,
+        tol=None,
+        early_stopping=False,
+        validation_fraction=None,
         device="cpu",
         random_state=0,
     )
-    if method == "snm":
-        model = TimedSNM(n_negatives=1024, **params)
-    else:
-        model = TimedFullLabel(**params)
-        model.full_loss = method.removeprefix("full_")
     model._step_starts = []
     model.fit(X, y)
     steady = np.diff(model._step_starts)[3:] * 1000
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {
-        "step_ms": float(np.median(steady)),
-        "q25": float(np.percentile(steady, 25)),
-        "q75": float(np.percentile(steady, 75)),
-        "peak_mib": peak_mib,
-    }
+    return {"step_ms": float(np.median(steady))}
 
 
-def measure_in_child(method, n_labels, args):
-    """``measure_step`` in a fresh process, so that peak memories do not mix."""
-    command = [
-        sys.executable,
-        __file__,
-        "--child",
-        json.dumps([method, n_labels, args.steps, args.batch_size, args.scaling_dim]),
-    ]
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    result = json.loads(output.strip().splitlines()[-1])
-    print(
-        f"  K={n_labels:>8}  {method:<13} step {result['step_ms']:9.1f} ms "
-        f"[{result['q25']:.1f}, {result['q75']:.1f}]  peak {result['peak_mib']:8.0f} MiB",
-        flush=True,
-    )
-    return result
-
-
-def run_scaling(args):
-    """SNM steps are cheap: they are measured ``snm_repeats`` times, interleaved over K, and
-    summarised by the median of the per-run medians (with their range) to tame a shared
-    machine's noise. The full steps, up to ~1000x slower, are measured once."""
-    snm_runs = {k: [] for k in args.n_labels}
-    for _ in range(args.snm_repeats):
+def run_scaling(args, results):
+    runs = {k: [] for k in args.n_labels}
+    for _ in range(args.repeats):  # interleaved, so that load drifts hit every K
         for n_labels in args.n_labels:
-            snm_runs[n_labels].append(measure_in_child("snm", n_labels, args))
-    rows = {}
-    for n_labels in args.n_labels:
-        medians = [run["step_ms"] for run in snm_runs[n_labels]]
-        rows[n_labels, "snm"] = {
-            "step_ms": float(np.median(medians)),
-            "low": min(medians),
-            "high": max(medians),
-            "peak_mib": max(run["peak_mib"] for run in snm_runs[n_labels]),
-        }
-        for method in ("full_softmax", "full_bowl"):
-            result = measure_in_child(method, n_labels, args)
-            rows[n_labels, method] = dict(result, low=result["q25"], high=result["q75"])
-    print_scaling_table(rows, args)
-    return rows
-
-
-def print_scaling_table(rows, args):
-    ks = args.n_labels
-    print(
-        f"\n### Time per training step (ms) and peak RSS (MiB); SNM: median of {args.snm_repeats} "
-        "runs [range of their medians]; full steps: one run, median [quartiles]\n"
+            command = [
+                sys.executable,
+                __file__,
+                "--child",
+                json.dumps([n_labels, args.steps, args.batch_size, args.scaling_dim]),
+            ]
+            output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            step = json.loads(output.strip().splitlines()[-1])["step_ms"]
+            runs[n_labels].append(step)
+            print(f"  K={n_labels:>8}  step {step:8.2f} ms", flush=True)
+    base = np.median(runs[args.n_labels[0]])
+    rows = [
+        [
+            f"{k:.0e}",
+            f"{np.median(runs[k]):.2f}",
+            f"[{min(runs[k]):.2f}, {max(runs[k]):.2f}]",
+            f"{np.median(runs[k]) / base:.2f}",
+        ]
+        for k in args.n_labels
+    ]
+    results.add_table(
+        f"SNM time per training step, median of {args.repeats} interleaved runs (each the "
+        f"median of {args.steps} steps), batch {args.batch_size}, B = 1024, embedding "
+        f"{args.scaling_dim}, 1 torch thread",
+        ["K", "step ms", "range of the run medians", "ratio to smallest K"],
+        rows,
     )
-    print(
-        "| K | SNM step | full softmax step | full BOWL step | SNM peak | softmax peak | "
-        "BOWL peak | full softmax / SNM | full BOWL / SNM | SNM / SNM at smallest K |"
-    )
-    print("|---" * 10 + "|")
-    base = rows[ks[0], "snm"]["step_ms"]
-    for k in ks:
-        snm, soft, bowl = (rows[k, m] for m in ("snm", "full_softmax", "full_bowl"))
-        print(
-            f"| {k:.0e} | {cell(snm)} | {cell(soft)} | {cell(bowl)} | {snm['peak_mib']:.0f} | "
-            f"{soft['peak_mib']:.0f} | {bowl['peak_mib']:.0f} | "
-            f"{soft['step_ms'] / snm['step_ms']:.1f}x | {bowl['step_ms'] / snm['step_ms']:.1f}x | "
-            f"{snm['step_ms'] / base:.2f}x |"
-        )
-
-
-def cell(result):
-    return f"{result['step_ms']:.1f} [{result['low']:.1f}, {result['high']:.1f}]"
 
 
 # ------------------------------------------------------------------------------ search
-def run_search(args):
+def run_search(args, results):
     """Prediction-time top-10 search: exact chunked scan against a faiss HNSW graph."""
     from skrank.metrics import FaissInnerProductIndex, top_k_inner_products
 
@@ -410,36 +359,34 @@ def run_search(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument("--part", choices=["real", "scaling", "search", "all"], default="all")
+    parser.add_argument("--part", choices=["accuracy", "scaling", "search"], default="accuracy")
+    parser.add_argument("--data", nargs="+", default=["bibtex", "corel5k", "generator"])
+    parser.add_argument(
+        "--neural", nargs="+", choices=list(NEURAL), help="neural methods to run (default: all)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(measure_step(*json.loads(args.child))))
         return
+    torch.set_num_threads(1)
     args.seeds = [0] if args.quick else [0, 1, 2]
-    args.epochs = 2 if args.quick else 20
-    args.n_negatives = 128
-    args.small_n_negatives = 16
-    args.embedding_dim = 64 if args.quick else 256
-    args.ovr_c = 1.0
-    args.label_rates = [0.05] if args.quick else [0.0002, 0.001, 0.005, 0.02, 0.05]
+    args.max_softmax_labels = 5000
     args.n_labels = [10**3, 10**4] if args.quick else [10**3, 10**4, 10**5, 10**6]
-    args.steps = 5 if args.quick else 20
-    args.snm_repeats = 2 if args.quick else 5
+    args.steps = 5 if args.quick else 30
+    args.repeats = 1 if args.quick else 3
     args.batch_size = 256
     args.scaling_dim = 128
     args.search_labels = [10**4] if args.quick else [10**5]
+    suffix = ("_" + "_".join(args.data) if args.part == "accuracy" else "") + (
+        "_quick" if args.quick else ""
+    )
+    results = Results(f"bench_snm_{args.part}{suffix}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    if args.part in ("real", "all"):
-        run_real(args)
-    if args.part in ("scaling", "all"):
-        print(
-            f"\nScaling: batch {args.batch_size}, B = 1024 sampled negatives, embedding "
-            f"{args.scaling_dim}, {args.steps} timed steps after 3 warm-up steps"
-        )
-        run_scaling(args)
-    if args.part in ("search", "all"):
-        run_search(args)
+    {"accuracy": run_accuracy, "scaling": run_scaling, "search": run_search}[args.part](
+        args, results
+    )
+    results.save()
 
 
 if __name__ == "__main__":

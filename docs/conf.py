@@ -26,6 +26,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 copied into _static/mathjax: math renders offline
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -42,7 +43,9 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
 
-# MathJax from the theme's CDN is a run-time (browser) dependency only; the build is offline.
+# MathJax is served from the built site itself (sphinx-mathjax-offline sets ``mathjax_path`` to
+# ``_static/mathjax/tex-chtml.js``): no page needs the internet. .ci/check_docs_browser.py checks
+# it in headless Chromium with the network off.
 html_theme = "pydata_sphinx_theme"
 html_title = f"skrank {version}"
 html_theme_options = {
@@ -65,6 +68,12 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "abort_on_example_error": True,
     "matplotlib_animations": False,
+    # The computation-times page loads jQuery and DataTables from a CDN: not written, so that no
+    # page needs the internet (.ci/check_docs_browser.py).
+    "write_computation_times": False,
+    # A cell's last expression is shown only when it has an HTML repr (estimators, tables), not
+    # as "<... object at 0x...>".
+    "capture_repr": ("_repr_html_",),
 }
 
 

@@ -51,7 +51,7 @@ ax.legend(loc="upper left")
 # The smallest mean negative similarity any ``A`` with ``||A||_F <= 1`` reaches is
 # ``(1 - ||N||_F) / 2``: below it the problem is infeasible. Above
 # ``(1 + <N, P> / ||P||_F) / 2`` the constraint is inactive and the solution stops changing.
-unconstrained = PointwiseROCSimilarity(alpha=1.0).fit(X, y)
+unconstrained = PointwiseROCSimilarity(alpha=1.0, identity_weight=0.0).fit(X, y)
 lowest, _ = feasible_alpha_range(unconstrained.N_)
 inactive_from = (
     1 + np.vdot(unconstrained.N_, unconstrained.P_) / np.linalg.norm(unconstrained.P_)
@@ -75,7 +75,7 @@ for axis in (ax, ax_log):
     axis.plot(fpr, tpr, "k--", lw=1, label="cosine (identity A)")
 print("alpha   TPR@FPR=1%  TPR@FPR=10%  TPR@FPR=50%  negative risk  active constraints")
 for alpha in alphas:
-    model = PointwiseROCSimilarity(alpha=alpha, threshold_fpr=0.05).fit(X, y)
+    model = PointwiseROCSimilarity(alpha=alpha, identity_weight=0.0, threshold_fpr=0.05).fit(X, y)
     similarities = model.pairwise_similarity(X_test)
     scores, same_class = pair_scores_and_labels(similarities, y_test)
     fpr, tpr, _ = roc_curve(same_class, scores)

@@ -38,6 +38,7 @@ X_train, y_train = train.data, train.target
 if quick:
     X_train, y_train = X_train[:1500], y_train[:1500]
 classifier = SNMClassifier(
+    top_k_negatives=1,  # "topk" below is top-1 SNM
     embedding_dim=64,
     hidden_layer_sizes=(128,),
     max_epochs=3 if quick else 8,

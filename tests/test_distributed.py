@@ -25,7 +25,18 @@ ESTIMATORS = {
     ),
     "SNMClassifier": (
         SNMClassifier,
-        dict(n_negatives=4, embedding_dim=8, hidden_layer_sizes=(16,), max_epochs=3, device="cpu"),
+        # No input dropout (its masks differ between one process and two) nor held-out rows.
+        dict(
+            n_negatives=4,
+            embedding_dim=8,
+            hidden_layer_sizes=(16,),
+            max_epochs=3,
+            device="cpu",
+            input_dropout=0.0,
+            validation_fraction=None,
+            early_stopping=False,
+            tol=None,
+        ),
     ),
 }
 BATCH = 16  # per process: the single process trains with 2 x 16

@@ -1,4 +1,10 @@
-"""Every gallery example runs (small settings: ``SKRANK_EXAMPLE_QUICK=1``, Agg backend)."""
+"""Every gallery example runs (small settings: ``SKRANK_EXAMPLE_QUICK=1``, Agg backend).
+
+The examples also run in CI's documentation build, at their full settings, which put their
+figures in the gallery pages (.ci/check_docs_browser.py checks that each page shows them). Both
+runs are kept: they run different settings, and together they cost little (2026-11-23, the shared
+2-core machine, one thread: about 50 s here in quick mode, about 105 s in full in the docs build).
+"""
 
 import runpy
 from pathlib import Path

@@ -5,6 +5,7 @@ package; nothing is ever downloaded.
 """
 
 from ._arff import load_sparse_arff
+from ._composite import make_composite_digits
 from ._real import load_bibtex, load_corel5k, load_mnist
 from ._sparse_multilabel import make_sparse_multilabel_classification
 from ._synthetic import (
@@ -18,6 +19,7 @@ __all__ = [
     "load_corel5k",
     "load_mnist",
     "load_sparse_arff",
+    "make_composite_digits",
     "make_large_output_classification",
     "make_score_simulation",
     "make_sparse_multilabel_classification",

@@ -6,7 +6,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
@@ -19,6 +18,7 @@ from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._params import store_parameters
+from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
 
@@ -64,9 +64,13 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         ``batch_size * (samples_per_class - 1) * max L_c``.
     prior : {"dataset", "batch"}, default="dataset"
         Class prior of the estimator; ``"batch"`` is the biased AP-style ablation.
-    tpr_source : {"auxiliary", "batch"}, default="auxiliary"
-        ``"batch"`` estimates the TPR from the batch positives instead of the auxiliary vectors
-        (an ablation).
+    tpr_source : {"auxiliary", "batch"}, default="batch"
+        Where the TPR of each positive comes from: the query's other positives in the batch
+        (``"batch"``), or the per-class auxiliary vectors of the paper (``"auxiliary"``, an
+        estimate of the scores of all positives). ``"batch"`` is the default since 0.2: on
+        classes unseen in training (``benchmarks/bench_soprc_disjoint.py``, chosen on held-out
+        training classes) it gave 0.02 more validation mean AUPRC over three seeds; see the
+        :ref:`User Guide <soprc>`.
     samples_per_class : int, default=4
         Items of each class in a batch (``M``); a batch holds ``P = batch_size // M`` classes.
     class_weights : {"proportional", "uniform"}, default="proportional"
@@ -139,7 +143,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         lambda_neg=1.0,
         max_auxiliary_length=None,
         prior="dataset",
-        tpr_source="auxiliary",
+        tpr_source="batch",
         samples_per_class=4,
         class_weights="proportional",
         batch_size=224,
@@ -171,18 +175,20 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training items.
+            Training items. The network computes in float32: the largest absolute value must
+            lie in [2^-63, 2^63] (about 1.1e-19 to 9.2e18), or an error asks to scale ``X``.
         y : array-like of shape (n_samples,)
-            Class labels (any hashable values); items of the same class are positives of each
-            other.
+            Class labels (any hashable values, floats included; not NaN or None); items of the
+            same class are positives of each other.
 
         Returns
         -------
         self : SOPRCEmbedder
             The fitted embedder.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
-        check_classification_targets(y)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
+        check_float32_range(X, estimator="SOPRCEmbedder")
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         if (
@@ -297,7 +303,11 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             Unit-norm embeddings.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False)
+        with naming_inputs("X"):
+            X = validate_data(
+                self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False
+            )
+        check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
         return self._embed(X)
 
     def score(self, X, y):

@@ -19,9 +19,10 @@ Recommendation, Tagging, Ranking & Other Missing Label Applications", KDD 2016:
   counts ``N_l`` of a training set of ``N`` examples (:func:`label_propensities`).
 """
 
+import numbers
+
 import numpy as np
 from scipy import sparse
-from sklearn.utils.validation import check_consistent_length
 
 from ._labels import (
     check_label_scores,
@@ -30,7 +31,7 @@ from ._labels import (
     top_k_hits,
 )
 from ._search import top_k_indices
-from ._validation import check_k
+from ._validation import check_k, check_same_length
 
 __all__ = ["label_propensities", "top_k_ndcg_score", "top_k_psp_score"]
 
@@ -48,9 +49,9 @@ def label_propensities(y, *, A=0.55, B=1.5):
     y : array-like or sparse matrix of shape (n_samples, n_labels)
         Multilabel 0/1 indicator of the (training) examples.
     A : float, default=0.55
-        Exponent of the model.
+        Exponent of the model (positive, finite).
     B : float, default=1.5
-        Offset of the model.
+        Offset of the model (positive, finite).
 
     Returns
     -------
@@ -66,6 +67,12 @@ def label_propensities(y, *, A=0.55, B=1.5):
     >>> label_propensities(y).round(3)
     array([0.758, 0.223, 0.113])
     """
+    for name, value in (("A", A), ("B", B)):
+        if not (isinstance(value, numbers.Real) and 0 < value < np.inf):
+            raise ValueError(
+                f"{name} must be a positive finite number; got {name}={value!r} (the defaults "
+                "are A=0.55, B=1.5)."
+            )
     y = sparse.csr_matrix(y)
     n_samples = y.shape[0]
     if n_samples < 1:
@@ -124,7 +131,7 @@ def _indicator(targets, n_labels):
 
 def _prepare(y_true, y_score, k, labels):
     y_score = check_label_scores(y_score)
-    check_consistent_length(y_true, y_score)
+    check_same_length((y_true, y_score), ("y_true", "y_score"))
     ks, is_scalar = check_k(k, y_score.shape[1], candidates="labels (columns of y_score)")
     targets = check_label_targets(y_true, y_score.shape[1], labels)
     top = top_k_indices(y_score, int(ks.max()))

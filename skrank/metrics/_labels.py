@@ -10,8 +10,9 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
+from ..utils._validation import naming_inputs
 from ._search import top_k_indices
-from ._validation import check_k
+from ._validation import check_k, check_same_length
 
 
 def label_columns(values, labels):
@@ -170,9 +171,10 @@ def mean_top_k_scores(hits, n_true, ks, kind):
 
 def check_label_scores(y_score, *, input_name="y_score"):
     """Return ``y_score`` as a finite 2-D float64 array (n_samples, n_labels)."""
-    y_score = check_array(
-        y_score, dtype=np.float64, ensure_2d=False, force_writeable=True, input_name=input_name
-    )
+    with naming_inputs(input_name):
+        y_score = check_array(
+            y_score, dtype=np.float64, ensure_2d=False, force_writeable=True, input_name=input_name
+        )
     if y_score.ndim != 2:
         raise ValueError(
             f"{input_name} must be 2-D (n_samples, n_labels); got shape {y_score.shape}."
@@ -182,7 +184,7 @@ def check_label_scores(y_score, *, input_name="y_score"):
 
 def _top_k_label_score(y_true, y_score, k, labels, kind):
     y_score = check_label_scores(y_score)
-    check_consistent_length(y_true, y_score)
+    check_same_length((y_true, y_score), ("y_true", "y_score"))
     ks, is_scalar = check_k(k, y_score.shape[1], candidates="labels (columns of y_score)")
     targets = check_label_targets(y_true, y_score.shape[1], labels)
     hits, n_true = top_k_hits(targets, top_k_indices(y_score, int(ks.max())))

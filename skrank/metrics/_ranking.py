@@ -1,10 +1,11 @@
 """Binary ranking metrics: step-wise AUPRC and the TPR at a given FPR on the ROC curve."""
 
 import numpy as np
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils.validation import check_array
 
 from ..utils._labels import encode_labels
-from ._validation import check_fpr, check_scores, positive_mask
+from ..utils._validation import naming_inputs
+from ._validation import check_fpr, check_same_length, check_scores, positive_mask
 
 
 def _counts_at_thresholds(is_positive, y_score):
@@ -22,7 +23,7 @@ def _counts_at_thresholds(is_positive, y_score):
 
 
 def _binary_inputs(y_true, y_score, pos_label):
-    check_consistent_length(y_true, y_score)
+    check_same_length((y_true, y_score), ("y_true", "y_score"))
     y_score = check_scores(y_score)
     is_positive = positive_mask(y_true, pos_label=pos_label)
     if not is_positive.any():
@@ -150,12 +151,13 @@ def pair_scores_and_labels(similarity, y):
         ``similarity[i, j]`` for ``i < j`` in row-major order.
     same_class : ndarray of the same shape, dtype=bool
     """
-    similarity = check_array(similarity, dtype=np.float64, input_name="similarity")
+    with naming_inputs("similarity"):
+        similarity = check_array(similarity, dtype=np.float64, input_name="similarity")
     codes = encode_labels(y)[1]
     n_samples = similarity.shape[0]
     if similarity.shape != (n_samples, n_samples):
         raise ValueError(f"similarity must be square; got shape {similarity.shape}.")
-    check_consistent_length(similarity, codes)
+    check_same_length((similarity, codes), ("similarity", "y"))
     upper = np.triu(np.ones((n_samples, n_samples), dtype=bool), k=1)
     same_class = (codes[:, None] == codes[None, :])[upper]
     return similarity[upper], same_class

@@ -12,14 +12,15 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils.validation import check_array
 from tqdm.auto import tqdm
 
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
+from ..utils._validation import naming_inputs, normalize_rows, power_of_two_scale
 from ._search import top_k_indices
 from ._torch_retrieval import resolve_metric_device, torch_retrieval_statistics
-from ._validation import check_chunk_size, check_k
+from ._validation import check_chunk_size, check_k, check_same_length
 
 _METRICS = ("cosine", "euclidean")
 
@@ -60,7 +61,8 @@ def _gather_dask(X):
 def _check_embedding(X):
     if _is_dask_array(X):
         return _gather_dask(X)
-    return check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+    with naming_inputs("X"):
+        return check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
 
 
 def _check_metric(metric):
@@ -85,17 +87,18 @@ def _similarity_function(X, metric):
     here depend on the ranking only) and keeps integer inputs exact.
     """
     if metric == "cosine":
-        with np.errstate(over="ignore"):  # an overflow raises a clear error just below
-            norms = np.linalg.norm(X, axis=1)
-        if not np.all(norms > 0):
+        unit, zero = normalize_rows(X)  # scaled norms: no overflow or underflow at any scale
+        if zero.any():
             raise ValueError(
-                f"X has {np.sum(norms == 0)} all-zero row(s); their cosine similarity is "
-                "undefined. Remove them or use metric='euclidean'."
+                f"X has {np.sum(zero)} all-zero row(s) (first indices: "
+                f"{np.flatnonzero(zero)[:5].tolist()}); their cosine similarity is undefined. "
+                "Remove them or use metric='euclidean'."
             )
-        _check_no_overflow(norms)
-        unit = X / norms[:, None]
         return lambda rows: unit[rows] @ unit.T
     if metric == "euclidean":
+        # The ranking of distances does not depend on the scale: an exact power-of-two
+        # rescaling keeps squared distances of data at 1e-300 or 1e300 from under/overflowing.
+        X = X * power_of_two_scale(X)
         with np.errstate(over="ignore"):
             squared_norms = np.einsum("ij,ij->i", X, X)
         _check_no_overflow(squared_norms)
@@ -113,7 +116,7 @@ def _similarity_function(X, metric):
         queries = X[rows]
         # A copy: the block is modified in place, and may be the callable's own array.
         block = check_array(
-            metric(queries, X), dtype=np.float64, copy=True, input_name="similarity"
+            metric(queries, X), dtype=np.float64, copy=True, input_name="metric(X_chunk, X)"
         )
         if block.shape != (len(queries), len(X)):
             raise ValueError(
@@ -133,7 +136,9 @@ def similarity_matrix(X, metric):
     X : array-like of shape (n_samples, n_features)
         Embeddings.
     metric : {"cosine", "euclidean"} or callable
-        As in :func:`mean_auprc_score`; "euclidean" gives negative squared distances.
+        As in :func:`mean_auprc_score`; "euclidean" gives negative squared distances of ``X``
+        rescaled by a power of two (so that they neither overflow nor underflow; rankings, and
+        so every metric of them, do not change).
 
     Returns
     -------
@@ -336,7 +341,7 @@ def _retrieval_scores(
 ):
     """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
     codes = encode_labels(y)[1]
-    check_consistent_length(X, codes)
+    check_same_length((X, codes), ("X", "y"))
     n_positives, query_auprc, positives_in_top_k, r_precision, map_at_r = _per_query_statistics(
         X,
         codes,
@@ -541,7 +546,7 @@ def query_auprc_scores(X, y, *, metric="cosine", chunk_size=None, device="auto",
     """
     X = _check_embedding(X)
     codes = encode_labels(y)[1]
-    check_consistent_length(X, codes)
+    check_same_length((X, codes), ("X", "y"))
     _, query_auprc, _, _, _ = _per_query_statistics(
         X,
         codes,
@@ -760,7 +765,7 @@ def mean_precision_curve_and_auprc(X, y, *, metric, recall_levels, chunk_size):
     X = _check_embedding(X)
     recall_levels = _check_recall_levels(recall_levels)
     codes = encode_labels(y)[1]
-    check_consistent_length(X, codes)
+    check_same_length((X, codes), ("X", "y"))
     n_positives, query_auprc, _, query_precision = _retrieval_statistics(
         X,
         codes,

@@ -168,7 +168,7 @@ class _TopKScorer(_EmbeddingScorer):
                     f"The scorer {self.name!r} needs decision_function scores of shape "
                     f"(n_samples, {len(classes)}); got {scores.shape}."
                 )
-            top_k = top_k_indices(scores, self.k)
+            top_k = top_k_indices(scores, min(self.k, scores.shape[1]))  # all, if k exceeds
         multilabel = sparse.issparse(y) or np.ndim(y) == 2
         targets = check_label_targets(y, len(classes), None if multilabel else classes)
         if self.kind == "psp":

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..utils._memory import working_memory_bytes
+from ._validation import check_k
 
 
 def _ordered_block_top_k(block, k):
@@ -59,7 +60,19 @@ def top_k_indices(scores, k):
     >>> top_k_indices(np.array([[0.5, 0.9, 0.5, 0.1]]), 3)
     array([[1, 0, 2]])
     """
-    indices = _ordered_block_top_k(torch.from_numpy(np.asarray(scores)), k)[1]
+    scores = np.asarray(scores)
+    if scores.ndim != 2:
+        raise ValueError(
+            f"scores must be 2-D (n_rows, n_columns); got an array of shape {scores.shape}."
+        )
+    check_k(k, scores.shape[1], candidates="columns of scores")
+    if scores.dtype.kind == "f" and np.isnan(scores).any():
+        row = int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])
+        raise ValueError(
+            f"scores contains NaN (first in row {row}): NaN has no rank. Replace it, e.g. with "
+            "-inf to exclude a column."
+        )
+    indices = _ordered_block_top_k(torch.from_numpy(scores), k)[1]
     return np.ascontiguousarray(indices.numpy())
 
 

@@ -15,6 +15,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..utils._memory import chunk_rows, working_memory_bytes
+from ..utils._validation import normalize_rows, power_of_two_scale
 from ._ranks import Workspace, positive_statistics, rank_scores
 
 CPU_BLOCK_QUERIES = 64  # queries ranked at once on the CPU
@@ -56,9 +57,12 @@ def torch_similarity(X, metric, device, numpy_similarity):
     if callable(metric):
         return lambda rows: torch.from_numpy(numpy_similarity(rows)).to(device)
     if metric == "cosine":
-        unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+        unit, _ = normalize_rows(X)  # scaled norms: no overflow or underflow at any scale
         table = _to_table(unit, np.float32, device)
         return lambda rows: table[rows] @ table.T
+    # Rankings do not depend on the scale: an exact power-of-two rescaling keeps X and its
+    # squared norms within float32's range whatever the magnitude of the data.
+    X = X * power_of_two_scale(X)
     table = _to_table(X, np.float32, device)
     squared_norms = _to_table(np.einsum("ij,ij->i", X, X), np.float32, device)
 

@@ -3,12 +3,15 @@
 import numbers
 
 import numpy as np
-from sklearn.utils.validation import check_array, column_or_1d
+from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
+
+from ..utils._validation import naming_inputs
 
 
 def check_scores(y_score, *, input_name="y_score"):
     """Return ``y_score`` as a finite 1-D float64 array (ValueError on NaN, inf or empty)."""
-    y_score = check_array(y_score, ensure_2d=False, dtype=np.float64, input_name=input_name)
+    with naming_inputs(input_name):
+        y_score = check_array(y_score, ensure_2d=False, dtype=np.float64, input_name=input_name)
     if y_score.ndim != 1:
         raise ValueError(f"{input_name} must be 1-D; got an array of shape {y_score.shape}.")
     return y_score
@@ -29,7 +32,8 @@ def positive_mask(y_true, *, pos_label=None):
     -------
     is_positive : ndarray of shape (n_samples,), dtype=bool
     """
-    y_true = column_or_1d(check_array(y_true, ensure_2d=False, dtype=None, input_name="y_true"))
+    with naming_inputs("y_true"):
+        y_true = column_or_1d(check_array(y_true, ensure_2d=False, dtype=None, input_name="y_true"))
     classes = np.unique(y_true)
     if len(classes) > 2:
         raise ValueError(
@@ -44,6 +48,12 @@ def positive_mask(y_true, *, pos_label=None):
             )
         pos_label = 1
     return y_true == pos_label
+
+
+def check_same_length(arrays, names):
+    """``check_consistent_length`` whose error names the user's arguments (``names``)."""
+    with naming_inputs(*names):
+        check_consistent_length(*arrays)
 
 
 def check_fpr(fpr):

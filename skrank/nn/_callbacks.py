@@ -168,11 +168,12 @@ class EarlyStopping(Callback):
         if self.restore_best_weights and self._best_weights is not None:
             estimator.restore_weights(self._best_weights)
         if not (self._stopped or interrupted) and estimator.n_iter_ >= estimator.max_epochs:
-            quantity = "validation score" if self.monitor == "validation_score" else "loss"
+            quantity = "validation score" if self.monitor == "validation_score" else "training loss"
             warnings.warn(
                 f"{type(estimator).__name__}: max_epochs={estimator.max_epochs} reached and the "
-                f"training {quantity} was still improving by more than tol={self.tol}. Increase "
-                "max_epochs, or set tol=None to train for a fixed number of epochs.",
+                f"{quantity} had improved by more than tol={self.tol} within the last "
+                f"{self.patience} epochs. Increase max_epochs, or set tol=None to train for a "
+                "fixed number of epochs.",
                 ConvergenceWarning,
                 stacklevel=2,
             )

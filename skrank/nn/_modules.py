@@ -1,5 +1,7 @@
 """Torch modules shared by the torch estimators."""
 
+from numbers import Integral
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -52,6 +54,12 @@ class MLP(nn.Module):
         if activation not in _ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}."
+            )
+        sizes_ok = (isinstance(h, Integral) and not isinstance(h, bool) for h in hidden_layer_sizes)
+        if not all(sizes_ok) or any(h < 1 for h in hidden_layer_sizes):
+            raise ValueError(
+                "hidden_layer_sizes must hold positive integers (a layer of zero units gives "
+                f"constant outputs); got {tuple(hidden_layer_sizes)!r}."
             )
         layers = []
         width = n_features

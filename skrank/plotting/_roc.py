@@ -67,7 +67,7 @@ class PairROCDisplay:
     >>> rng = np.random.RandomState(0)
     >>> y = np.repeat([0, 1, 2], 20)
     >>> X = np.eye(3)[y] + 0.5 * rng.normal(size=(60, 3))
-    >>> model = PointwiseROCSimilarity(alpha=0.4, threshold_fpr=0.1).fit(X, y)
+    >>> model = PointwiseROCSimilarity(alpha=0.4, identity_weight=0.0, threshold_fpr=0.1).fit(X, y)
     >>> display = PairROCDisplay.from_estimator(model, X, y)
     >>> display.target_fpr, round(display.target_tpr, 3)
     (0.1, 0.547)

@@ -8,14 +8,34 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
+from ..utils._docstrings import fill_docs
 from ..utils._labels import check_class_counts, encode_labels
+from ..utils._params import store_parameters
+from ..utils._validation import (
+    check_finite_product,
+    naming_inputs,
+    power_of_two_scale,
+    row_norms,
+)
+from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._mmc_solver import figure_of_merit, fit_mmc
 
 __all__ = ["MMC"]
+
+# The parameters of the methods that evaluate the metric on labelled items (fill_docs).
+_EVALUATION_DOCS = {
+    "evaluation_parameters": """
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes, and a class with two items).
+        """
+}
 
 
 class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -193,16 +213,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         verbose=False,
         random_state=None,
     ):
-        self.diagonal = diagonal
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init = init
-        self.scatter_ridge = scatter_ridge
-        self.min_rank = min_rank
-        self.verbose = verbose
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -211,7 +222,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training items.
+            Training items, of any magnitude (MMC is scale-invariant; the fit is exact from
+            1e-300 to 1e300).
         y : array-like of shape (n_samples,)
             Class labels: at least two classes, and a class with at least two items.
 
@@ -220,10 +232,15 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self : MMC
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
-        check_classification_targets(y)
+        fit_function = fit_mmc
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            X, y = check_dask_data(self, X, y, ensure_min_samples=2)
+            fit_function = fit_mmc_dask
+        else:
+            with naming_inputs("X", "y"):
+                X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
-        fit = fit_mmc(
+        fit = fit_function(
             X,
             y,
             diagonal=self.diagonal,
@@ -293,8 +310,9 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             Transformed items.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
-        return X @ self.components_.T
+        with naming_inputs("X"):
+            X = validate_data(self, X, reset=False)
+        return check_finite_product(X, self.components_.T, input_name="X")
 
     def get_mahalanobis_matrix(self):
         """The learned positive semi-definite matrix ``A = L^T L``.
@@ -329,7 +347,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"X1 and X2 must have the same number of rows, got {first.shape[0]} and "
                 f"{second.shape[0]}."
             )
-        return np.linalg.norm(first - second, axis=1)
+        return row_norms(first - second)  # scaled: no overflow of the squares at 1e200
 
     def get_metric(self):
         """The learned distance as a function of two vectors.
@@ -345,6 +363,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return functools.partial(_mahalanobis_distance, components=self.components_.copy())
 
+    @fill_docs(_EVALUATION_DOCS)
     def objective_and_constraint(self, X, y):
         """MMC's objective and constraint in the learned metric, over all pairs of ``(X, y)``.
 
@@ -352,12 +371,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         2018); on the training data the constraint is at most one and the objective is the
         optimum when ``negatives="all"``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, and a class with two items).
+        {evaluation_parameters}
 
         Returns
         -------
@@ -369,6 +383,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         _, objective, constraint = self._figure_of_merit(X, y)
         return float(objective), float(constraint)
 
+    @fill_docs(_EVALUATION_DOCS)
     def score(self, X, y):
         """Scale-invariant figure of merit over all pairs of ``(X, y)``.
 
@@ -376,12 +391,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective divided by the square root of the constraint, on any labelled data. ``0`` if
         all dissimilar pairs are at distance zero, ``inf`` if only the similar ones are.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, and a class with two items).
+        {evaluation_parameters}
 
         Returns
         -------
@@ -391,8 +401,17 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _figure_of_merit(self, X, y):
         check_is_fitted(self)
-        X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
-        return figure_of_merit(X @ self.components_.T, y)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
+        # Exact power-of-two rescalings of X and of X L^T (the merit is scale-invariant; X L^T
+        # and the means may overflow or underflow); the means are scaled back at the end.
+        scale = power_of_two_scale(X)
+        Z = X * scale @ self.components_.T
+        scale_z = power_of_two_scale(Z)
+        merit, dissimilar, similar = figure_of_merit(Z * scale_z, y)
+        with np.errstate(over="ignore", under="ignore"):  # beyond float64: inf or 0
+            scale = scale * scale_z
+            return merit, dissimilar / scale, similar / scale / scale
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -402,4 +421,4 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
 def _mahalanobis_distance(u, v, components):
     """``d_A(u, v)`` for ``A = components^T components``."""
-    return float(np.linalg.norm(components @ (np.asarray(u) - np.asarray(v))))
+    return float(row_norms(components @ (np.asarray(u, dtype=float) - np.asarray(v, dtype=float))))

@@ -19,6 +19,14 @@ which the Euclidean projection is exact: an eigendecomposition and the projectio
 eigenvalues onto the capped simplex. The objective is concave and positively homogeneous of degree
 1/2, so the trace constraint is active at the optimum.
 
+*Rank control.* ``min_rank = k`` adds ``B <= I / k`` (every eigenvalue at most ``1 / k``): the
+set ``{0 <= B <= I / k, tr B <= 1}``, whose points of trace one have rank at least ``k``. Its
+projection is as exact (eigenvalues projected onto ``{0 <= x <= 1 / k, sum x <= 1}``, a
+piecewise-linear equation in the shift) and its linear oracle is the sum of the ``k`` largest
+positive eigenvalues of the gradient over ``k``; the minorize-maximize step below could leave
+the set, so only projected gradient steps are taken there. The trace penalty of the estimator is
+the ridge below (``scatter_ridge``), which whitening absorbs.
+
 *Optimiser.* Two ascent steps, alternated; every iterate is feasible.
 
 1. Spectral projected gradient (Birgin, Martínez & Raydan, 2000, SPG2): a projected gradient step
@@ -72,11 +80,13 @@ from threadpoolctl import threadpool_limits
 from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_negative_tuples
 from ..sampling._pairs import class_codes
 from ..utils._memory import chunk_rows
+from ..utils._validation import power_of_two_scale
 from ._pair_statistics import _symmetrize, dissimilar_pair_scatter, similar_pair_scatter
 
 __all__ = [
     "AllNegativePairs",
     "MMCFit",
+    "MMCStatistics",
     "SampledPairs",
     "SimplexGeometry",
     "SolverResult",
@@ -85,6 +95,7 @@ __all__ = [
     "fit_mmc",
     "initial_metric",
     "maximize_mean_distance",
+    "mmc_statistics",
     "project_capped_simplex",
 ]
 
@@ -565,13 +576,13 @@ def maximize_mean_distance(
     return SolverResult(point, np.array(history), gap, n_iter, converged)
 
 
-def initial_metric(X, init, diagonal):
+def initial_metric(X, init, diagonal, covariance=None):
     """The starting Mahalanobis matrix (a vector of its diagonal when ``diagonal``).
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
-        Training items.
+        Training items (only their number of features is read when ``covariance`` is given).
     init : {"identity", "covariance"} or ndarray
         ``"identity"``: the Euclidean metric. ``"covariance"``: the inverse covariance of ``X``
         (pseudo-inverse when singular; inverse variances when ``diagonal``). An array: a
@@ -579,6 +590,9 @@ def initial_metric(X, init, diagonal):
         shape (d,) for a diagonal matrix.
     diagonal : bool
         Return the diagonal only.
+    covariance : ndarray of shape (d, d) or None, default=None
+        The covariance of ``X`` when it is already known (e.g. from statistics computed by row
+        blocks); None computes it from ``X``.
 
     Returns
     -------
@@ -589,7 +603,8 @@ def initial_metric(X, init, diagonal):
         if init == "identity":
             metric = np.eye(d)
         else:
-            covariance = np.atleast_2d(np.cov(X, rowvar=False))
+            if covariance is None:
+                covariance = np.atleast_2d(np.cov(X, rowvar=False))
             metric = linalg.pinvh(covariance) if not diagonal else _pseudo_inverse(covariance)
     else:
         metric = _check_init_array(init, d)
@@ -641,6 +656,60 @@ class MMCFit(NamedTuple):
     unbounded: bool
 
 
+class MMCStatistics(NamedTuple):
+    """What the MMC solver needs from the training items (see :func:`mmc_statistics`).
+
+    Attributes
+    ----------
+    rows : ndarray or rows read on demand, of shape (n_samples, n_features)
+        The items, rescaled by ``scale`` and centred. Rows read on demand
+        (:class:`~skrank.similarity._dask.DaskRows`) are read only where the solver needs them:
+        the rows of the sampled pairs.
+    similar : ndarray of shape (n_features, n_features)
+        Mean of ``(x_i - x_j)(x_i - x_j)^T`` over similar pairs (of the rescaled items).
+    dissimilar : ndarray of shape (n_features, n_features)
+        The same over dissimilar pairs.
+    covariance : ndarray of shape (n_features, n_features) or None
+        Covariance of the rescaled items, for ``init="covariance"``; None computes it from
+        ``rows`` when needed.
+    scale : float
+        The power of two the items were multiplied by: the metric learned on them has components
+        ``L_c``, and ``L = scale * L_c`` on the items as given (MMC is invariant to the scale).
+    """
+
+    rows: object
+    similar: np.ndarray
+    dissimilar: np.ndarray
+    covariance: np.ndarray | None
+    scale: float
+
+
+def mmc_statistics(X, y):
+    """:class:`MMCStatistics` of items in memory: exact pair scatters in ``O(n d^2)``.
+
+    ``X`` is rescaled by a power of two (exact) so that the scatters of data at 1e-300 or 1e300
+    neither underflow nor overflow.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Training items (finite).
+    y : ndarray of shape (n_samples,)
+        Class labels.
+
+    Returns
+    -------
+    statistics : MMCStatistics
+    """
+    X = np.asarray(X, dtype=np.float64)
+    scale = power_of_two_scale(X)
+    X = X * scale
+    X = X - X.mean(axis=0)
+    similar, _ = similar_pair_scatter(X, y)
+    dissimilar, _ = dissimilar_pair_scatter(X, y)
+    return MMCStatistics(X, similar, dissimilar, None, scale)
+
+
 def fit_mmc(
     X,
     y,
@@ -656,13 +725,14 @@ def fit_mmc(
     random_state=None,
     verbose=False,
     max_block_entries=None,
+    statistics=mmc_statistics,
 ):
     """Solve MMC on ``(X, y)`` and return the components ``L`` (``A = L^T L``).
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
-        Training items (finite).
+        Training items (finite), or any input that ``statistics`` reads.
     y : ndarray of shape (n_samples,)
         Class labels (at least two classes, one with two items).
     diagonal : bool, default=False
@@ -693,6 +763,10 @@ def fit_mmc(
         Print solver progress.
     max_block_entries : int or None, default=None
         Memory bound (pairs per block).
+    statistics : callable, default=mmc_statistics
+        ``statistics(X, y)`` returns the :class:`MMCStatistics` of the items:
+        :func:`mmc_statistics` for items in memory,
+        :func:`~skrank.similarity._dask.mmc_statistics_dask` for a dask array.
 
     BLAS runs on one thread: the solver's matrix products are small or memory-bound, and on a
     shared 2-core machine multi-threaded OpenBLAS made fits 3 to 20 times slower.
@@ -704,76 +778,63 @@ def fit_mmc(
         singular along directions in which dissimilar pairs differ).
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_mmc(
-            np.asarray(X, dtype=np.float64),
-            y,
-            diagonal=diagonal,
-            negatives=negatives,
-            n_samples=n_samples,
-            init=init,
-            max_iter=max_iter,
-            tol=tol,
-            scatter_ridge=scatter_ridge,
-            min_rank=min_rank,
-            random_state=random_state,
-            verbose=verbose,
-            max_block_entries=max_block_entries,
+        data = statistics(X, y)
+        rows = data.rows
+        n, d = rows.shape
+        if min_rank is not None and not 1 <= min_rank <= d:
+            raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
+        cap = None if min_rank in (None, 1) else 1.0 / min_rank
+        geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
+        whitening, spread, unbounded = _whitening(
+            data.similar, data.dissimilar, scatter_ridge, diagonal
         )
-
-
-def _fit_mmc(
-    X,
-    y,
-    *,
-    diagonal,
-    negatives,
-    n_samples,
-    init,
-    max_iter,
-    tol,
-    scatter_ridge,
-    min_rank,
-    random_state,
-    verbose,
-    max_block_entries,
-):
-    X = X - X.mean(axis=0)
-    similar, _ = similar_pair_scatter(X, y)
-    dissimilar, _ = dissimilar_pair_scatter(X, y)
-    if min_rank is not None and not 1 <= min_rank <= X.shape[1]:
-        raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={X.shape[1]}.")
-    cap = None if min_rank in (None, 1) else 1.0 / min_rank
-    geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
-    whitening, spread, unbounded = _whitening(similar, dissimilar, scatter_ridge, diagonal)
-    U = X * whitening if diagonal else X @ whitening
-    start = _to_whitened(initial_metric(X, init, diagonal), whitening, diagonal)
-    start = geometry.point(start) if cap is None else geometry.project(start)
-    if negatives == "all":
-        pairs = AllNegativePairs(y, max_block_entries)
-    else:
-        draws = X.shape[0] if n_samples is None else n_samples
-        sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
-        pairs = SampledPairs(sampler(y, draws, random_state), X.shape[0], max_block_entries)
-    if spread == 0:  # every dissimilar pair is at distance zero under every metric
-        return MMCFit(geometry.components(start, whitening), np.zeros(1), 0.0, 0, True, unbounded)
-    result = maximize_mean_distance(
-        pairs,
-        U,
-        geometry,
-        start,
-        floor=_FLOOR * spread,
-        max_iter=max_iter,
-        tol=tol,
-        verbose=verbose,
-    )
+        metric = initial_metric(rows, init, diagonal, data.covariance)
+        start = _to_whitened(metric, whitening, diagonal)
+        start = geometry.point(start) if cap is None else geometry.project(start)
+        if negatives == "all":
+            pairs, touched = AllNegativePairs(y, max_block_entries), slice(None)
+        else:
+            draws = n if n_samples is None else n_samples
+            sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
+            pairs, touched = _touched_pairs(sampler(y, draws, random_state), max_block_entries)
+        if spread == 0:  # every dissimilar pair is at distance zero under every metric
+            result = SolverResult(start, np.zeros(1), 0.0, 0, True)
+        else:
+            # Only the rows that the pairs touch are read (rows on demand read no others).
+            touched_rows = rows[touched]
+            U = touched_rows * whitening if diagonal else touched_rows @ whitening
+            result = maximize_mean_distance(
+                pairs,
+                U,
+                geometry,
+                start,
+                floor=_FLOOR * spread,
+                max_iter=max_iter,
+                tol=tol,
+                verbose=verbose,
+            )
     return MMCFit(
-        geometry.components(result.point, whitening),
+        geometry.components(result.point, whitening) * data.scale,
         result.objective,
         result.duality_gap,
         result.n_iter,
         result.converged,
         unbounded,
     )
+
+
+def _touched_pairs(sample, max_block_entries):
+    """:class:`SampledPairs` over the rows that ``sample`` touches, and those rows' indices.
+
+    The rows are renumbered in increasing order, which keeps the order of the solver's sums.
+    """
+    touched = np.unique(np.concatenate([sample.first, sample.second]))
+    renumbered = PairSample(
+        np.searchsorted(touched, sample.first),
+        np.searchsorted(touched, sample.second),
+        sample.weight,
+    )
+    return SampledPairs(renumbered, touched.shape[0], max_block_entries), touched
 
 
 def _whitening(similar, dissimilar, scatter_ridge, diagonal):
@@ -832,10 +893,19 @@ def figure_of_merit(Z, y, max_block_entries=None):
     mean_similar_squared : float
         Mean squared distance over similar pairs (MMC's constraint).
     """
-    mean_dissimilar = AllNegativePairs(y, max_block_entries).value(Z)
-    mean_similar_squared = float(np.trace(similar_pair_scatter(Z, y)[0]))
+    # The merit is invariant to the scale of Z: computed on Z rescaled by a power of two c
+    # (exact) so that squared distances neither overflow nor underflow; the means are rescaled.
+    scale = power_of_two_scale(Z)
+    mean_dissimilar = AllNegativePairs(y, max_block_entries).value(Z * scale)
+    mean_similar_squared = float(np.trace(similar_pair_scatter(Z * scale, y)[0]))
+    merit = _merit(mean_dissimilar, mean_similar_squared)
+    with np.errstate(over="ignore"):  # beyond float64, the means are inf
+        return merit, mean_dissimilar / scale, mean_similar_squared / scale / scale
+
+
+def _merit(mean_dissimilar, mean_similar_squared):
     if mean_dissimilar == 0:
-        return 0.0, mean_dissimilar, mean_similar_squared
+        return 0.0
     if mean_similar_squared <= 0:
-        return np.inf, mean_dissimilar, mean_similar_squared
-    return mean_dissimilar / np.sqrt(mean_similar_squared), mean_dissimilar, mean_similar_squared
+        return np.inf
+    return mean_dissimilar / np.sqrt(mean_similar_squared)

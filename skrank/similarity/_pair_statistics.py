@@ -17,7 +17,25 @@ import numpy as np
 from scipy import sparse
 
 from ..sampling._pairs import class_codes, count_pairs
+from ..utils._docstrings import fill_docs
 from ..utils._memory import chunk_rows
+
+# The sections that the two pair scatters share (fill_docs), up to their count of pairs.
+_SCATTER_DOCS = {
+    "scatter_sections": """
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Items.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        scatter : ndarray of shape (n_features, n_features)
+            Symmetric positive semi-definite matrix.
+        """
+}
 
 __all__ = [
     "PairStatistics",
@@ -97,11 +115,7 @@ class PairStatistics:
             )
         if class_codes.size and (class_codes.min() < 0 or class_codes.dtype.kind not in "iu"):
             raise ValueError("class_codes must be non-negative integers.")
-        n_classes = int(class_codes.max()) + 1 if class_codes.size else 0
-        if n_classes > self.class_counts_.shape[0]:
-            extra = n_classes - self.class_counts_.shape[0]
-            self.class_counts_ = np.concatenate([self.class_counts_, np.zeros(extra, np.int64)])
-            self.class_sums_ = np.vstack([self.class_sums_, np.zeros((extra, self.n_features))])
+        self._grow(int(class_codes.max()) + 1 if class_codes.size else 0)
         self.class_counts_ += np.bincount(class_codes, minlength=self.class_counts_.shape[0])
         # A sparse class-indicator product: O(n d) like np.add.at, about 8x faster at d = 784.
         indicator = sparse.csr_matrix(
@@ -109,8 +123,44 @@ class PairStatistics:
             shape=(self.class_sums_.shape[0], X.shape[0]),
         )
         self.class_sums_ += indicator @ X
-        self.gram_ += X.T @ X
+        self.gram_ += _checked_gram(X)
         return self
+
+    def merge(self, other):
+        """Add the statistics of other items, e.g. of another chunk computed elsewhere.
+
+        Exact: the statistics of a data set are the sum of those of its parts, in any order and
+        grouping (up to floating-point rounding), so chunks can be reduced in a tree on a dask
+        scheduler.
+
+        Parameters
+        ----------
+        other : PairStatistics
+            Statistics of other items, with the same class codes.
+
+        Returns
+        -------
+        self : PairStatistics
+            The merged statistics.
+        """
+        if other.n_features != self.n_features:
+            raise ValueError(
+                f"Cannot merge statistics of {other.n_features} features into statistics of "
+                f"{self.n_features} features."
+            )
+        n_classes = other.class_counts_.shape[0]
+        self._grow(n_classes)
+        self.class_counts_[:n_classes] += other.class_counts_
+        self.class_sums_[:n_classes] += other.class_sums_
+        self.gram_ += other.gram_
+        return self
+
+    def _grow(self, n_classes):
+        """Make room for the class codes below ``n_classes``."""
+        extra = n_classes - self.class_counts_.shape[0]
+        if extra > 0:
+            self.class_counts_ = np.concatenate([self.class_counts_, np.zeros(extra, np.int64)])
+            self.class_sums_ = np.vstack([self.class_sums_, np.zeros((extra, self.n_features))])
 
     @property
     def n_samples(self):
@@ -165,10 +215,37 @@ class PairStatistics:
         return _symmetrize(total) / (2 * self.n_negative_pairs)
 
 
+def _checked_gram(X):
+    """``X^T X``, or a ValueError naming ``X`` when its products over- or underflow float64."""
+    with np.errstate(over="ignore", under="ignore"):  # an error below says what happened
+        gram = X.T @ X
+    if np.all(np.isfinite(gram)) and (np.any(gram != 0) or not np.any(X)):
+        return gram
+    largest = float(np.max(np.abs(X)))
+    what = "overflow" if largest > 1 else "underflow to zero"
+    raise ValueError(
+        f"X has values of magnitude {largest:.3g}, whose products {what} in float64, so the "
+        "pair statistics (sums of x_i x_j^T) cannot be represented. Scale X (e.g. with "
+        "sklearn.preprocessing.StandardScaler), or L2-normalise its rows."
+    )
+
+
 def _symmetrize(matrix):
     return (matrix + matrix.T) / 2
 
 
+def _as_rows(X):
+    """``X`` as a float array, unless it reads its rows on demand (``X[indices]`` returns them).
+
+    Rows on demand are those of an array larger than memory (:mod:`skrank.similarity._dask`):
+    only the rows indexed are read.
+    """
+    if getattr(X, "rows_on_demand", False):
+        return X
+    return np.asarray(X, dtype=np.float64)
+
+
+@fill_docs(_SCATTER_DOCS)
 def similar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the positive pairs ``i < j``.
 
@@ -180,17 +257,7 @@ def similar_pair_scatter(X, y):
     For any ``A``, ``<S, A>`` is the mean squared Mahalanobis distance ``d_A^2`` over positive
     pairs.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter_sections}
     n_positive : int
         Number of positive pairs it averages over.
     """
@@ -229,7 +296,7 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=None):
     N : ndarray of shape (n_features, n_features)
         Symmetric matrix.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = _as_rows(X)
     n_features = max(X.shape[1], 1)
     if max_gathered is None:
         chunk = chunk_rows(sample.first.shape[0], 16 * n_features + 8)
@@ -243,6 +310,7 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=None):
     return _symmetrize(total)
 
 
+@fill_docs(_SCATTER_DOCS)
 def dissimilar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the negative pairs ``i < j``.
 
@@ -251,17 +319,7 @@ def dissimilar_pair_scatter(X, y):
     pairs' share (see :func:`similar_pair_scatter`). For any ``A``, ``<D, A>`` is the mean squared
     Mahalanobis distance ``d_A^2`` over negative pairs.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter_sections}
     n_negative : int
         Number of negative pairs it averages over.
 

@@ -9,13 +9,16 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
-from ..utils._labels import encode_labels
+from ..utils._docstrings import fill_docs
+from ..utils._labels import check_class_counts, encode_labels
+from ..utils._params import store_parameters
+from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
+from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
     CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
@@ -40,6 +43,15 @@ from ._pointwise_roc_solvers import (
 _MAX_VALIDATION_ITEMS = 2_000
 # Number of levels alpha="auto" tries.
 _N_ALPHA_LEVELS = 20
+# The parameters of the methods that take pairs of items (fill_docs).
+_PAIRS_DOCS = {
+    "pairs_parameters": """
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            The two items of each pair.
+        """
+}
 
 
 class PointwiseROCSimilarity(BaseEstimator):
@@ -250,17 +262,7 @@ class PointwiseROCSimilarity(BaseEstimator):
         threshold_fpr=0.05,
         random_state=None,
     ):
-        self.alpha = alpha
-        self.identity_weight = identity_weight
-        self.preprocessing = preprocessing
-        self.validation_fraction = validation_fraction
-        self.tolerance = tolerance
-        self.negatives = negatives
-        self.n_samples = n_samples
-        self.solver = solver
-        self.normalize = normalize
-        self.threshold_fpr = threshold_fpr
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -269,7 +271,8 @@ class PointwiseROCSimilarity(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training items.
+            Training items. With ``normalize=True``, of any magnitude (rows are normalised
+            through scaled norms: exact from 1e-300 to 1e300).
         y : array-like of shape (n_samples,)
             Class labels (any hashable values); at least two classes, one with two items.
 
@@ -283,12 +286,14 @@ class PointwiseROCSimilarity(BaseEstimator):
                 f'negatives="{self.negatives}" draws n_samples pairs or tuples: set n_samples to '
                 "a positive integer."
             )
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            return fit_pointwise_roc_dask(self, X, y)
         X, codes, item_classes = self._training_data(X, y, classes=None, reset=True)
         rng = check_random_state(self.random_state)
         statistics = PairStatistics(X.shape[1]).update(X, codes)
+        check_class_counts(statistics.class_counts_, needed_by="PointwiseROCSimilarity")
         reservoir = ItemReservoir(RESERVOIR_ITEMS, X.shape[1]).update(X, codes, rng)
         N = self._constraint_negative_matrix(statistics, X, codes, rng)
-        statistics.positive_matrix()  # raises a clear error when there are no positive pairs
         selection = {"alpha_levels_": None, "alpha_scores_": None}
         held_out = (PairStatistics(X.shape[1]), ItemReservoir(RESERVOIR_ITEMS, X.shape[1]))
         if self.alpha == "auto":
@@ -346,6 +351,12 @@ class PointwiseROCSimilarity(BaseEstimator):
                 "pairs uniformly from all pairs of a stream needs the whole sample at once, and "
                 "the exact statistics cost no more here. Use fit for sampled negatives."
             )
+        if is_dask_array(X):
+            raise TypeError(
+                "partial_fit takes chunks in memory, not a dask array: fit reads a dask array "
+                "block by block (the same exact statistics), or pass its blocks one at a time, "
+                "partial_fit(X.blocks[i].compute(), ...)."
+            )
         first_call = not hasattr(self, "pair_statistics_")
         X, codes, item_classes = self._training_data(
             X,
@@ -392,8 +403,8 @@ class PointwiseROCSimilarity(BaseEstimator):
         return self
 
     def _training_data(self, X, y, *, classes, reset, known_classes=None):
-        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
         item_classes, codes = encode_labels(
             y, known_classes=known_classes, declared_classes=classes
         )
@@ -409,15 +420,19 @@ class PointwiseROCSimilarity(BaseEstimator):
         if getattr(self, "input_transform_", None) is not None:
             X = (X - self.input_mean_) @ self.input_transform_
         if not self.normalize:
+            if getattr(self, "A_", None) is not None:
+                check_bilinear_range(
+                    X, self.A_, input_name=input_name, fix=", or use normalize=True"
+                )
             return X
-        norms = np.linalg.norm(X, axis=-1, keepdims=True)
-        if not np.all(norms > 0):
-            zero_rows = np.unique(np.argwhere(norms[..., 0] == 0)[:, 0])
+        unit, zero = normalize_rows(X)  # scaled norms: exact at 1e-300 and 1e300 alike
+        if zero.any():
+            zero_rows = np.unique(np.argwhere(zero)[:, 0])
             raise ValueError(
-                f"{input_name} has rows of zero norm, which normalize=True cannot L2-normalise "
+                f"{input_name} has all-zero rows, which normalize=True cannot L2-normalise "
                 f"(first indices: {zero_rows[:5].tolist()}). Remove them or set normalize=False."
             )
-        return X / norms
+        return unit
 
     def _constraint_negative_matrix(self, statistics, X, codes, rng):
         if self.negatives == "all":
@@ -427,20 +442,24 @@ class PointwiseROCSimilarity(BaseEstimator):
 
     def _split_for_alpha(self, X, codes, rng):
         """``alpha="auto"`` in fit: statistics of the fitting part and the held-out items."""
+        fit_part, validation = self._alpha_split(codes, rng)
+        statistics = PairStatistics(X.shape[1]).update(X[fit_part], codes[fit_part])
+        return statistics, X[validation], codes[validation]
+
+    def _alpha_split(self, codes, rng):
+        """Indices of the fitting part and of the (at most 2,000) held-out items."""
         try:
             fit_part, validation = train_test_split(
-                np.arange(X.shape[0]),
+                np.arange(codes.shape[0]),
                 test_size=self.validation_fraction,
                 stratify=codes,
                 random_state=rng,
             )
         except ValueError:  # a class too small to be split
             fit_part, validation = train_test_split(
-                np.arange(X.shape[0]), test_size=self.validation_fraction, random_state=rng
+                np.arange(codes.shape[0]), test_size=self.validation_fraction, random_state=rng
             )
-        validation = validation[:_MAX_VALIDATION_ITEMS]
-        statistics = PairStatistics(X.shape[1]).update(X[fit_part], codes[fit_part])
-        return statistics, X[validation], codes[validation]
+        return fit_part, validation[:_MAX_VALIDATION_ITEMS]
 
     def _select_alpha(self, fit_statistics, X_val, codes_val, statistics, items, item_codes):
         """``alpha="auto"``: the level with the best held-out TPR at ``threshold_fpr``.
@@ -572,8 +591,8 @@ class PointwiseROCSimilarity(BaseEstimator):
             The estimator with the new threshold.
         """
         self._check_fitted()
-        X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
-        check_classification_targets(y)
+        with naming_inputs("X", "y"):
+            X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
         _, codes = encode_labels(y)
         rng = check_random_state(self.random_state)
         self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
@@ -593,8 +612,10 @@ class PointwiseROCSimilarity(BaseEstimator):
             ``(1 + x1^T A_ x2) / 2``, in [0, 1] for normalised inputs.
         """
         self._check_fitted()
-        X1 = self._normalized(validate_data(self, X1, reset=False, dtype=np.float64), "X1")
-        X2 = self._normalized(validate_data(self, X2, reset=False, dtype=np.float64), "X2")
+        with naming_inputs("X1"):
+            X1 = self._normalized(validate_data(self, X1, reset=False, dtype=np.float64), "X1")
+        with naming_inputs("X2"):
+            X2 = self._normalized(validate_data(self, X2, reset=False, dtype=np.float64), "X2")
         if X1.shape[0] != X2.shape[0]:
             raise ValueError(
                 f"X1 and X2 must have the same number of rows, got {X1.shape[0]} and {X2.shape[0]}."
@@ -615,15 +636,18 @@ class PointwiseROCSimilarity(BaseEstimator):
             ``(1 + x_i^T A_ y_j) / 2``.
         """
         self._check_fitted()
-        X = self._normalized(validate_data(self, X, reset=False, dtype=np.float64))
+        with naming_inputs("X"):
+            X = self._normalized(validate_data(self, X, reset=False, dtype=np.float64))
         if Y is None:
             return bilinear_similarity_matrix(X, X, self.A_)
-        Y = self._normalized(validate_data(self, Y, reset=False, dtype=np.float64), "Y")
+        with naming_inputs("Y"):
+            Y = self._normalized(validate_data(self, Y, reset=False, dtype=np.float64), "Y")
         return bilinear_similarity_matrix(X, Y, self.A_)
 
     def _pair_similarity(self, pairs):
         self._check_fitted()
-        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
+        with naming_inputs("pairs"):
+            pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
         if pairs.ndim != 3 or pairs.shape[1] != 2:
             raise ValueError(
                 "pairs must be an array of shape (n_pairs, 2, n_features) holding the two items "
@@ -637,13 +661,11 @@ class PointwiseROCSimilarity(BaseEstimator):
         pairs = self._normalized(pairs, "pairs")
         return bilinear_similarity(pairs[:, 0], pairs[:, 1], self.A_)
 
+    @fill_docs(_PAIRS_DOCS)
     def decision_function(self, pairs):
         """Similarity of each pair minus ``threshold_`` (positive: predicted similar).
 
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
+        {pairs_parameters}
 
         Returns
         -------
@@ -657,13 +679,11 @@ class PointwiseROCSimilarity(BaseEstimator):
             )
         return similarity - self.threshold_
 
+    @fill_docs(_PAIRS_DOCS)
     def predict(self, pairs):
         """Predict whether the items of each pair share a class.
 
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
+        {pairs_parameters}
 
         Returns
         -------

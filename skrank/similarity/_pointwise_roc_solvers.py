@@ -22,6 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..exceptions import SolverAccuracyWarning
+from ..utils._docstrings import fill_docs
+from ..utils._validation import power_of_two_scale
 
 __all__ = [
     "NeymanPearsonSolution",
@@ -45,6 +47,22 @@ _CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10}
 # with a SolverAccuracyWarning up to _ACCEPT_GAP, and refused beyond.
 _CERTIFIED_GAP = 1e-8
 _ACCEPT_GAP = 1e-5
+# The parameters of the pointwise ROC problem, shared by its solvers (fill_docs).
+_PROBLEM_DOCS = {
+    "problem_parameters": [
+        (
+            "P",
+            "array-like of shape (n_features, n_features)",
+            "Mean symmetrised outer product over positive pairs.",
+        ),
+        (
+            "N",
+            "array-like of shape (n_features, n_features)",
+            "Mean symmetrised outer product over negative pairs.",
+        ),
+        ("beta", "float", "Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``."),
+    ]
+}
 
 
 class NeymanPearsonSolution(NamedTuple):
@@ -159,6 +177,7 @@ def _solution(N, beta, A, lambda_, gamma_, case):
     )
 
 
+@fill_docs(_PROBLEM_DOCS)
 def solve_kkt(P, N, beta):
     """Closed-form solution of the pointwise ROC problem (Appendix B.1 of the paper).
 
@@ -183,12 +202,7 @@ def solve_kkt(P, N, beta):
 
     Parameters
     ----------
-    P : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over positive pairs.
-    N : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over negative pairs.
-    beta : float
-        Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``.
+    {problem_parameters}
 
     Returns
     -------
@@ -250,6 +264,7 @@ def _dual_value(constraint):
     return max(0.0, float(np.ravel(constraint.dual_value)[0]))
 
 
+@fill_docs(_PROBLEM_DOCS)
 def solve_cvxpy(P, N, beta, *, solver="CLARABEL", **solver_options):
     """Solve the pointwise ROC problem with cvxpy (a second-order cone program).
 
@@ -263,12 +278,7 @@ def solve_cvxpy(P, N, beta, *, solver="CLARABEL", **solver_options):
 
     Parameters
     ----------
-    P : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over positive pairs.
-    N : array-like of shape (n_features, n_features)
-        Mean symmetrised outer product over negative pairs.
-    beta : float
-        Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``.
+    {problem_parameters}
     solver : str or None, default="CLARABEL"
         cvxpy solver name; None lets cvxpy choose.
     **solver_options
@@ -431,17 +441,21 @@ def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
     mean : ndarray of shape (d,)
     matrix : ndarray of shape (d, d)
     """
+    # Fitted on X rescaled by a power of two c (exact), so that sums and variances of data at
+    # 1e-300 or 1e300 neither underflow nor overflow: (X - mean_c / c) @ (c matrix_c) equals
+    # (c X - mean_c) @ matrix_c.
+    scale = power_of_two_scale(X)
+    X = X * scale
     mean = X.mean(axis=0)
-    d = X.shape[1]
     if kind == "center":
-        return mean, np.eye(d)
+        return mean / scale, np.eye(X.shape[1])
     if kind == "standardize":
         std = X.std(axis=0)
-        return mean, np.diag(1.0 / np.where(std > 0, std, 1.0))
+        return mean / scale, np.diag(scale / np.where(std > 0, std, 1.0))
     covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     floor = eigenvalue_floor * max(eigenvalues[-1], np.finfo(float).tiny)
-    return mean, eigenvectors / np.sqrt(np.maximum(eigenvalues, floor))
+    return mean / scale, eigenvectors * (scale / np.sqrt(np.maximum(eigenvalues, floor)))
 
 
 def alpha_levels(P, N, tolerance=0.0, n_levels=20):

@@ -80,10 +80,11 @@ def fill_docs(entries):
 
     Parameters
     ----------
-    entries : dict of str to (str, str, str) or list of them
+    entries : dict of str to (str, str, str), list of them, or str
         For each marker key, the parameter's name, its type and its description (or a list of
         such entries, rendered in order). Defaults are read from the decorated function's
-        signature.
+        signature. A str is a block of docstring text (e.g. a whole numpydoc section shared by
+        several methods), inserted at the marker's indentation.
 
     Returns
     -------
@@ -95,6 +96,8 @@ def fill_docs(entries):
 
         def render(match):
             indent, key = match.groups()
+            if isinstance(entries[key], str):
+                return textwrap.indent(textwrap.dedent(entries[key]).strip("\n"), indent)
             group = entries[key] if isinstance(entries[key], list) else [entries[key]]
             rendered, defaults = {}, {}
             for name, kind, description in group:

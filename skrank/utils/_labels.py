@@ -3,6 +3,8 @@
 import numpy as np
 from sklearn.utils.validation import check_array, column_or_1d
 
+from ._validation import check_label_vector
+
 
 def _label_kind(array):
     return {"b": "number", "i": "number", "u": "number", "f": "number", "U": "text"}.get(
@@ -35,7 +37,8 @@ def _unique_with_inverse(y):
 def encode_labels(y, *, known_classes=None, declared_classes=None, input_name="y"):
     """Distinct labels of ``y`` and the integer code of each label.
 
-    Labels may be any hashable values: integers, floats, booleans, strings or objects. Sortable
+    Labels may be any hashable values: integers, floats, booleans, strings or objects (not NaN
+    nor None, which are errors: missing labels are not a class). Sortable
     labels are coded in sorted order (as :func:`numpy.unique`); labels of mixed types that cannot
     be sorted are coded in order of first appearance.
 
@@ -60,6 +63,7 @@ def encode_labels(y, *, known_classes=None, declared_classes=None, input_name="y
         Index in ``classes`` of each label of ``y``.
     """
     y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name=input_name))
+    check_label_vector(y, input_name=input_name)
     present, inverse = _unique_with_inverse(y)
     candidates = present
     if declared_classes is not None:

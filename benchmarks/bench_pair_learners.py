@@ -1,0 +1,278 @@
+"""The pair learners where users measure them: k-NN accuracy, TPR at low FPR, fit time.
+
+On the shipped MNIST-10k, for several seeds, a stratified 3,000 / 2,000 train / test split (the
+split of ``python -m skrank``'s MMC row, seed 0 there), compared side by side on the same split:
+
+* **k-NN task** (features: PCA fitted on the training part keeping 90% of the variance):
+  the Euclidean metric; :class:`~skrank.MMC` with its defaults, with the paper's criterion
+  (``scatter_ridge=1e-8, min_rank=None``) and with options selected by ``GridSearchCV`` on
+  5 validation folds of the training part (a Pipeline with ``KNeighborsClassifier(5)`` scored by
+  accuracy; the grid includes no metric learning at all); scikit-learn's
+  ``NeighborhoodComponentsAnalysis``; metric-learn's ``ITML_Supervised`` and ``LMNN``.
+* **pair task** (features: the first 32 principal axes of the training part, not centred, as in
+  ``python -m skrank``'s PointwiseROCSimilarity row): the cosine similarity;
+  :class:`~skrank.PointwiseROCSimilarity` with its defaults, with the paper's criterion (its
+  level chosen for FPR 1% on held-out training pairs, no pull toward the cosine) and with
+  ``preprocessing`` and ``identity_weight`` selected by ``GridSearchCV`` with the
+  ``"tpr@fpr=0.01"`` scorer; the Euclidean metric and MMC's defaults on the same features.
+
+Every method is scored on the test part by the 5-NN accuracy (training items as neighbours;
+PointwiseROCSimilarity and cosine rank neighbours by similarity) and by the TPR at FPR 1% and
+5% over all test pairs ``i < j`` (the pair score is minus the learned distance, or the
+similarity). Fit times include the grid searches of the selected rows.
+
+metric-learn 0.7 does not run with scikit-learn >= 1.8: it runs in a separate virtual
+environment (``python3 -m venv /work/venv-ml && /work/venv-ml/bin/pip install
+"scikit-learn<1.6" metric-learn numpy scipy``) through ``_metric_learn_fit.py``; its rows are
+skipped with a message when that environment is absent.
+
+Usage::
+
+    python benchmarks/bench_pair_learners.py                 # seeds 0 1 2 (~10 minutes)
+    python benchmarks/bench_pair_learners.py --quick         # one seed, no metric-learn
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _results import Results
+from sklearn.decomposition import PCA
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
+from sklearn.neighbors import KNeighborsClassifier, NeighborhoodComponentsAnalysis
+from sklearn.pipeline import Pipeline
+from threadpoolctl import threadpool_limits
+
+from skrank import MMC, PointwiseROCSimilarity
+from skrank.datasets import load_mnist
+from skrank.metrics import get_scorer, pairwise_roc_score
+
+DEFAULT_METRIC_LEARN_PYTHON = Path("/work/venv-ml/bin/python")
+METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_fit.py")
+SAMPLED = {"negatives": "tuples", "n_samples": 1500, "random_state": 0}
+MMC_GRID = [
+    {"mmc": ["passthrough"]},
+    {"mmc__scatter_ridge": [1.0, 10.0, 100.0], "mmc__min_rank": [0.25, 0.5, 0.75]},
+]
+ROC_GRID = {"preprocessing": ["none", "standardize"], "identity_weight": [0.0, 1.0, 3.0, 10.0]}
+COLUMNS = ["method", "5-NN accuracy", "TPR@FPR=0.01", "TPR@FPR=0.05", "fit seconds"]
+
+
+def linear_scores(Z_train, y_train, Z_test, y_test):
+    """5-NN accuracy and pair TPRs of the Euclidean distance between rows of the embeddings."""
+    accuracy = KNeighborsClassifier(5).fit(Z_train, y_train).score(Z_test, y_test)
+    squared = np.einsum("ij,ij->i", Z_test, Z_test)
+    similarity = 2 * Z_test @ Z_test.T - squared[:, None] - squared[None, :]
+    return [accuracy, *pairwise_roc_score(similarity, y_test, [0.01, 0.05])]
+
+
+def similarity_scores(similarity_to_train, similarity_test, y_train, y_test):
+    """The same from similarities in [0, 1] (neighbours: the most similar training items)."""
+    knn = KNeighborsClassifier(5, metric="precomputed").fit(
+        np.zeros((len(y_train), len(y_train))), y_train
+    )
+    accuracy = knn.score(np.clip(1.0 - similarity_to_train, 0.0, None), y_test)
+    return [accuracy, *pairwise_roc_score(similarity_test, y_test, [0.01, 0.05])]
+
+
+def timed(function):
+    start = time.perf_counter()
+    value = function()
+    return value, time.perf_counter() - start
+
+
+def fit_metric_learn(python, learner, X, y, params, timeout):
+    """``(components, seconds)`` from metric-learn, or ``(None, reason)``."""
+    if python is None or not Path(python).exists():
+        return None, "metric-learn environment absent"
+    with tempfile.TemporaryDirectory() as directory:
+        data, result = Path(directory, "data.npz"), Path(directory, "result.npz")
+        np.savez(data, X=X, y=y)
+        command = [str(python), str(METRIC_LEARN_SCRIPT), learner, str(data), str(result)]
+        try:
+            subprocess.run([*command, json.dumps(params)], check=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"no result in {timeout} s"
+        except subprocess.CalledProcessError as error:
+            return None, f"failed ({error.returncode})"
+        output = np.load(result)
+        return output["components"], float(output["seconds"])
+
+
+def knn_task(X_train, y_train, X_test, y_test, metric_learn_python, timeout):
+    pca = PCA(n_components=0.9, svd_solver="covariance_eigh").fit(X_train)
+    Z_train, Z_test = pca.transform(X_train), pca.transform(X_test)
+    rows = [["Euclidean", *linear_scores(Z_train, y_train, Z_test, y_test), 0.0]]
+    for name, params in (
+        ("MMC, defaults", {}),
+        ("MMC, paper's criterion", {"scatter_ridge": 1e-8, "min_rank": None}),
+    ):
+        model, seconds = timed(lambda params=params: MMC(**SAMPLED, **params).fit(Z_train, y_train))
+        embed = model.transform
+        rows.append([name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds])
+    search = GridSearchCV(
+        Pipeline([("mmc", MMC(**SAMPLED)), ("knn", KNeighborsClassifier(5))]),
+        MMC_GRID,
+        cv=StratifiedKFold(5, shuffle=True, random_state=0),
+    )
+    search, seconds = timed(lambda: search.fit(Z_train, y_train))
+    chosen = search.best_estimator_[0]
+    embed = (lambda Z: Z) if chosen == "passthrough" else chosen.transform
+    selected = {k.removeprefix("mmc__"): v for k, v in search.best_params_.items()}
+    rows.append(
+        [
+            f"MMC, CV-selected {selected}",
+            *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test),
+            seconds,
+        ]
+    )
+    nca, seconds = timed(
+        lambda: NeighborhoodComponentsAnalysis(random_state=0, max_iter=100).fit(Z_train, y_train)
+    )
+    rows.append(
+        [
+            "sklearn NCA (max_iter=100)",
+            *linear_scores(nca.transform(Z_train), y_train, nca.transform(Z_test), y_test),
+            seconds,
+        ]
+    )
+    for learner, params in (
+        ("ITML_Supervised", {}),
+        ("LMNN", {"n_neighbors": 5, "max_iter": 100}),
+    ):
+        components, seconds = fit_metric_learn(
+            metric_learn_python, learner, Z_train, y_train, params, timeout
+        )
+        name = f"metric-learn {learner} {params or '(defaults)'}"
+        if components is None:
+            print(f"{name}: skipped, {seconds}", file=sys.stderr)
+            rows.append([name, None, None, None, seconds])
+            continue
+        embed = lambda Z, L=components: Z @ L.T  # noqa: E731
+        rows.append([name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds])
+    return rows
+
+
+def pair_task(X_train, y_train, X_test, y_test):
+    components = PCA(32, random_state=0).fit(X_train).components_
+    Z_train, Z_test = X_train @ components.T, X_test @ components.T
+
+    def unit(Z):
+        return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+    rows = [
+        [
+            "cosine",
+            *similarity_scores(
+                unit(Z_test) @ unit(Z_train).T, unit(Z_test) @ unit(Z_test).T, y_train, y_test
+            ),
+            0.0,
+        ],
+        ["Euclidean", *linear_scores(Z_train, y_train, Z_test, y_test), 0.0],
+    ]
+    base = {"threshold_fpr": 0.01, "random_state": 0}
+    for name, params in (
+        ("PointwiseROCSimilarity, defaults", {}),
+        ("PointwiseROCSimilarity, paper's criterion", {"identity_weight": 0.0}),
+    ):
+        model, seconds = timed(
+            lambda params=params: PointwiseROCSimilarity(**base, **params).fit(Z_train, y_train)
+        )
+        rows.append([name, *roc_model_scores(model, Z_train, y_train, Z_test, y_test), seconds])
+    search = GridSearchCV(
+        PointwiseROCSimilarity(**base),
+        ROC_GRID,
+        scoring=get_scorer("tpr@fpr=0.01"),
+        cv=StratifiedKFold(5, shuffle=True, random_state=0),
+    )
+    search, seconds = timed(lambda: search.fit(Z_train, y_train))
+    rows.append(
+        [
+            f"PointwiseROCSimilarity, CV-selected {search.best_params_}",
+            *roc_model_scores(search.best_estimator_, Z_train, y_train, Z_test, y_test),
+            seconds,
+        ]
+    )
+    mmc, seconds = timed(lambda: MMC(**SAMPLED).fit(Z_train, y_train))
+    rows.append(
+        [
+            "MMC, defaults",
+            *linear_scores(mmc.transform(Z_train), y_train, mmc.transform(Z_test), y_test),
+            seconds,
+        ]
+    )
+    return rows
+
+
+def roc_model_scores(model, Z_train, y_train, Z_test, y_test):
+    return similarity_scores(
+        model.pairwise_similarity(Z_test, Z_train),
+        model.pairwise_similarity(Z_test),
+        y_train,
+        y_test,
+    )
+
+
+def summarise(per_seed):
+    """Rows ``method, mean ± std of each metric`` over seeds (methods in the first seed's order)."""
+    names = [row[0].split(" {")[0] for row in per_seed[0]]
+    summary = []
+    for index, name in enumerate(names):
+        values = np.array(
+            [[np.nan if v is None else v for v in rows[index][1:-1]] for rows in per_seed]
+        )
+        seconds = [rows[index][-1] for rows in per_seed]
+        cells = [f"{m:.4f} ± {s:.4f}" for m, s in zip(values.mean(0), values.std(0), strict=True)]
+        numeric = [s for s in seconds if isinstance(s, float)]
+        summary.append([name, *cells, f"{np.mean(numeric):.1f}" if numeric else seconds[0]])
+    return summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--quick", action="store_true", help="seed 0, no metric-learn")
+    parser.add_argument("--metric-learn-python", default=DEFAULT_METRIC_LEARN_PYTHON)
+    parser.add_argument("--metric-learn-timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    seeds = [0] if args.quick else args.seeds
+    python = None if args.quick else args.metric_learn_python
+    X, y = load_mnist(return_X_y=True)
+    results = Results(
+        "bench_pair_learners_quick" if args.quick else "bench_pair_learners",
+        packages=("cvxpy",),
+    )
+    tasks = {
+        "k-NN task, MNIST 3k/2k, PCA 90%": [],
+        "pair task, MNIST 3k/2k, PCA-32 (not centred)": [],
+    }
+    with threadpool_limits(limits=1):
+        for seed in seeds:
+            X_train, X_test, y_train, y_test = train_test_split(
+                X, y, train_size=3000, test_size=2000, stratify=y, random_state=seed
+            )
+            for title, task in zip(tasks, (knn_task, pair_task), strict=True):
+                extra = (python, args.metric_learn_timeout) if task is knn_task else ()
+                rows = task(X_train, y_train, X_test, y_test, *extra)
+                tasks[title].append(rows)
+                print(f"\nseed {seed}, {title}")
+                for row in rows:
+                    print("  ", row)
+                results.add_table(f"{title}, seed {seed}", COLUMNS, rows)
+    for title, per_seed in tasks.items():
+        results.add_table(
+            f"{title}: mean ± std over seeds {seeds}",
+            COLUMNS,
+            summarise(per_seed),
+            notes="Test metrics; fit seconds: mean over seeds (one core, shared machine: noisy).",
+        )
+    results.save()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""SOPRC on classes never seen in training: composite MNIST digits, long-tailed classes.
+
+Data: ``make_composite_digits(10_000, n_digits=2, n_classes=100, random_state=0)`` (two MNIST
+digits side by side, 1,568 pixels; 100 classes of 520 down to 56 items, tail exponent 0.5). The
+``"train"`` half (50 classes, 5,141 items) trains, the ``"test"`` half (50 other classes, 4,859
+items, built from other MNIST images) is retrieved: every test item is a query against the other
+test items, by cosine similarity. Validation (choice of every tuned setting and of SOPRC's
+defaults): 20 of the 50 training classes (``GroupShuffleSplit(test_size=0.4, random_state=0)``
+with the classes as groups), fitted on the other 30 with seed 0; the test classes play no part.
+
+Every method trains the same MLP (1568 -> 512 -> 128, ReLU, L2-normalised at retrieval) for
+10 epochs of SGD (lr 0.05, momentum 0.9, weight decay 4e-4, no decay) on batches of 50 classes
+x 4 items (as many classes as there are when fewer), one torch thread:
+
+- ``SOPRCEmbedder``: the estimator, only the architecture, epochs, batch and lr set;
+- plain loops (``plain_loop``): a 15-line torch loop, ``len(y) // batch`` steps per epoch, each
+  drawing its classes uniformly without replacement and 4 items of each (with replacement when
+  a class is smaller; pytorch-metric-learning's ``MPerClassSampler`` does the same), with
+  ``skrank.losses.SOPRCLoss`` or a pytorch-metric-learning loss (FastAP, MultiSimilarity,
+  Contrastive, TripletMargin with all triplets; SmoothAP with ``--smoothap``).
+
+Each loss runs with its documented defaults and with the best point of a small grid
+(``GRIDS``) on the validation split. Reported: test mean AUPRC and R@1, mean +- sd over the
+seeds, seconds per fit. ``--part causes`` fits the estimator with each cause of its gap to the
+plain loop restored one at a time; ``--part table2`` the paper's Table 2 ablation.
+
+Usage: ``python benchmarks/bench_soprc_disjoint.py [--part compare|causes|table2] [--quick]``.
+"""
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from _results import Results
+from pytorch_metric_learning import losses as pml
+from sklearn.model_selection import GroupShuffleSplit
+
+from skrank import SOPRCEmbedder
+from skrank.datasets import make_composite_digits
+from skrank.losses import SOPRCLoss
+from skrank.metrics import mean_auprc_score, recall_at_k_score
+from skrank.nn import MLP
+
+EPOCHS, LR, HIDDEN, DIMS, CLASSES_PER_BATCH, PER_CLASS = 10, 0.05, (512,), 128, 50, 4
+ESTIMATOR_BUDGET = dict(
+    hidden_layer_sizes=HIDDEN,
+    n_components=DIMS,
+    max_epochs=EPOCHS,
+    learning_rate=LR,
+    batch_size=CLASSES_PER_BATCH * PER_CLASS,
+    samples_per_class=PER_CLASS,
+    device="cpu",
+)
+
+# Loss -> (factory of the loss from its settings and the class counts, defaults, grid).
+LOSSES = {
+    "SOPRCLoss (plain loop)": (
+        lambda counts, **kw: SOPRCLoss(counts, **kw),
+        [dict(tpr_source="auxiliary"), dict(tpr_source="batch")],
+    ),
+    "FastAP": (
+        lambda counts, **kw: pml.FastAPLoss(**kw),
+        [dict(num_bins=10), dict(num_bins=30), dict(num_bins=50)],
+    ),
+    "MultiSimilarity": (
+        lambda counts, **kw: pml.MultiSimilarityLoss(**kw),
+        [
+            dict(alpha=2, beta=50, base=0.5),
+            dict(alpha=2, beta=40, base=0.7),
+            dict(alpha=1, beta=50, base=0.3),
+        ],
+    ),
+    "Contrastive": (
+        lambda counts, **kw: pml.ContrastiveLoss(**kw),
+        [
+            dict(pos_margin=0, neg_margin=1),
+            dict(pos_margin=0, neg_margin=0.7),
+            dict(pos_margin=0.2, neg_margin=0.9),
+        ],
+    ),
+    "Triplet": (
+        lambda counts, **kw: pml.TripletMarginLoss(**kw),
+        [dict(margin=0.05), dict(margin=0.1), dict(margin=0.2)],
+    ),
+}
+SMOOTHAP = ("SmoothAP", (lambda counts, **kw: pml.SmoothAPLoss(**kw), [dict(temperature=0.01)]))
+
+
+def composite_data():
+    train = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="train", random_state=0)
+    test = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="test", random_state=0)
+    fit_rows, val_rows = next(
+        GroupShuffleSplit(n_splits=1, test_size=0.4, random_state=0).split(
+            train.data, train.target, groups=train.target
+        )
+    )
+    splits = {
+        "test": (train.data, train.target, test.data, test.target),
+        "validation": (
+            train.data[fit_rows],
+            train.target[fit_rows],
+            train.data[val_rows],
+            train.target[val_rows],
+        ),
+    }
+    return splits
+
+
+def evaluate(embedding, y):
+    embedding = embedding / np.linalg.norm(embedding, axis=1, keepdims=True).clip(1e-12)
+    return (
+        mean_auprc_score(embedding, y, metric="cosine"),
+        float(recall_at_k_score(embedding, y, k=1, metric="cosine")),
+    )
+
+
+def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS):
+    """Train the MLP with a loss in a plain torch loop; returns the embedding function."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    classes, codes = np.unique(y, return_inverse=True)
+    members = [np.flatnonzero(codes == c) for c in range(classes.shape[0])]
+    per_batch = min(CLASSES_PER_BATCH, classes.shape[0])
+    batch = per_batch * PER_CLASS
+    module = MLP(X.shape[1], HIDDEN, DIMS, normalize=False)
+    loss_fn = loss_factory(np.bincount(codes), **setting)
+    optimizer = torch.optim.SGD(module.parameters(), lr=LR, momentum=0.9, weight_decay=4e-4)
+    X_t, codes_t = torch.from_numpy(X), torch.from_numpy(codes)
+    for _ in range(epochs):
+        for _ in range(X.shape[0] // batch):
+            chosen = rng.choice(classes.shape[0], per_batch, replace=False)
+            rows = np.concatenate(
+                [
+                    rng.choice(members[c], PER_CLASS, replace=members[c].shape[0] < PER_CLASS)
+                    for c in chosen
+                ]
+            )
+            loss = loss_fn(module(X_t[rows]), codes_t[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    module.eval()
+
+    def embed(X_new):
+        with torch.no_grad():
+            return module(torch.from_numpy(X_new)).numpy()
+
+    return embed
+
+
+def loop_fit(factory, setting, X, y, seed):
+    return plain_loop(factory, setting, X, y, seed)
+
+
+def estimator_fit(setting, X, y, seed):
+    return estimator(setting, X, y, seed)
+
+
+def estimator(setting, X, y, seed, cls=SOPRCEmbedder):
+    model = cls(**{**ESTIMATOR_BUDGET, **setting}, random_state=seed).fit(X, y)
+    return model.transform
+
+
+def run(fit, data, seeds):
+    """(scores (seeds, 2), seconds per fit) of ``fit(X, y, seed)`` on one split."""
+    X_fit, y_fit, X_eval, y_eval = data
+    scores, seconds = [], []
+    for seed in seeds:
+        start = time.perf_counter()
+        embed = fit(X_fit, y_fit, seed)
+        seconds.append(time.perf_counter() - start)
+        scores.append(evaluate(embed(X_eval), y_eval))
+    return np.array(scores), float(np.mean(seconds))
+
+
+def row(name, setting, scores, seconds):
+    mean, sd = scores.mean(0), scores.std(0)
+    label = ", ".join(f"{k}={v}" for k, v in setting.items()) or "defaults"
+    print(
+        f"  {name:<34} {label:<44} mAUPRC {mean[0]:.4f} +- {sd[0]:.4f}  R@1 {mean[1]:.4f}"
+        f"  {seconds:5.1f} s/fit",
+        flush=True,
+    )
+    return [
+        name,
+        label,
+        f"{mean[0]:.4f} ± {sd[0]:.4f}",
+        f"{mean[1]:.4f} ± {sd[1]:.4f}",
+        f"{seconds:.1f}",
+    ]
+
+
+# The estimator at the commits that removed each cause of its gap to the plain loop.
+CAUSES = [
+    (
+        "2ed869b",
+        "as the issue measured it: sampler dealing every item once into batches of distinct "
+        "classes; TPR sums by autograd (_auxiliary_true_positive_sums)",
+    ),
+    ("7541d5a", "+ fixed-shape sampler: every batch P classes x M items (engine v2)"),
+    ("3715b28", "+ fused surrogate loss with a hand-written backward (no autograd TPR sums)"),
+    ("HEAD", "+ tpr_source='batch' by default (chosen on the validation classes)"),
+]
+
+
+# Child process of ``--part causes``: fits the SOPRCEmbedder of the skrank found on its path
+# (an older commit's, which may lack the data sets and metrics of this one) on saved data.
+_CHILD = """
+import json, sys, time
+import numpy as np, torch
+from skrank import SOPRCEmbedder
+torch.set_num_threads(1)
+folder, seeds, budget = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+data = np.load(folder + "/data.npz")
+try:
+    from skrank.sampling import ClassBalancedBatchSampler
+    sizes = [len(batch) for batch in ClassBalancedBatchSampler(data["y"], 200, 4, random_state=0)]
+except ImportError:
+    sizes = [0]
+seconds, embeddings = [], {}
+for seed in seeds:
+    start = time.perf_counter()
+    model = SOPRCEmbedder(**budget, random_state=seed).fit(data["X"], data["y"])
+    seconds.append(time.perf_counter() - start)
+    embeddings[str(seed)] = model.transform(data["X_test"])
+np.savez(folder + "/embeddings.npz", **embeddings)
+import skrank
+print(json.dumps(dict(seconds=seconds, steps=len(sizes), mean_batch=float(np.mean(sizes)),
+                      skrank=skrank.__file__)))
+"""
+
+
+def causes(seeds, splits, results):
+    """The estimator at successive commits (each removing one cause), and the plain loop."""
+    rows = []
+    repository = Path(__file__).resolve().parent.parent
+    X, y, X_test, y_test = splits["test"]
+    for commit, what in CAUSES:
+        with tempfile.TemporaryDirectory() as folder:
+            archive = subprocess.run(
+                ["git", "-C", str(repository), "archive", commit, "skrank"],
+                capture_output=True,
+                check=True,
+            ).stdout
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(folder, filter="data")
+            np.savez(Path(folder) / "data.npz", X=X, y=y, X_test=X_test)
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    _CHILD,
+                    folder,
+                    json.dumps(seeds),
+                    json.dumps(ESTIMATOR_BUDGET),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONPATH": folder},
+                cwd=folder,  # python -c puts the working directory first on sys.path
+            )
+            found = json.loads(child.stdout.strip().splitlines()[-1])
+            if not found["skrank"].startswith(folder):
+                raise RuntimeError(f"the child imported {found['skrank']}, not {commit}'s skrank")
+            embeddings = np.load(Path(folder) / "embeddings.npz")
+            scores = np.array([evaluate(embeddings[str(seed)], y_test) for seed in seeds])
+        seconds = float(np.mean(found["seconds"]))
+        cells = row(f"SOPRCEmbedder @ {commit}", {}, scores, seconds)[2:]
+        steps = f"{found['steps']} x {found['mean_batch']:.0f}"
+        rows.append([f"SOPRCEmbedder @ {commit}", what, steps, *cells])
+    factory, grid = LOSSES["SOPRCLoss (plain loop)"]
+    for setting in grid:
+        scores, seconds = run(partial(loop_fit, factory, setting), splits["test"], seeds)
+        cells = row("SOPRCLoss (plain loop)", setting, scores, seconds)[1:]
+        steps = f"{y.shape[0] // 200} x 200"
+        rows.append(["SOPRCLoss in the plain loop", cells[0], steps, *cells[1:]])
+    results.add_table(
+        "Why the estimator trailed the plain loop: one row per cause (test classes)",
+        ["fit", "change", "steps x items / epoch", "test mAUPRC", "test R@1", "s / fit"],
+        rows,
+        notes=f"Same data, network, budget and seeds {seeds} as the comparison; each commit's "
+        "skrank extracted with git archive and run in a child process (one torch thread).",
+    )
+
+
+# Table 2 of the paper: (prior, TPR source, semi-variance) as SOPRCEmbedder parameters, every
+# one set explicitly (the estimator's defaults changed).
+_NO_SEMIVARIANCE = dict(lambda_pos=0.0, lambda_neg=0.0)
+_SEMIVARIANCE = dict(lambda_pos=5.0, lambda_neg=1.0)
+TABLE2 = {
+    "1: batch prior, batch TPR, no semi-variance": dict(
+        prior="batch", tpr_source="batch", **_NO_SEMIVARIANCE
+    ),
+    "2: dataset prior, batch TPR, no semi-variance": dict(
+        prior="dataset", tpr_source="batch", **_NO_SEMIVARIANCE
+    ),
+    "3: dataset prior, auxiliary TPR, no semi-variance": dict(
+        prior="dataset", tpr_source="auxiliary", **_NO_SEMIVARIANCE
+    ),
+    "4: dataset prior, auxiliary TPR, semi-variance (paper)": dict(
+        prior="dataset", tpr_source="auxiliary", **_SEMIVARIANCE
+    ),
+    "5: dataset prior, batch TPR, semi-variance (new default)": dict(
+        prior="dataset", tpr_source="batch", **_SEMIVARIANCE
+    ),
+    "6: batch prior, batch TPR, semi-variance": dict(
+        prior="batch", tpr_source="batch", **_SEMIVARIANCE
+    ),
+}
+
+
+def table2(seeds, splits, results):
+    """The paper's Table 2 ablation with the estimator, on the test classes."""
+    rows = []
+    for name, setting in TABLE2.items():
+        scores, seconds = run(partial(estimator_fit, setting), splits["test"], seeds)
+        rows.append(row(name, setting, scores, seconds))
+    results.add_table(
+        "Table 2 ablation of the paper (SOPRCEmbedder, test classes)",
+        COLUMNS,
+        rows,
+        notes=f"Each row changes only the named parameters of the defaults; seeds {seeds}.",
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["compare", "causes", "table2"], default="compare")
+    parser.add_argument("--quick", action="store_true", help="one seed, no tuning")
+    parser.add_argument("--smoothap", action="store_true", help="add SmoothAP (slow)")
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    seeds = [0] if args.quick else list(range(args.seeds))
+    splits = composite_data()
+    X, y, X_test, y_test = splits["test"]
+    print(
+        f"composite digits: {np.unique(y).shape[0]} train classes ({y.shape[0]} items), "
+        f"{np.unique(y_test).shape[0]} test classes ({y_test.shape[0]} items); seeds {seeds}"
+    )
+    raw = evaluate(X_test, y_test)
+    print(f"  raw pixels: mAUPRC {raw[0]:.4f}  R@1 {raw[1]:.4f}")
+    suffix = "" if args.part == "compare" else f"_{args.part}"
+    results = Results(
+        "bench_soprc_disjoint" + suffix + ("_quick" if args.quick else ""),
+        packages=["pytorch-metric-learning"],
+    )
+    results.add_figure("raw_pixels", {"mauprc": raw[0], "recall@1": raw[1]})
+    if args.part == "compare":
+        compare(args, seeds, splits, raw, results)
+    elif args.part == "causes":
+        causes(seeds, splits, results)
+    else:
+        table2(seeds, splits, results)
+    results.save()
+
+
+COLUMNS = ["method", "setting", "test mAUPRC", "test R@1", "s / fit"]
+
+
+def compare(args, seeds, splits, raw, results):
+    """Defaults and validation-tuned settings of every loss, on the test classes."""
+    losses = dict(LOSSES)
+    if args.smoothap:
+        losses[SMOOTHAP[0]] = SMOOTHAP[1]
+    rows = [["raw pixels (cosine)", "", f"{raw[0]:.4f}", f"{raw[1]:.4f}", ""]]
+    validation_rows = []
+    scores, seconds = run(partial(estimator_fit, {}), splits["test"], seeds)
+    rows.append(row("SOPRCEmbedder", {}, scores, seconds))
+    for name, (factory, grid) in losses.items():
+        fit = {i: partial(loop_fit, factory, setting) for i, setting in enumerate(grid)}
+        scores, seconds = run(fit[0], splits["test"], seeds)
+        rows.append(row(name, grid[0], scores, seconds))
+        if args.quick or len(grid) == 1:
+            continue
+        validation = []
+        for i, setting in enumerate(grid):
+            score, _ = run(fit[i], splits["validation"], [0])
+            validation.append(score[0, 0])
+            validation_rows.append(row(f"{name} [validation]", setting, score, _))
+        best = int(np.argmax(validation))
+        if best != 0:
+            scores, seconds = run(fit[best], splits["test"], seeds)
+        rows.append(row(f"{name}, tuned", grid[best], scores, seconds))
+    notes = (
+        f"Composite digits (2 MNIST digits, 100 long-tailed classes), 50 classes to train, "
+        f"50 unseen to test; MLP 1568-512-128, SGD lr {LR} momentum 0.9 weight decay 4e-4, "
+        f"{EPOCHS} epochs, batches of 50 classes x 4, one torch thread; mean ± sd over seeds "
+        f"{seeds}. 'tuned': best of the grid on 20 held-out training classes (seed 0)."
+    )
+    results.add_table("Class-disjoint retrieval (test classes)", COLUMNS, rows, notes=notes)
+    if validation_rows:
+        results.add_table(
+            "Validation scores of the grids (20 held-out training classes, seed 0)",
+            ["method", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
+            validation_rows,
+        )
+
+
+if __name__ == "__main__":
+    main()

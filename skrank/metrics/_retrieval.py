@@ -377,6 +377,16 @@ _BACKEND_DOC = """Backends (``device``): the torch path (``"auto"``, ``"cpu"``, 
     pairs of items whose float64 similarities differ by less than about ``1e-7``, which moves
     the metrics by about that much (``docs/user_guide/metrics.rst``)."""
 
+_EMBEDDINGS_AND_LABELS = """X : array-like or dask array of shape (n_samples, n_features)
+        Embeddings.
+    y : array-like of shape (n_samples,)
+        Class labels."""
+
+_METRIC_AND_CHUNK_SIZE = """metric : {"cosine", "euclidean"} or callable, default="cosine"
+        Similarity used to rank the items.
+    chunk_size : int, default=None
+        Queries per chunk; None picks it from scikit-learn's ``working_memory``."""
+
 _DEVICE_PARAMETERS = """device : {"auto", "numpy", "cpu", "cuda"} or torch.device, default="auto"
         Backend and device, see above.
     verbose : bool, default=False
@@ -482,14 +492,8 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None, device="auto", v
 
     Parameters
     ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels.
-    metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {embeddings_and_labels}
+    {metric_and_chunk_size}
     {device_parameters}
 
     Returns
@@ -521,14 +525,8 @@ def query_auprc_scores(X, y, *, metric="cosine", chunk_size=None, device="auto",
 
     Parameters
     ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels.
-    metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {embeddings_and_labels}
+    {metric_and_chunk_size}
     {device_parameters}
 
     Returns
@@ -581,14 +579,8 @@ def map_at_r_score(X, y, *, metric="cosine", chunk_size=None, device="auto", ver
 
     Parameters
     ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels.
-    metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {embeddings_and_labels}
+    {metric_and_chunk_size}
     {device_parameters}
 
     Returns
@@ -616,14 +608,8 @@ def r_precision_score(X, y, *, metric="cosine", chunk_size=None, device="auto", 
 
     Parameters
     ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels.
-    metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {embeddings_and_labels}
+    {metric_and_chunk_size}
     {device_parameters}
 
     Returns
@@ -659,16 +645,10 @@ def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None, device="au
 
     Parameters
     ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels.
+    {embeddings_and_labels}
     k : int or list of int, default=1
         Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).
-    metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {metric_and_chunk_size}
     {device_parameters}
 
     Returns
@@ -698,16 +678,10 @@ def precision_at_k_score(
 
     Parameters
     ----------
-    X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels.
+    {embeddings_and_labels}
     k : int or list of int, default=1
         Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).
-    metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``.
+    {metric_and_chunk_size}
     {device_parameters}
 
     Returns
@@ -725,6 +699,12 @@ def precision_at_k_score(
     return _at_k_score(X, y, k, metric, chunk_size, "precision", device, verbose)
 
 
+_SHARED_DOCS = {
+    "{backends}": _BACKEND_DOC,
+    "{embeddings_and_labels}": _EMBEDDINGS_AND_LABELS,
+    "{metric_and_chunk_size}": _METRIC_AND_CHUNK_SIZE,
+    "{device_parameters}": _DEVICE_PARAMETERS,
+}
 for _function in (
     retrieval_scores,
     mean_auprc_score,
@@ -734,10 +714,9 @@ for _function in (
     recall_at_k_score,
     precision_at_k_score,
 ):
-    _function.__doc__ = _function.__doc__.replace("{backends}", _BACKEND_DOC).replace(
-        "{device_parameters}", _DEVICE_PARAMETERS
-    )
-del _function
+    for _marker, _text in _SHARED_DOCS.items():
+        _function.__doc__ = _function.__doc__.replace(_marker, _text)
+del _function, _marker, _text
 
 
 def _check_recall_levels(recall_levels):

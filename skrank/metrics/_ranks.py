@@ -9,13 +9,14 @@ positives, every retrieval metric of skrank is a function of two counts per posi
   by the smaller index (Recall@k, Precision@k, R-precision, MAP@R).
 
 A sort of each row costs O(n log n). :func:`positive_statistics` counts instead: the scores of a
-row are mapped by a monotone function onto a grid of ``G`` cells (one multiply-add, a
-truncation), and one histogram pass counts the items of each cell. An item in a cell holding
-no positive compares with every positive as its cell does; only the items sharing a cell with a
-positive (few, on a grid finer than the positives) are compared exactly, by binary search among
-the positives. The monotone map makes this exact for any scores, ties included. A row where a
-non-positive item ties a positive (equal float scores) takes a stable sort for its ranks, and
-a block whose positives are many (more than ``n / 8``) is sorted whole.
+row are mapped by a monotone function onto a grid of ``G = n / 4`` cells (a subtraction, a
+multiplication, a clamp and a truncation, each monotone), and one histogram pass counts the
+items of each cell. An item in a cell holding no positive compares with every positive as its
+cell does; only the items sharing a cell with a positive (the positives among them) are
+compared exactly: listed by index, stably sorted by decreasing score, so that a positive's place
+in that list counts the shared items that rank before it, tied items of smaller index
+included. This is exact for any scores, ties included. A block whose positives are many (more
+than ``n / 8`` per query) sorts its rows instead.
 
 Everything runs on the device of the similarities (CPU or CUDA); counts are integers, and the
 AUPRC is accumulated in float64.

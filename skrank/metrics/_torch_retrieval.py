@@ -8,8 +8,6 @@ user's float64 values for a callable), and reduced to per-query statistics by
 :func:`skrank.metrics._ranks.positive_statistics`.
 """
 
-import os
-
 import numpy as np
 import torch
 from tqdm.auto import tqdm
@@ -84,12 +82,17 @@ def bytes_per_query(n_items, width, itemsize):
 
 
 def _available_bytes(device):
+    """Memory a block may use: free CUDA memory, or the host's MemAvailable (None if unknown)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return None
+    try:  # Linux: free memory plus what the page cache can give back
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _does_not_fit(n_queries, n_items, n_bytes, device):

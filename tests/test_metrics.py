@@ -694,17 +694,6 @@ def test_dask_array_equals_numpy_array():
     assert mean_auprc_score(chunked, y) == mean_auprc_score(X, y)
 
 
-def test_dask_missing_names_the_extra(monkeypatch):
-    import sys
-
-    from skrank.metrics import _retrieval
-
-    monkeypatch.setitem(sys.modules, "dask", None)
-    monkeypatch.setitem(sys.modules, "dask.array", None)
-    with pytest.raises(ImportError, match=r"pip install 'skrank\[dask\]'"):
-        _retrieval._import_dask_array()
-
-
 def test_verbose_shows_a_progress_bar(capsys):
     X, y = clustered(30, seed=11)
     for device in ("cpu", "numpy"):

@@ -15,6 +15,7 @@ import torch
 from sklearn.utils.validation import check_array
 from tqdm.auto import tqdm
 
+from ..utils._dask import is_dask_array
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._validation import naming_inputs, normalize_rows, power_of_two_scale
@@ -25,27 +26,12 @@ from ._validation import check_chunk_size, check_k, check_same_length
 _METRICS = ("cosine", "euclidean")
 
 
-def _import_dask_array():
-    try:
-        import dask.array  # noqa: PLC0415 (optional dependency)
-    except ImportError as exc:
-        raise ImportError(
-            "X is a dask array but dask is not installed: pip install 'skrank[dask]'."
-        ) from exc
-    return dask.array
-
-
-def _is_dask_array(X):
-    return type(X).__module__.split(".")[0] == "dask"
-
-
 def _gather_dask(X):
     """The rows of a dask array as one float64 ndarray, computed and checked block by block.
 
     The (n, d) embeddings are small next to the (n, n) similarities, which are then evaluated
     in query blocks like those of any other input.
     """
-    _import_dask_array()
     if X.ndim != 2:
         raise ValueError(
             f"X must be 2-D (n_samples, n_features); got a dask array of shape {X.shape}."
@@ -59,7 +45,7 @@ def _gather_dask(X):
 
 
 def _check_embedding(X):
-    if _is_dask_array(X):
+    if is_dask_array(X):
         return _gather_dask(X)
     with naming_inputs("X"):
         return check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")

@@ -14,8 +14,6 @@ dask is optional (``pip install "skrank[dask]"``): it is imported only when a fu
 it, and an input is recognised as a dask array without importing dask.
 """
 
-import sys
-
 import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -28,6 +26,7 @@ from sklearn.utils.validation import (
 )
 
 from ..sampling import count_pairs, sample_negative_pairs, sample_negative_tuples
+from ..utils._dask import import_dask, is_dask_array
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._validation import power_of_two_scale
@@ -48,26 +47,6 @@ __all__ = [
     "is_dask_array",
     "mmc_statistics_dask",
 ]
-
-_INSTALL = 'pip install "skrank[dask]"'
-
-
-def import_dask(purpose="This"):
-    """Import dask, or raise an ImportError naming the extra that installs it."""
-    try:
-        import dask
-        import dask.array  # noqa: F401
-    except ImportError as error:
-        raise ImportError(
-            f"{purpose} needs dask, an optional dependency of skrank: install it with {_INSTALL}."
-        ) from error
-    return dask
-
-
-def is_dask_array(X):
-    """Whether ``X`` is a ``dask.array.Array`` (False without importing dask when it is absent)."""
-    module = sys.modules.get("dask.array")
-    return module is not None and isinstance(X, module.Array)
 
 
 def check_dask_data(estimator, X, y, *, reset=True, ensure_min_samples=1):

@@ -65,6 +65,31 @@ def _check_no_overflow(norms):
         raise ValueError("X has values so large that its similarities overflow; rescale X.")
 
 
+def similarity_terms(X, metric):
+    """What the built-in metrics' similarities are computed from, checked, in float64.
+
+    "cosine": ``(unit, None)``, the L2-normalised rows (norms scaled: no overflow or underflow
+    at any scale); all-zero rows are an error. "euclidean": ``(rows, squared_norms)``, the rows
+    rescaled by an exact power of two (the ranking of distances does not depend on the scale,
+    and squared distances of data at 1e-300 or 1e300 stay representable) and their squared
+    norms; the similarity is ``2 x.y - |x|^2 - |y|^2``.
+    """
+    if metric == "cosine":
+        unit, zero = normalize_rows(X)
+        if zero.any():
+            raise ValueError(
+                f"X has {np.sum(zero)} all-zero row(s) (first indices: "
+                f"{np.flatnonzero(zero)[:5].tolist()}); their cosine similarity is undefined. "
+                "Remove them or use metric='euclidean'."
+            )
+        return unit, None
+    X = X * power_of_two_scale(X)
+    with np.errstate(over="ignore"):
+        squared_norms = np.einsum("ij,ij->i", X, X)
+    _check_no_overflow(squared_norms)
+    return X, squared_norms
+
+
 def _similarity_function(X, metric):
     """Return ``similarity(rows) -> (len(rows), n)`` array of similarities of ``X[rows]`` to ``X``.
 
@@ -72,25 +97,13 @@ def _similarity_function(X, metric):
     *squared* distance, which ranks items exactly as the negative distance does (the metrics
     here depend on the ranking only) and keeps integer inputs exact.
     """
-    if metric == "cosine":
-        unit, zero = normalize_rows(X)  # scaled norms: no overflow or underflow at any scale
-        if zero.any():
-            raise ValueError(
-                f"X has {np.sum(zero)} all-zero row(s) (first indices: "
-                f"{np.flatnonzero(zero)[:5].tolist()}); their cosine similarity is undefined. "
-                "Remove them or use metric='euclidean'."
-            )
-        return lambda rows: unit[rows] @ unit.T
-    if metric == "euclidean":
-        # The ranking of distances does not depend on the scale: an exact power-of-two
-        # rescaling keeps squared distances of data at 1e-300 or 1e300 from under/overflowing.
-        X = X * power_of_two_scale(X)
-        with np.errstate(over="ignore"):
-            squared_norms = np.einsum("ij,ij->i", X, X)
-        _check_no_overflow(squared_norms)
+    if not callable(metric):
+        table, squared_norms = similarity_terms(X, metric)
+        if squared_norms is None:
+            return lambda rows: table[rows] @ table.T
 
         def negative_squared_distance(rows):
-            block = X[rows] @ X.T
+            block = table[rows] @ table.T
             block *= 2
             block -= squared_norms[rows, None]
             block -= squared_norms[None, :]
@@ -315,7 +328,14 @@ def _per_query_statistics(
             chunk_size=chunk_size,
             device=torch_device or torch.device("cpu"),
             verbose=verbose,
-            numpy_similarity=_similarity_function(X, metric),
+            # float64 (the numpy path's values) for "numpy" and a callable, else float32
+            # tables built on the device from the same checked terms.
+            numpy_similarity=(
+                _similarity_function(X, metric)
+                if torch_device is None or callable(metric)
+                else None
+            ),
+            terms=None if torch_device is None or callable(metric) else similarity_terms(X, metric),
             dtype=torch.float64 if torch_device is None else None,
         )
     )

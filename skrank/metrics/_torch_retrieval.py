@@ -13,7 +13,6 @@ import torch
 from tqdm.auto import tqdm
 
 from ..utils._memory import chunk_rows, working_memory_bytes
-from ..utils._validation import normalize_rows, power_of_two_scale
 from ._ranks import Workspace, positive_statistics, rank_scores
 
 CPU_BLOCK_QUERIES = 64  # queries ranked at once on the CPU
@@ -45,24 +44,22 @@ def _to_table(X, dtype, device):
     return torch.from_numpy(np.ascontiguousarray(X, dtype=dtype)).to(device)
 
 
-def torch_similarity(X, metric, device, numpy_similarity):
+def torch_similarity(device, *, terms=None, numpy_similarity=None):
     """``similarity(rows) -> (len(rows), n)`` tensor on ``device`` for ``rows`` a slice.
 
-    "cosine" normalises the rows in float64 and multiplies them in float32; "euclidean"
-    gives ``2 x.y - |x|^2 - |y|^2`` in float32 (norms from float64); a callable is called on
-    the host (``numpy_similarity``, its float64 values are kept).
+    With ``numpy_similarity`` (a callable metric, or float64 values wanted), its float64 values
+    are computed on the host and moved to the device. Otherwise ``terms`` are the checked
+    float64 terms of a built-in metric (:func:`~skrank.metrics._retrieval.similarity_terms`),
+    multiplied on the device in float32: unit rows for "cosine", rows rescaled by a power of
+    two and their squared norms for "euclidean" (``2 x.y - |x|^2 - |y|^2``).
     """
-    if callable(metric):
+    if numpy_similarity is not None:
         return lambda rows: torch.from_numpy(numpy_similarity(rows)).to(device)
-    if metric == "cosine":
-        unit, _ = normalize_rows(X)  # scaled norms: no overflow or underflow at any scale
-        table = _to_table(unit, np.float32, device)
+    rows_table, squared_norms = terms
+    table = _to_table(rows_table, np.float32, device)
+    if squared_norms is None:
         return lambda rows: table[rows] @ table.T
-    # Rankings do not depend on the scale: an exact power-of-two rescaling keeps X and its
-    # squared norms within float32's range whatever the magnitude of the data.
-    X = X * power_of_two_scale(X)
-    table = _to_table(X, np.float32, device)
-    squared_norms = _to_table(np.einsum("ij,ij->i", X, X), np.float32, device)
+    squared_norms = _to_table(squared_norms, np.float32, device)
 
     def negative_squared_distance(rows):
         block = table[rows] @ table.T
@@ -111,7 +108,7 @@ def check_block_fits(n_queries, n_items, n_bytes, device):
 
 
 def torch_retrieval_statistics(
-    X, codes, *, ks, metric, chunk_size, device, verbose, numpy_similarity, dtype=None
+    X, codes, *, ks, metric, chunk_size, device, verbose, numpy_similarity, terms, dtype=None
 ):
     """Per-query statistics of the exact retrieval on ``device``, block by block.
 
@@ -122,6 +119,8 @@ def torch_retrieval_statistics(
         Class codes ``0 .. n_classes - 1``.
     ks : ndarray of int
         Cut-offs of Recall@k and Precision@k.
+    numpy_similarity, terms : callable or None, tuple or None
+        Where the similarities come from, as in :func:`torch_similarity` (one of them).
     dtype : torch.dtype, default=None
         Force the similarities to this dtype (float64 reproduces the numpy path's values).
 
@@ -134,7 +133,7 @@ def torch_retrieval_statistics(
     n_items = len(X)
     sizes = np.bincount(codes)
     n_positives = sizes[codes] - 1
-    similarity = torch_similarity(X, metric, device, numpy_similarity)
+    similarity = torch_similarity(device, terms=terms, numpy_similarity=numpy_similarity)
     members = np.argsort(codes, kind="stable")  # the items of each class, contiguous
     starts = np.cumsum(sizes) - sizes
     itemsize = 8 if dtype == torch.float64 or callable(metric) else 4

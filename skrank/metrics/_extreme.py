@@ -25,13 +25,10 @@ import numpy as np
 from scipy import sparse
 
 from ._labels import (
-    check_label_scores,
-    check_label_targets,
+    check_top_k_labels,
     mean_top_k_scores,
     top_k_hits,
 )
-from ._search import top_k_indices
-from ._validation import check_k, check_same_length
 
 __all__ = ["label_propensities", "top_k_ndcg_score", "top_k_psp_score"]
 
@@ -129,15 +126,6 @@ def _indicator(targets, n_labels):
     return indicator
 
 
-def _prepare(y_true, y_score, k, labels):
-    y_score = check_label_scores(y_score)
-    check_same_length((y_true, y_score), ("y_true", "y_score"))
-    ks, is_scalar = check_k(k, y_score.shape[1], candidates="labels (columns of y_score)")
-    targets = check_label_targets(y_true, y_score.shape[1], labels)
-    top = top_k_indices(y_score, int(ks.max()))
-    return targets, top, ks, is_scalar, y_score.shape[1]
-
-
 def top_k_ndcg_score(y_true, y_score, k=1, *, labels=None):
     """nDCG@k over labels with binary relevance (the extreme-classification convention).
 
@@ -170,7 +158,7 @@ def top_k_ndcg_score(y_true, y_score, k=1, *, labels=None):
     >>> top_k_ndcg_score(y_true, y_score, k=[1, 3]).round(3)
     array([0.5  , 0.775])
     """
-    targets, top, ks, is_scalar, _ = _prepare(y_true, y_score, k, labels)
+    targets, top, ks, is_scalar, _ = check_top_k_labels(y_true, y_score, k, labels)
     scores = ndcg_from_hits(*top_k_hits(targets, top), ks)
     return float(scores[0]) if is_scalar else scores
 
@@ -209,7 +197,7 @@ def top_k_psp_score(y_true, y_score, k=1, *, propensities, labels=None, normaliz
     >>> round(top_k_psp_score(y_true, y_score, k=1, propensities=[0.5, 0.5, 0.25]), 3)
     0.333
     """
-    targets, top, ks, is_scalar, n_labels = _prepare(y_true, y_score, k, labels)
+    targets, top, ks, is_scalar, n_labels = check_top_k_labels(y_true, y_score, k, labels)
     propensities = np.asarray(propensities, dtype=np.float64)
     if propensities.shape != (n_labels,):
         raise ValueError(

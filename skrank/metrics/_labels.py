@@ -182,12 +182,32 @@ def check_label_scores(y_score, *, input_name="y_score"):
     return y_score
 
 
-def _top_k_label_score(y_true, y_score, k, labels, kind):
+def check_top_k_labels(y_true, y_score, k, labels):
+    """Validate the inputs of a top-k label metric and find each example's best labels.
+
+    Returns
+    -------
+    targets : ndarray or sparse matrix
+        ``y_true`` as column indices (multiclass) or a 0/1 indicator matrix.
+    top : ndarray of shape (n_samples, max(ks))
+        Column indices of each example's best scored labels, best first (ties by index).
+    ks : ndarray of int
+    is_scalar : bool
+        Whether ``k`` was one int.
+    n_labels : int
+        Columns of ``y_score``.
+    """
     y_score = check_label_scores(y_score)
     check_same_length((y_true, y_score), ("y_true", "y_score"))
-    ks, is_scalar = check_k(k, y_score.shape[1], candidates="labels (columns of y_score)")
-    targets = check_label_targets(y_true, y_score.shape[1], labels)
-    hits, n_true = top_k_hits(targets, top_k_indices(y_score, int(ks.max())))
+    n_labels = y_score.shape[1]
+    ks, is_scalar = check_k(k, n_labels, candidates="labels (columns of y_score)")
+    targets = check_label_targets(y_true, n_labels, labels)
+    return targets, top_k_indices(y_score, int(ks.max())), ks, is_scalar, n_labels
+
+
+def _top_k_label_score(y_true, y_score, k, labels, kind):
+    targets, top, ks, is_scalar, _ = check_top_k_labels(y_true, y_score, k, labels)
+    hits, n_true = top_k_hits(targets, top)
     scores = mean_top_k_scores(hits, n_true, ks, kind)
     return float(scores[0]) if is_scalar else scores
 

@@ -280,17 +280,19 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     check_block_fits(block_size, n_items, n_bytes, device)
 
     def similarity(queries, start, stop, out=None):
-        scores = torch.mm(table[queries], table[start:stop].T, out=out)
+        """Scores of the rows ``queries = (table rows, their squared norms)`` to items."""
+        rows, row_norms = queries
+        scores = torch.mm(rows, table[start:stop].T, out=out)
         if norms is not None:
-            scores.mul_(2).sub_(norms[queries, None]).sub_(norms[None, start:stop])
+            scores.mul_(2).sub_(row_norms).sub_(norms[None, start:stop])
         return scores
 
     def tiles(queries, skip_start, skip_stop):
-        buffer = torch.empty(len(queries) * _tiled_ranks.TILE_ITEMS)
+        buffer = torch.empty(len(queries[0]) * _tiled_ranks.TILE_ITEMS)
         for first, last in ((0, skip_start), (skip_stop, n_items)):
             for start in range(first, last, _tiled_ranks.TILE_ITEMS):
                 stop = min(start + _tiled_ranks.TILE_ITEMS, last)
-                out = buffer[: len(queries) * (stop - start)].view(len(queries), stop - start)
+                out = buffer[: len(queries[0]) * (stop - start)].view(-1, stop - start)
                 yield similarity(queries, start, stop, out=out), members_t[start:stop]
 
     n_positives = sizes[codes] - 1
@@ -309,7 +311,8 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
                 continue
             first, last = int(class_start[block].min()), int(class_end[block].max())
             queries = torch.from_numpy(block)
-            class_scores = similarity(queries, first, last)
+            rows = (table[queries], None if norms is None else norms[queries, None])
+            class_scores = similarity(rows, first, last)
             class_scores[torch.arange(len(block)), queries - first] = -torch.inf
             starts = torch.from_numpy(class_start[block] - first)
             columns, block_positives = _positive_columns(
@@ -322,7 +325,7 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
                 class_scores,
                 columns,
                 block_positives,
-                tiles(queries, first, last),
+                tiles(rows, first, last),
                 members_t[first:last],
             )
             statistics = (auprc, *rank_scores(ranks, block_positives, ks_t))

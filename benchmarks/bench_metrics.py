@@ -5,7 +5,8 @@ R-precision of N random clustered embeddings (dimension 128, 100 Gaussian cluste
 L2-normalised, cosine similarity) with:
 
 - ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (the torch
-  path: float32 similarities, ranks counted without sorting; the default ``device="auto"``);
+  path: float32 similarities, ranks counted without sorting, on the CPU tile by tile in a
+  numba loop when numba is installed; the default ``device="auto"``);
 - ``numpy``: the same with ``device="numpy"`` (float64, one sort per query), up to
   ``--numpy-max`` (641 s at N = 100,000 in an earlier run, hence not run there by default);
 - ``floor``: the float32 similarity products alone, ``X[block] @ X.T`` for blocks of 1024
@@ -25,13 +26,14 @@ and data). Values are compared with skrank's (max absolute difference over the m
 report).
 
 Results go to ``benchmarks/results/bench_metrics.json`` (``bench_metrics_quick`` for
-``--quick``, ``bench_metrics_<device>`` for another device).
+``--quick``, ``bench_metrics_<device>`` for another device, ``--name`` for another name).
 
 Usage::
 
     python benchmarks/bench_metrics.py                  # N in {10k, 30k, 100k}, CPU
     python benchmarks/bench_metrics.py --quick          # small smoke run
     python benchmarks/bench_metrics.py --device cuda --sizes 100000 1000000 --numpy-max 0
+    OMP_NUM_THREADS=2 python benchmarks/bench_metrics.py --sizes 100000 --name bench_metrics_2t
 """
 
 import argparse
@@ -280,6 +282,7 @@ def main():
     parser.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
     parser.add_argument("--memory-limit-gib", type=float, default=12.0)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
+    parser.add_argument("--name", help="results file name (default: from --quick and --device)")
     parser.add_argument("--worker", choices=METHODS, help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -311,7 +314,8 @@ def main():
     name = "bench_metrics_quick" if args.quick else "bench_metrics"
     if args.device != "cpu":
         name += "_" + args.device.replace(":", "")
-    results = Results(name, packages=("pytorch-metric-learning", "faiss-cpu"))
+    name = args.name or name
+    results = Results(name, packages=("pytorch-metric-learning", "faiss-cpu", "numba"))
     results.add_table(
         f"Exact retrieval metrics, dimension {DIMENSION}, {N_CLUSTERS} clusters, "
         f"device {args.device}",

@@ -699,6 +699,57 @@ def test_float32_paths_are_exact_on_ties_and_awkward_scores(torch_path):
         assert scores == pytest.approx(expected, abs=1e-12, rel=0), metric
 
 
+@pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize("cells_per_positive", [1, 64])
+def test_tiled_ranks_equal_whole_row_ranks(use_numba, cells_per_positive, monkeypatch):
+    # Scores rounded to a few values (ties within and across tiles of uneven widths), items in
+    # a shuffled order: the tile-by-tile counts equal those of the whole rows.
+    import torch
+
+    from skrank.metrics import _ranks, _tiled_ranks
+
+    monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", use_numba)
+    monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 4)
+    monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", cells_per_positive)
+    monkeypatch.setattr(_tiled_ranks, "TILE_ITEMS", 6)
+    rng = np.random.default_rng(7)
+    n_rows, n_class, n_items = 9, 17, 60
+    scores = np.round(rng.normal(size=(n_rows, n_items)), 1).astype(np.float32)
+    index = rng.permutation(n_items)  # item index of each column
+    n_positives = rng.integers(1, n_class, size=n_rows)
+    positive_columns = np.zeros((n_rows, n_class - 1), dtype=np.int64)
+    for row in range(n_rows):  # positives among the class columns, by increasing item index
+        chosen = rng.choice(n_class, size=n_positives[row], replace=False)
+        chosen = chosen[np.argsort(index[chosen])]
+        positive_columns[row, : len(chosen)] = chosen
+        positive_columns[row, len(chosen) :] = chosen[0]
+    class_scores = scores[:, :n_class].copy()
+    is_positive = np.zeros((n_rows, n_class), dtype=bool)
+    np.put_along_axis(is_positive, positive_columns, True, axis=1)
+    class_scores[~is_positive] = -np.inf  # the query itself, and items of other classes...
+    class_scores[:, ::5] = np.where(is_positive[:, ::5], class_scores[:, ::5], 0.5)  # ...or not
+    tiles = [
+        (torch.from_numpy(scores[:, start:stop].copy()), torch.from_numpy(index[start:stop]))
+        for start, stop in ((17, 23), (23, 24), (24, 41), (41, 60))
+    ]
+    auprc, ranks = _tiled_ranks.tiled_positive_statistics(
+        torch.from_numpy(class_scores.copy()),
+        torch.from_numpy(positive_columns),
+        torch.from_numpy(n_positives),
+        iter(tiles),
+        torch.from_numpy(index[:n_class]),
+    )
+    whole = np.empty_like(scores)  # the rows in item order
+    whole[:, index] = np.concatenate([class_scores, scores[:, n_class:]], axis=1)
+    expected_auprc, expected_ranks = _ranks.positive_statistics(
+        torch.from_numpy(whole),
+        torch.from_numpy(index[positive_columns]),
+        torch.from_numpy(n_positives),
+    )
+    np.testing.assert_array_equal(ranks.numpy(), expected_ranks.numpy())
+    np.testing.assert_allclose(auprc.numpy(), expected_auprc.numpy(), rtol=0, atol=1e-15)
+
+
 def test_map_at_r_and_r_precision_equal_pytorch_metric_learning():
     accuracy_calculator = pytest.importorskip("pytorch_metric_learning.utils.accuracy_calculator")
     import torch

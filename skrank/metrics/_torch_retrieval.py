@@ -5,7 +5,9 @@ Queries are taken in blocks of consecutive items sized from scikit-learn's
 list of the items grouped by class); each block's
 similarities are computed on the device, in float32 for "cosine" and "euclidean" (the
 user's float64 values for a callable), and reduced to per-query statistics by
-:func:`skrank.metrics._ranks.positive_statistics`.
+:func:`skrank.metrics._ranks.positive_statistics`. On the CPU, float32 built-in metrics take
+:func:`tiled_retrieval_statistics` instead (:mod:`skrank.metrics._tiled_ranks`: items grouped
+by class, tiles that stay in the CPU caches, a fused numba loop when numba is installed).
 """
 
 from concurrent.futures import ThreadPoolExecutor

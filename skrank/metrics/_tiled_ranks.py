@@ -27,8 +27,6 @@ numpy operations do it in about ten passes (slower; the same bins).
 import numpy as np
 import torch
 
-from . import _tiled_kernel
-
 # Queries per block and items per tile: a (64, 4096) float32 tile is 1 MiB, so that the tile
 # and its rows' bins stay in the L2 cache (2 MiB here; sizes chosen on a timed sweep, N = 10^5).
 TILE_QUERIES = 64
@@ -67,16 +65,17 @@ class _Grid:
         self.offsets = (row_cells + 1)[:, None]
         self.top = float(n_cells - 1)
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
-        self.kernel = _tiled_kernel.count_tile if USE_NUMBA else None
+        compiled = _numba_kernels() if USE_NUMBA else None
+        self.kernel = None if compiled is None else compiled.count_tile
         if self.kernel is not None:
             self.row_terms = [
                 x.reshape(-1).numpy() for x in (self.scale, self.shift, self.offsets)
             ] + [np.float32(self.top)]
             cells = np.empty(thresholds.shape, dtype=np.int64)
-            _tiled_kernel.cells(thresholds.numpy(), *self.row_terms[:3], self.row_terms[3], cells)
+            compiled.cells(thresholds.numpy(), *self.row_terms, cells)
             cells = torch.from_numpy(cells)
             lookup = np.empty(n_rows * (n_cells + 1), dtype=np.int32)
-            _tiled_kernel.build_lookup(cells.numpy(), n_positives.numpy(), n_cells, n_bins, lookup)
+            compiled.build_lookup(cells.numpy(), n_positives.numpy(), n_cells, n_bins, lookup)
             positive_cells = cells[valid]
         else:
             positive_cells = self.cells(thresholds, torch.empty_like(thresholds), None)[valid]
@@ -178,6 +177,15 @@ class _Grid:
             at_most = torch.cumsum(clear + torch.from_numpy(fused), 0)
             results.append(at_most[last] - at_most[bins])
         return results
+
+
+def _numba_kernels():
+    """The module of the fused loops, or None when numba is not installed."""
+    try:
+        from . import _tiled_kernel  # noqa: PLC0415 (imports numba: on first use only)
+    except ImportError:  # pragma: no cover - numba is optional
+        return None
+    return _tiled_kernel
 
 
 _ONES = torch.ones(0, dtype=torch.int64)

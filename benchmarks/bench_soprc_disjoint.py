@@ -334,9 +334,124 @@ def table2(seeds, splits, results):
     )
 
 
+# The validation sweep of SOPRCEmbedder's settings (issue 14, second stop): one change, or a
+# combination of the best single changes, to the estimator's defaults before this sweep; each
+# fitted on the 30 fitting classes and scored on the 20 held-out training classes.
+SWEEP = {
+    "defaults before the sweep": {},
+    "class_weights=uniform": dict(class_weights="uniform"),
+    "tau1=0.05": dict(tau1=0.05),
+    "tau1=0.07": dict(tau1=0.07),
+    "tau1=0.2": dict(tau1=0.2),
+    "tau2=1e-4": dict(tau2=1e-4),
+    "tau2=0.003": dict(tau2=0.003),
+    "tau2=0.01": dict(tau2=0.01),
+    "lambda=(0, 0)": dict(lambda_pos=0.0, lambda_neg=0.0),
+    "lambda=(5, 2)": dict(lambda_pos=5.0, lambda_neg=2.0),
+    "lambda=(10, 1)": dict(lambda_pos=10.0, lambda_neg=1.0),
+    "lambda=(10, 2)": dict(lambda_pos=10.0, lambda_neg=2.0),
+    "lambda=(20, 4)": dict(lambda_pos=20.0, lambda_neg=4.0),
+    "weight_decay=0": dict(weight_decay=0.0),
+    "weight_decay=1e-3": dict(weight_decay=1e-3),
+    "cosine learning-rate schedule": dict(schedule="cosine"),
+    "samples_per_class=2": dict(samples_per_class=2),
+    "samples_per_class=8": dict(samples_per_class=8),
+}
+
+
+def _sweep_setting(setting):
+    """Estimator parameters of a sweep setting (a cosine schedule becomes a callback)."""
+    setting = dict(setting)
+    if setting.pop("schedule", None) == "cosine":
+        from torch.optim.lr_scheduler import CosineAnnealingLR
+
+        from skrank.nn import LRScheduler
+
+        setting["callbacks"] = [LRScheduler(CosineAnnealingLR, T_max=EPOCHS)]
+    return setting
+
+
+def sweep(seeds, splits, results, names=None):
+    """Validation mean AUPRC of each sweep setting (the test classes play no part)."""
+    rows = []
+    for name, setting in SWEEP.items():
+        if names and name not in names:
+            continue
+        fit = partial(estimator_fit, _sweep_setting(setting))
+        scores, seconds = run(fit, splits["validation"], seeds)
+        rows.append(row(name, setting, scores, seconds))
+    results.add_table(
+        "Validation sweep of SOPRCEmbedder's settings (20 held-out training classes)",
+        ["change to the defaults", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
+        rows,
+        notes=f"Fitted on 30 training classes, scored on the 20 others; seeds {seeds}; budget as "
+        "in the comparison (samples_per_class rows change the batch to that many per class).",
+    )
+
+
+def step_times(results, commit="33f545c", repeats=200):
+    """Loss step (forward + backward) of SOPRCLoss(tpr_source="batch") at ``commit`` and here."""
+    import importlib.util
+
+    repository = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "-C", str(repository), "show", f"{commit}:skrank/losses/_soprc.py"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "old_soprc.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location("old_soprc", path)
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+    y = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="train", random_state=0)
+    counts = np.bincount(np.unique(y.target, return_inverse=True)[1])
+    losses = {
+        f"SOPRCLoss(tpr_source='batch') @ {commit}": old.SOPRCLoss(counts, tpr_source="batch"),
+        "SOPRCLoss(tpr_source='batch'), this commit": SOPRCLoss(counts, tpr_source="batch"),
+    }
+    generator = torch.Generator().manual_seed(0)
+    times = {name: [] for name in losses}
+    for _ in range(repeats):
+        classes = torch.randperm(counts.shape[0], generator=generator)[:CLASSES_PER_BATCH]
+        embeddings = torch.randn(CLASSES_PER_BATCH, PER_CLASS, DIMS, generator=generator)
+        values = []
+        for name, loss_fn in losses.items():
+            leaf = embeddings.clone().requires_grad_(True)
+            start = time.perf_counter()
+            loss = loss_fn.forward_grouped(leaf, classes)
+            loss.backward()
+            times[name].append(1000 * (time.perf_counter() - start))
+            values.append((loss.detach(), leaf.grad))
+        if not all(torch.equal(a, b) for a, b in zip(*values, strict=True)):
+            raise RuntimeError("the two losses disagree")
+    reference = np.array(next(iter(times.values())))
+    rows = []
+    for name, values in times.items():
+        values = np.array(values)
+        median, (low, high) = np.median(values), np.percentile(values, [25, 75])
+        ratio = np.median(values / reference)
+        print(f"  {name:<48} median {median:.1f} ms ({low:.1f}-{high:.1f}), x{ratio:.2f}")
+        rows.append([name, f"{median:.1f}", f"{low:.1f}-{high:.1f}", f"{ratio:.2f}"])
+    results.add_table(
+        "Loss step of the batch-TPR form, with and without the auxiliary state",
+        ["loss", "median (ms)", "quartiles (ms)", "median ratio to the first row"],
+        rows,
+        notes=f"Forward + backward of forward_grouped on random embeddings, {CLASSES_PER_BATCH} "
+        f"classes x {PER_CLASS} items x {DIMS} dims drawn from the 50 training classes (sizes "
+        f"{counts.min()}-{counts.max()}), {repeats} interleaved repetitions, one thread; "
+        "losses and gradients checked equal at every repetition.",
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["compare", "causes", "table2"], default="compare")
+    parser.add_argument(
+        "--part", choices=["compare", "causes", "table2", "sweep", "step"], default="compare"
+    )
+    parser.add_argument("--only", nargs="+", help="--part sweep: only these settings")
     parser.add_argument("--quick", action="store_true", help="one seed, no tuning")
     parser.add_argument("--smoothap", action="store_true", help="add SmoothAP (slow)")
     parser.add_argument("--seeds", type=int, default=3)
@@ -361,6 +476,10 @@ def main():
         compare(args, seeds, splits, raw, results)
     elif args.part == "causes":
         causes(seeds, splits, results)
+    elif args.part == "sweep":
+        sweep(seeds, splits, results, args.only)
+    elif args.part == "step":
+        step_times(results)
     else:
         table2(seeds, splits, results)
     results.save()

@@ -46,7 +46,7 @@ from pytorch_metric_learning import losses as pml
 from sklearn.model_selection import GroupShuffleSplit
 
 from skrank import SOPRCEmbedder
-from skrank.datasets import make_composite_digits
+from skrank.datasets import load_mnist, make_composite_digits
 from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
 from skrank.nn import MLP
@@ -112,8 +112,37 @@ def composite_data():
             train.data[val_rows],
             train.target[val_rows],
         ),
+        "disjoint validation": disjoint_validation(train, fit_rows, val_rows),
     }
     return splits
+
+
+def disjoint_validation(train, fit_rows, val_rows, seed=0):
+    """The validation split rebuilt as the test split is: class- *and* image-disjoint.
+
+    The MNIST images of the training half are cut into halves stratified by digit; every item
+    of the 30 fitting classes is redrawn from the first half (same class, same digits), every
+    item of the 20 held-out classes from the second, so no held-out pixel is seen in fitting.
+    Only training classes and training images take part.
+    """
+    rng = np.random.default_rng(seed)
+    images, digits = load_mnist(return_X_y=True)
+    pool = np.unique(train.source_indices)
+    halves = {}
+    for digit in range(10):
+        rows = rng.permutation(pool[digits[pool] == digit])
+        halves[0, digit], halves[1, digit] = np.array_split(rows, 2)
+    parts = []
+    for half, rows in enumerate((fit_rows, val_rows)):
+        item_digits = train.digits[rows]
+        sources = np.empty_like(item_digits)
+        for digit in range(10):
+            where = item_digits == digit
+            sources[where] = rng.choice(halves[half, digit], size=int(where.sum()))
+        side = images.reshape(-1, 28, 28)[sources]  # (n, n_digits, 28, 28)
+        data = side.transpose(0, 2, 1, 3).reshape(rows.shape[0], -1)
+        parts += [np.ascontiguousarray(data, dtype=np.float32), train.target[rows]]
+    return tuple(parts)
 
 
 def evaluate(embedding, y):
@@ -371,21 +400,23 @@ def _sweep_setting(setting):
     return setting
 
 
-def sweep(seeds, splits, results, names=None):
+def sweep(seeds, splits, results, names=None, split="validation"):
     """Validation mean AUPRC of each sweep setting (the test classes play no part)."""
     rows = []
     for name, setting in SWEEP.items():
         if names and name not in names:
             continue
         fit = partial(estimator_fit, _sweep_setting(setting))
-        scores, seconds = run(fit, splits["validation"], seeds)
+        scores, seconds = run(fit, splits[split], seeds)
         rows.append(row(name, setting, scores, seconds))
+    images = "images rebuilt from disjoint halves of the training images (disjoint_validation)"
     results.add_table(
-        "Validation sweep of SOPRCEmbedder's settings (20 held-out training classes)",
+        f"Sweep of SOPRCEmbedder's settings on the {split} split (20 held-out training classes)",
         ["change to the defaults", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
         rows,
-        notes=f"Fitted on 30 training classes, scored on the 20 others; seeds {seeds}; budget as "
-        "in the comparison (samples_per_class rows change the batch to that many per class).",
+        notes=f"Fitted on 30 training classes, scored on the 20 others"
+        f"{'; ' + images if split != 'validation' else ''}; seeds {seeds}; budget as in the "
+        "comparison (samples_per_class rows change the batch to that many per class).",
     )
 
 
@@ -452,12 +483,18 @@ def main():
         "--part", choices=["compare", "causes", "table2", "sweep", "step"], default="compare"
     )
     parser.add_argument("--only", nargs="+", help="--part sweep: only these settings")
+    parser.add_argument(
+        "--image-disjoint",
+        action="store_true",
+        help="--part sweep: score on the class- and image-disjoint validation split",
+    )
     parser.add_argument("--quick", action="store_true", help="one seed, no tuning")
     parser.add_argument("--smoothap", action="store_true", help="add SmoothAP (slow)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    seeds = [0] if args.quick else list(range(args.seeds))
+    seeds = [0] if args.quick else list(range(args.first_seed, args.first_seed + args.seeds))
     splits = composite_data()
     X, y, X_test, y_test = splits["test"]
     print(
@@ -467,6 +504,10 @@ def main():
     raw = evaluate(X_test, y_test)
     print(f"  raw pixels: mAUPRC {raw[0]:.4f}  R@1 {raw[1]:.4f}")
     suffix = "" if args.part == "compare" else f"_{args.part}"
+    if args.first_seed:
+        suffix += f"_from_seed_{args.first_seed}"
+    if args.image_disjoint:
+        suffix += "_image_disjoint"
     results = Results(
         "bench_soprc_disjoint" + suffix + ("_quick" if args.quick else ""),
         packages=["pytorch-metric-learning"],
@@ -477,7 +518,8 @@ def main():
     elif args.part == "causes":
         causes(seeds, splits, results)
     elif args.part == "sweep":
-        sweep(seeds, splits, results, args.only)
+        split = "disjoint validation" if args.image_disjoint else "validation"
+        sweep(seeds, splits, results, args.only, split)
     elif args.part == "step":
         step_times(results)
     else:

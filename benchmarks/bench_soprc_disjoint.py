@@ -385,6 +385,7 @@ SWEEP = {
     "cosine learning-rate schedule": dict(schedule="cosine"),
     "samples_per_class=2": dict(samples_per_class=2),
     "samples_per_class=8": dict(samples_per_class=8),
+    "prior=batch": dict(prior="batch"),
 }
 
 

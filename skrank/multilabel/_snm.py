@@ -1,6 +1,5 @@
 """SNMClassifier: top-k prediction over very large label sets by Stochastic Negative Mining."""
 
-import os
 import warnings
 from numbers import Integral, Real
 
@@ -21,7 +20,7 @@ from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
-from ..utils._memory import chunk_rows
+from ..utils._memory import available_host_bytes, chunk_rows
 from ..utils._params import store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer, label_centroids
@@ -649,24 +648,9 @@ def _recall_at_k(targets, top):
     return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "recall")[0])
 
 
-def _available_memory_bytes():
-    """Memory available to a new allocation (Linux MemAvailable), or None if unknown."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _check_dense_scores_fit(n_samples, n_labels):
     needed = 4 * n_samples * n_labels
-    available = _available_memory_bytes()
+    available = available_host_bytes()
     if available is not None and needed > available / 2:
         raise MemoryError(
             f"decision_function would build a {n_samples} x {n_labels} score matrix "

@@ -30,6 +30,8 @@ def render_entries(entries, defaults=None, indent=4):
             shown = f'"{default}"' if isinstance(default, str) else repr(default)
             head += f", default={shown}"
         lines.append(" " * indent + head)
+        if not description:
+            continue
         body = textwrap.fill(
             description,
             width=100,
@@ -80,11 +82,13 @@ def fill_docs(entries):
 
     Parameters
     ----------
-    entries : dict of str to (str, str, str), list of them, or str
+    entries : dict of str to (str, str, str), list of them, dict of them, or str
         For each marker key, the parameter's name, its type and its description (or a list of
         such entries, rendered in order). Defaults are read from the decorated function's
-        signature. A str is a block of docstring text (e.g. a whole numpydoc section shared by
-        several methods), inserted at the marker's indentation.
+        signature. A dict maps numpydoc section headings (``"Parameters"``, ``"Returns"``, ...)
+        to lists of entries: the marker becomes those whole sections (an empty description
+        renders the name and type alone). A str is a block of docstring text, inserted at the
+        marker's indentation.
 
     Returns
     -------
@@ -94,11 +98,8 @@ def fill_docs(entries):
     def decorate(function):
         signature = inspect.signature(function).parameters
 
-        def render(match):
-            indent, key = match.groups()
-            if isinstance(entries[key], str):
-                return textwrap.indent(textwrap.dedent(entries[key]).strip("\n"), indent)
-            group = entries[key] if isinstance(entries[key], list) else [entries[key]]
+        def render_group(group, indent):
+            group = group if isinstance(group, list) else [group]
             rendered, defaults = {}, {}
             for name, kind, description in group:
                 rendered[name] = (kind, description)
@@ -106,6 +107,19 @@ def fill_docs(entries):
                 if parameter is not None and parameter.default is not inspect.Parameter.empty:
                     defaults[name] = parameter.default
             return render_entries(rendered, defaults, indent=len(indent))
+
+        def render(match):
+            indent, key = match.groups()
+            entry = entries[key]
+            if isinstance(entry, str):
+                return textwrap.indent(textwrap.dedent(entry).strip("\n"), indent)
+            if isinstance(entry, dict):
+                return "\n\n".join(
+                    f"{indent}{heading}\n{indent}{'-' * len(heading)}\n"
+                    + render_group(group, indent)
+                    for heading, group in entry.items()
+                )
+            return render_group(entry, indent)
 
         function.__doc__ = _MARKER.sub(render, function.__doc__)
         return function

@@ -3,7 +3,8 @@
 Every row fits one skrank estimator on a data set shipped with the package and compares it with a
 plain baseline on held-out data; the whole job runs in about two minutes on two CPU cores. Rows are
 the functions registered with :func:`_row`; ``--only NAME`` runs the rows whose estimator name
-contains ``NAME``.
+contains ``NAME``; ``--quick`` runs the same code on small subsamples with short training in
+seconds (a smoke run, tested in ``tests/test_main.py``; its values are not the ones to read).
 """
 
 import argparse

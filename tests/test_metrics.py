@@ -569,11 +569,12 @@ def expected_scores(S, y, ks):
     return scores
 
 
-@pytest.fixture(params=["grid", "sort", "tiled", "tiled-fine"])
+@pytest.fixture(params=["grid", "sort", "tiled", "tiled-fine", "tiled-torch"])
 def torch_path(request, monkeypatch):
     """The torch path's ways of ranking a block: counting on a grid, sorting rows, or counting
     tile by tile (CPU, float32) with tiny uneven tiles and blocks and a coarse grid (many items
-    and ties share cells with several positives) or a fine one."""
+    and ties share cells with several positives) or a fine one, in the fused numba loop (where
+    numba is installed) or in torch operations."""
     from skrank.metrics import _ranks, _tiled_ranks, _torch_retrieval
 
     path = request.param
@@ -582,8 +583,10 @@ def torch_path(request, monkeypatch):
     if path.startswith("tiled"):
         monkeypatch.setattr(_tiled_ranks, "TILE_ITEMS", 7)
         monkeypatch.setattr(_tiled_ranks, "TILE_QUERIES", 5)
-        monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 4 if path == "tiled" else 64)
-        monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", 1 if path == "tiled" else 64)
+        coarse = path != "tiled-fine"
+        monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 4 if coarse else 64)
+        monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", 1 if coarse else 64)
+        monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", path != "tiled-torch")
     return path
 
 

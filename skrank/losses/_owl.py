@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..utils._docstrings import fill_docs
+from ..utils._validation import check_ndim
 
 __all__ = [
     "OrderedWeightedLoss",
@@ -344,10 +345,7 @@ def _sorted_negatives(negative_scores, weights, mask, n_ranks=None):
 
 
 def _check_positive_scores(positive_scores, negative_scores):
-    if negative_scores.ndim != 2:
-        raise ValueError(
-            f"negative_scores must be 2-D (n_samples, n_negatives), got {negative_scores.ndim}-D."
-        )
+    check_ndim(negative_scores, 2, "(n_samples, n_negatives)", input_name="negative_scores")
     if positive_scores.shape != negative_scores.shape[:1]:
         raise ValueError(
             f"positive_scores has shape {tuple(positive_scores.shape)} but negative_scores has "

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..utils._validation import check_ndim
+
 __all__ = [
     "SOPRCLoss",
     "interpolate_scores",
@@ -492,10 +494,7 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        if embeddings.ndim != 2:
-            raise ValueError(
-                f"embeddings must be 2-D (batch_size, n_dims), got {tuple(embeddings.shape)}."
-            )
+        check_ndim(embeddings, 2, "(batch_size, n_dims)", input_name="embeddings")
         layout = _GroupLayout.of(self._check_labels(labels, embeddings.shape[0]))
         grouped = embeddings[layout.index].view(*layout.valid.shape, -1)
         return self.forward_grouped(grouped, layout.classes, layout.valid)
@@ -518,11 +517,7 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        if embeddings.ndim != 3:
-            raise ValueError(
-                "embeddings must be 3-D (n_groups, group_size, n_dims), got "
-                f"{tuple(embeddings.shape)}."
-            )
+        check_ndim(embeddings, 3, "(n_groups, group_size, n_dims)", input_name="embeddings")
         n_groups, size, _ = embeddings.shape
         # Symmetric up to rounding: the pair shortcut reads s_qp for s_pq, 1e-7 apart at most.
         scores = _CosineGram.apply(embeddings.reshape(n_groups * size, -1))

@@ -11,7 +11,7 @@ from scipy import sparse
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
 from ..utils._docstrings import fill_docs
-from ..utils._validation import naming_inputs
+from ..utils._validation import check_ndim, naming_inputs
 from ._search import top_k_indices
 from ._validation import check_k, check_same_length
 
@@ -176,10 +176,7 @@ def check_label_scores(y_score, *, input_name="y_score"):
         y_score = check_array(
             y_score, dtype=np.float64, ensure_2d=False, force_writeable=True, input_name=input_name
         )
-    if y_score.ndim != 2:
-        raise ValueError(
-            f"{input_name} must be 2-D (n_samples, n_labels); got shape {y_score.shape}."
-        )
+    check_ndim(y_score, 2, "(n_samples, n_labels)", input_name=input_name)
     return y_score
 
 

@@ -26,12 +26,15 @@ Exact for any finite float32 scores, ties included.
 import numpy as np
 import torch
 
+from . import _tiled_kernel
+
 # Queries per block and items per tile: a (32, 2048) float32 tile is 256 KiB, so that the tile,
 # its cells and its bins stay in the L2 cache (measured, ``benchmarks/bench_metrics.py``).
 TILE_QUERIES = 32
 TILE_ITEMS = 2048
 CELLS_PER_POSITIVE = 16  # grid cells per positive of the widest row (at least MIN_CELLS)
 MIN_CELLS = 1024
+USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
 
 
@@ -62,15 +65,28 @@ class _Grid:
         row_cells = torch.arange(n_rows, dtype=torch.float32) * (n_cells + 1)
         self.offsets = (row_cells + 1)[:, None]
         self.top = float(n_cells - 1)
-        positive_cells = self.cells(thresholds, torch.empty_like(thresholds), None)[valid]
-        # Lookup: exclusive running count of positives, the spacers counting one each.
-        counts = torch.zeros(n_rows * (n_cells + 1), dtype=torch.int32)
-        counts[row_cells.long()] = 1
-        counts.index_add_(0, positive_cells, _ones(len(positive_cells), torch.int32))
-        lookup = torch.cumsum(counts, 0, dtype=torch.int32).sub_(counts)
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
-        lookup[positive_cells] = lookup[positive_cells] + n_bins
-        self.lookup = lookup.numpy()
+        self.kernel = _tiled_kernel.count_tile if USE_NUMBA else None
+        if self.kernel is not None:
+            self.row_terms = [
+                x.reshape(-1).numpy() for x in (self.scale, self.shift, self.offsets)
+            ] + [np.float32(self.top)]
+            cells = np.empty(thresholds.shape, dtype=np.int64)
+            _tiled_kernel.cells(thresholds.numpy(), *self.row_terms[:3], self.row_terms[3], cells)
+            cells = torch.from_numpy(cells)
+            lookup = np.empty(n_rows * (n_cells + 1), dtype=np.int32)
+            _tiled_kernel.build_lookup(cells.numpy(), n_positives.numpy(), n_cells, n_bins, lookup)
+            positive_cells = cells[valid]
+        else:
+            positive_cells = self.cells(thresholds, torch.empty_like(thresholds), None)[valid]
+            # Lookup: exclusive running count of positives, the spacers counting one each.
+            counts = torch.zeros(n_rows * (n_cells + 1), dtype=torch.int32)
+            counts[row_cells.long()] = 1
+            counts.index_add_(0, positive_cells, _ones(len(positive_cells), torch.int32))
+            lookup = torch.cumsum(counts, 0, dtype=torch.int32).sub_(counts)
+            lookup[positive_cells] = lookup[positive_cells] + n_bins
+            lookup = lookup.numpy()
+        self.lookup = lookup
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
         # The positives in bin order, for the exact comparisons, padded for the scan of a cell.
         positive_cells = positive_cells.numpy()
@@ -80,7 +96,8 @@ class _Grid:
         run_end = np.searchsorted(positive_cells, positive_cells, side="right")
         self.more = np.append(run_end - 1 - np.arange(len(run_end)), np.zeros(width, np.int64))
         self.histogram = torch.zeros(2 * n_bins, dtype=torch.int64)
-        self.shared_at_least = np.zeros(n_bins, dtype=np.int64)
+        self.shared_bins = []
+        self.shared_at_least = np.zeros(n_bins, dtype=np.int64)  # from the fused loop
         self.shared_before = np.zeros(n_bins, dtype=np.int64)
 
     def cells(self, scores, work, out):
@@ -93,9 +110,24 @@ class _Grid:
 
     def count(self, scores, index, work, cells, bins):
         """Count the negatives of one tile: ``scores`` (c, m), their item ``index`` (m,)."""
+        if self.kernel is not None:
+            self.kernel(
+                scores.numpy(),
+                index,
+                *self.row_terms,
+                self.lookup,
+                self.n_bins,
+                self.histogram.numpy(),
+                self.positive_scores,
+                self.positive_index,
+                self.more,
+                self.shared_at_least,
+                self.shared_before,
+            )
+            return
         self.cells(scores, work, cells)
         flat_bins = bins.view(-1)
-        np.take(self.lookup, cells.view(-1).numpy(), out=flat_bins.numpy(), mode="clip")
+        np.take(self.lookup, cells.view(-1).numpy(), out=flat_bins.numpy(), mode="wrap")
         self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel()))
         shared = np.flatnonzero(flat_bins.numpy() >= self.n_bins)
         if len(shared):
@@ -108,9 +140,9 @@ class _Grid:
         score = scores.reshape(-1).numpy()[shared]
         first_bin = flat_bins.numpy()[shared].astype(np.int64) - self.n_bins
         first = first_bin - rows - 1  # the cell's first positive, in bin order
-        at_least = first_bin.copy()  # bin: after the positives scored <= the negative
-        before = first_bin.copy()  # bin: after the positives it ranks before
-        active = np.arange(len(shared))
+        # Bins: after the positives scored <= the negative, and after those it ranks before.
+        at_least, before = first_bin, first_bin.copy()
+        active = slice(None)
         for offset in range(self.width):  # the positives of the cell, by increasing score
             positive = first[active] + offset
             threshold = self.positive_scores[positive]
@@ -121,14 +153,14 @@ class _Grid:
             before[active] += below
             tied = np.flatnonzero(at_most != below)
             if len(tied):  # tied: the negative ranks before positives of larger index
-                columns = shared[active[tied]] - rows[active[tied]] * n_columns
-                larger = self.positive_index[positive[tied]] > index[columns]
-                before[active[tied]] += larger
-            active = active[at_most & (self.more[positive] > 0)]
-            if not len(active):
+                where = np.arange(len(shared))[active][tied]
+                columns = shared[where] - rows[where] * n_columns
+                before[where] += self.positive_index[positive[tied]] > index[columns]
+            next_active = np.flatnonzero(at_most & (self.more[positive] > 0))
+            if not len(next_active):
                 break
-        self.shared_at_least += np.bincount(at_least, minlength=self.n_bins)
-        self.shared_before += np.bincount(before, minlength=self.n_bins)
+            active = next_active if offset == 0 else active[next_active]
+        self.shared_bins.append((at_least, before))
 
     def negatives_above(self, n_positives):
         """Per positive ``j`` (c, width): negatives scored ``>= t_j``, and ranked before it."""
@@ -138,8 +170,11 @@ class _Grid:
         last = (first + n_positives)[:, None]
         clear = self.histogram[: self.n_bins]
         results = []
-        for shared in (self.shared_at_least, self.shared_before):
-            at_most = torch.cumsum(clear + torch.from_numpy(shared), 0)
+        lists = zip(*self.shared_bins, strict=True) if self.shared_bins else ((), ())
+        for fused, shared in zip((self.shared_at_least, self.shared_before), lists, strict=True):
+            if shared:
+                fused = fused + np.bincount(np.concatenate(shared), minlength=self.n_bins)
+            at_most = torch.cumsum(clear + torch.from_numpy(fused), 0)
             results.append(at_most[last] - at_most[bins])
         return results
 
@@ -214,8 +249,13 @@ def tiled_positive_statistics(class_scores, positive_columns, n_positives, tiles
         count(tile_scores, index.numpy())
         n_items += tile_scores.shape[1]
     negatives_at_least, negatives_before = grid.negatives_above(n_positives)
-    # Positives scored >= t_j (padding +inf sorts last, never counted), and before j.
-    positives_at_least = n_positives[:, None] - torch.searchsorted(thresholds, thresholds)
+    # Positives scored >= t_j: those from the first of its run of equal scores (padding +inf
+    # sorts last, never counted), and ranked before it.
+    slots = torch.arange(width)
+    new_score = torch.ones_like(valid)
+    new_score[:, 1:] = thresholds[:, 1:] != thresholds[:, :-1]
+    run_start = torch.cummax(torch.where(new_score, slots, 0), dim=1).values
+    positives_at_least = n_positives[:, None] - run_start
     positives_before = n_positives[:, None] - 1 - torch.arange(width)
     precision = positives_at_least.double() / (positives_at_least + negatives_at_least).double()
     auprc = precision.masked_fill_(~valid, 0).sum(dim=1) / n_positives.double()

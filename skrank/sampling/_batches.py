@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
+from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import encode_labels
 
 __all__ = ["ClassBalancedBatchSampler", "EpochBatches", "ShuffledBatchSampler"]
@@ -56,8 +57,23 @@ def make_generator(random_state, device):
     return generator
 
 
+#: The parameters of every epoch sampler, documented once (``{shared_parameters}``).
+_SAMPLER_PARAMETER_DOCS = {
+    "random_state": (
+        "int, RandomState instance or None",
+        "Seeds the sampler's generator; successive epochs draw successive batches.",
+    ),
+    "device": ("str or torch.device", "Where the index tensors are drawn and live."),
+}
+
+
 class _EpochSampler:
-    """Shared behaviour: a generator, iteration as numpy batches, and the generator's state."""
+    """Shared behaviour: a generator, iteration as numpy batches, and the generator's state;
+    the docs of the shared parameters (``random_state``, ``device``) in every subclass."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fill_shared_docs(_SAMPLER_PARAMETER_DOCS)(cls)
 
     def __init__(self, random_state, device):
         self.device = torch.device(device)
@@ -93,10 +109,7 @@ class ShuffledBatchSampler(_EpochSampler):
         Number of items.
     batch_size : int
         Items per batch.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the sampler's generator; successive epochs draw successive permutations.
-    device : str or torch.device, default="cpu"
-        Where the index tensors are drawn and live.
+    {shared_parameters}
 
     Examples
     --------
@@ -155,10 +168,7 @@ class ClassBalancedBatchSampler(_EpochSampler):
         Items per class in a batch (``M``).
     class_weights : {"proportional", "uniform"}, default="proportional"
         Probability of drawing a class: proportional to its size, or equal for all classes.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the sampler's generator; successive epochs draw successive batches.
-    device : str or torch.device, default="cpu"
-        Where the index tensors are drawn and live.
+    {shared_parameters}
 
     Examples
     --------

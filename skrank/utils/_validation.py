@@ -218,6 +218,23 @@ def _location(X, flat):
     return f"(at index {tuple(int(i) for i in index)})"
 
 
+def check_ndim(value, ndim, axes, *, input_name):
+    """Raise a ValueError naming ``input_name`` unless ``value`` (an array or a tensor) has
+    ``ndim`` dimensions; ``axes`` names them in the message, e.g. ``"(n_samples, n_labels)"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.utils._validation import check_ndim
+    >>> check_ndim(np.zeros(3), 2, "(n_rows, n_columns)", input_name="scores")
+    Traceback (most recent call last):
+    ...
+    ValueError: scores must be 2-D (n_rows, n_columns); got shape (3,).
+    """
+    if value.ndim != ndim:
+        raise ValueError(f"{input_name} must be {ndim}-D {axes}; got shape {tuple(value.shape)}.")
+
+
 def check_label_vector(y, *, input_name="y"):
     """Check class labels given to a (non-classifier) estimator: a 1-D array of hashable values.
 

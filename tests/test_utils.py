@@ -195,3 +195,15 @@ def test_fill_shared_docs_fills_class_methods_and_checks_the_signature():
 
             {unknown}
             """
+
+
+@pytest.mark.parametrize("value", [1, np.int64(7)])
+def test_check_positive_int_returns_a_python_int(value):
+    result = _validation.check_positive_int(value, "n")
+    assert result == value and type(result) is int
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.0, True, "3", None])
+def test_check_positive_int_names_the_argument(value):
+    with pytest.raises(ValueError, match=rf"^count must be a positive integer, got {value!r}\.$"):
+        _validation.check_positive_int(value, "count")

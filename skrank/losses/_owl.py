@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..utils._docstrings import fill_docs
-from ..utils._validation import check_ndim
+from ..utils._validation import check_ndim, check_positive_int
 
 __all__ = [
     "OrderedWeightedLoss",
@@ -193,8 +193,8 @@ def owl_weights(
     >>> owl_weights("topk", 4, top_k=2, scale="paper", n_labels=9)
     array([1., 1., 0., 0.])
     """
-    n_negatives = _check_count(n_negatives, "n_negatives")
-    top_k = _check_count(top_k, "top_k")
+    n_negatives = check_positive_int(n_negatives, "n_negatives")
+    top_k = check_positive_int(top_k, "top_k")
     if isinstance(kind, str):
         weights = _named_weights(kind, n_negatives, top_k, exponent)
     else:
@@ -264,12 +264,6 @@ def check_weight_vector(weights, n_negatives=None):
     if not weights.any():
         raise ValueError("The weights are all zero: the loss would ignore every negative.")
     return weights
-
-
-def _check_count(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
 
 
 # ---------------------------------------------------------------------------------- losses

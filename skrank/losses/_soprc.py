@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..utils._validation import check_ndim
+from ..utils._validation import check_ndim, check_positive_int
 
 __all__ = [
     "SOPRCLoss",
@@ -181,8 +181,7 @@ def interpolate_scores(scores, length, score_range=(-1.0, 1.0)):
     scores = torch.as_tensor(scores)
     if scores.ndim != 1 or scores.shape[0] == 0:
         raise ValueError(f"scores must be a non-empty 1-D tensor, got shape {tuple(scores.shape)}.")
-    if isinstance(length, bool) or not isinstance(length, Integral) or length < 1:
-        raise ValueError(f"length must be a positive integer, got {length!r}.")
+    check_positive_int(length, "length")
     counts = torch.tensor([scores.shape[0]], device=scores.device)
     lengths = torch.tensor([int(length)], device=scores.device)
     extended = _extend_sorted(scores.sort().values[None, :], counts, score_range)

@@ -15,7 +15,12 @@ from ..losses import OrderedWeightedLoss, owl_weights
 from ..losses._owl import check_weight_vector
 from ..metrics import FaissInnerProductIndex, top_k_inner_products
 from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
-from ..nn import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ..nn import (
+    TORCH_ATTRIBUTE_DOCS,
+    TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_DOCS,
+    BaseTorchEstimator,
+)
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -32,7 +37,7 @@ _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 _UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
 
 
-@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
+@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
 class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
     """Top-k classifier for very large label sets, trained by Stochastic Negative Mining.
 
@@ -248,12 +253,15 @@ default="hinge"
     def fit(self, X, y):
         """Fit the network and the label embeddings.
 
+        Multilabel rows without a positive label are dropped (with a warning). The label
+        embeddings start from the centroids of the training inputs of each label
+        (``label_init="centroid"``). ``validation_fraction`` of the rows is held out, and with
+        ``early_stopping`` training stops on their Precision@``score_k``. With
+        ``warm_start=True``, training continues from the previous fit, whose labels must repeat.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs; a sparse matrix is densified one mini-batch at a time. The network computes
-            in float32: the largest absolute value must lie in [2^-63, 2^63] (about 1.1e-19 to
-            9.2e18), or an error asks to scale ``X``.
+        {training_X}
         y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
             Multiclass labels (integers, strings, booleans, or floats with integer values, as
             scikit-learn's classifiers take), or a multilabel 0/1 indicator matrix, dense
@@ -465,8 +473,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
         k : int
             Number of labels per example, ``1 <= k <= n_labels``.
         return_scores : bool, default=False
@@ -490,8 +497,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -522,8 +528,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -555,8 +560,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
         y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
             True labels, in the format used at fit.
 

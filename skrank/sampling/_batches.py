@@ -8,7 +8,6 @@ it needs no host synchronisation. Iterating a sampler yields the valid indices o
 numpy arrays, so it also serves as the ``batch_sampler`` of a :class:`torch.utils.data.DataLoader`.
 """
 
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -17,6 +16,7 @@ from sklearn.utils import check_random_state
 
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import encode_labels
+from ..utils._validation import check_positive_int
 
 __all__ = ["ClassBalancedBatchSampler", "EpochBatches", "ShuffledBatchSampler"]
 
@@ -41,12 +41,6 @@ class EpochBatches(NamedTuple):
     indices: torch.Tensor
     valid: torch.Tensor
     groups: torch.Tensor | None = None
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
 
 
 def make_generator(random_state, device):
@@ -123,8 +117,8 @@ class ShuffledBatchSampler(_EpochSampler):
     """
 
     def __init__(self, n_samples, batch_size, *, random_state=None, device="cpu"):
-        self.n_samples = _check_positive_int(n_samples, "n_samples")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.n_samples = check_positive_int(n_samples, "n_samples")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         super().__init__(random_state, device)
 
     def __len__(self):
@@ -195,8 +189,8 @@ class ClassBalancedBatchSampler(_EpochSampler):
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] == 0:
             raise ValueError(f"y must be a non-empty 1-D array of labels, got shape {y.shape}.")
-        self.samples_per_class = _check_positive_int(samples_per_class, "samples_per_class")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.samples_per_class = check_positive_int(samples_per_class, "samples_per_class")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         if self.batch_size < 2 * self.samples_per_class:
             raise ValueError(
                 f"batch_size={batch_size} holds fewer than two classes of samples_per_class="

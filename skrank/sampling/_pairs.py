@@ -16,7 +16,6 @@ Every sampler returns a :class:`PairSample` whose weights sum to one, so that
 all blocks, equals) the mean of ``f`` over all negative pairs.
 """
 
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +24,7 @@ from sklearn.utils import check_random_state
 from ..utils._docstrings import fill_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import chunk_rows
+from ..utils._validation import check_positive_int
 
 __all__ = [
     "PairSample",
@@ -108,12 +108,6 @@ _DRAW_DOCS = {
 }
 
 
-def _check_n_draws(n_draws, name):
-    if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n_draws!r}.")
-    return int(n_draws)
-
-
 def _class_blocks(codes, counts):
     """Row indices sorted by class, and the start offset of each class block."""
     order = np.argsort(codes, kind="stable")
@@ -149,7 +143,7 @@ def sample_negative_pairs(y, n_pairs, random_state=None):
     >>> len(sample.first), float(sample.weight.sum())
     (3, 1.0)
     """
-    n_pairs = _check_n_draws(n_pairs, "n_pairs")
+    n_pairs = check_positive_int(n_pairs, "n_pairs")
     codes, counts = class_codes(y, negatives=True)
     rng = check_random_state(random_state)
     n = codes.shape[0]
@@ -199,7 +193,7 @@ def sample_negative_tuples(y, n_tuples, random_state=None):
     >>> sample.weight
     array([0.2, 0.2, 0.1, 0.2, 0.2, 0.1])
     """
-    n_tuples = _check_n_draws(n_tuples, "n_tuples")
+    n_tuples = check_positive_int(n_tuples, "n_tuples")
     codes, counts = class_codes(y, negatives=True)
     rng = check_random_state(random_state)
     order, starts = _class_blocks(codes, counts)
@@ -239,7 +233,7 @@ def iter_negative_pairs(y, max_pairs_per_block=None):
     if max_pairs_per_block is None:
         rows_per_block = chunk_rows(n - 1, 26 * n)
     else:
-        max_pairs_per_block = _check_n_draws(max_pairs_per_block, "max_pairs_per_block")
+        max_pairs_per_block = check_positive_int(max_pairs_per_block, "max_pairs_per_block")
         rows_per_block = max(1, max_pairs_per_block // n)
     columns = np.arange(n)
     for start in range(0, n - 1, rows_per_block):

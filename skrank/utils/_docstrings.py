@@ -44,15 +44,21 @@ def render_entries(entries, defaults=None, indent=4):
     return "\n".join(lines)
 
 
-def fill_shared_docs(parameters=None, attributes=None):
+def fill_shared_docs(parameters=None, attributes=None, methods=None):
     """Class decorator: replace the marker lines ``{shared_parameters}`` and
-    ``{shared_attributes}`` of the class docstring by the rendered entries.
+    ``{shared_attributes}`` of the class docstring by the rendered entries, and the marker
+    lines of its methods' docstrings by the entries ``methods`` (as :func:`fill_docs` does).
 
-    Parameter defaults are read from the class's ``__init__`` signature, so the documented
-    default is always the actual one.
+    Parameter defaults are read from the class's ``__init__`` signature (for the methods, from
+    each method's signature), so the documented default is always the actual one.
     """
 
     def decorate(cls):
+        if methods is not None:
+            for attribute in vars(cls).values():
+                function = getattr(attribute, "__func__", attribute)  # a classmethod's function
+                if inspect.isfunction(function) and _MARKER.search(function.__doc__ or ""):
+                    fill_docs(methods)(function)
         doc = cls.__doc__
         if parameters is not None:
             signature = inspect.signature(cls.__init__).parameters

@@ -13,6 +13,7 @@
 
 import contextlib
 import re
+from numbers import Integral
 
 import numpy as np
 from scipy import sparse
@@ -216,6 +217,14 @@ def _location(X, flat):
     if len(index) == 2:
         return f"(row {int(index[0])}, column {int(index[1])})"
     return f"(at index {tuple(int(i) for i in index)})"
+
+
+def check_positive_int(value, name):
+    """``value`` as an int, or a ValueError naming ``name`` unless it is an integer >= 1
+    (booleans are refused)."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
 
 
 def check_ndim(value, ndim, axes, *, input_name):

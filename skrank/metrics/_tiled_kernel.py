@@ -8,6 +8,8 @@ table gives its bin, and a negative sharing a cell with positives is compared wi
 once. The functions are None when numba is not installed.
 """
 
+import numpy as np
+
 try:
     import numba
 except ImportError:  # pragma: no cover - numba is optional
@@ -74,23 +76,32 @@ if numba is not None:
         shared_at_least,
         shared_before,
     ):
-        """Add the negatives of ``scores`` (c, m) to the bins (see ``_Grid.count``)."""
+        """Add the negatives of ``scores`` (c, m) to the bins (see ``_Grid.count``).
+
+        Every score adds one to its lookup bin (a negative in a cell holding positives to a bin
+        ``>= n_bins``, never read), and the columns of those are listed without a branch; they
+        are then compared with the positives of their cell.
+        """
         n_rows, n_columns = scores.shape
+        shared = np.empty(n_columns + 1, dtype=np.int64)
         for row in range(n_rows):
             row_scale = scale[row]
             row_shift = shift[row]
             row_offset = offsets[row]
+            n_shared = 0
             for column in range(n_columns):
+                bin_ = lookup[_cell(scores[row, column], row_scale, row_shift, top, row_offset)]
+                histogram[bin_] += 1
+                shared[n_shared] = column
+                n_shared += bin_ >= n_bins
+            for k in range(n_shared):
+                column = shared[k]
                 score = scores[row, column]
-                bin_ = lookup[_cell(score, row_scale, row_shift, top, row_offset)]
-                if bin_ < n_bins:
-                    histogram[bin_] += 1
-                    continue
-                first_bin = bin_ - n_bins
-                positive = first_bin - row - 1
+                first_bin = lookup[_cell(score, row_scale, row_shift, top, row_offset)] - n_bins
+                positive = first_bin - row - 1  # the cell's first positive
                 at_least = first_bin
                 before = first_bin
-                while True:
+                while True:  # the positives of the cell, by increasing (score, -index)
                     threshold = positive_scores[positive]
                     if threshold > score:
                         break

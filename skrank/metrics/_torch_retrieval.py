@@ -8,6 +8,8 @@ user's float64 values for a callable), and reduced to per-query statistics by
 :func:`skrank.metrics._ranks.positive_statistics`.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import torch
 from tqdm.auto import tqdm
@@ -273,17 +275,19 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     check_block_fits(block_size, n_items, n_bytes, device)
 
     def similarity(queries, start, stop, out=None):
-        scores = torch.mm(table[queries], table[start:stop].T, out=out)
+        """Scores of the rows ``queries = (table rows, their squared norms)`` to items."""
+        rows, row_norms = queries
+        scores = torch.mm(rows, table[start:stop].T, out=out)
         if norms is not None:
-            scores.mul_(2).sub_(norms[queries, None]).sub_(norms[None, start:stop])
+            scores.mul_(2).sub_(row_norms).sub_(norms[None, start:stop])
         return scores
 
     def tiles(queries, skip_start, skip_stop):
-        buffer = torch.empty(len(queries) * _tiled_ranks.TILE_ITEMS)
+        buffer = torch.empty(len(queries[0]) * _tiled_ranks.TILE_ITEMS)
         for first, last in ((0, skip_start), (skip_stop, n_items)):
             for start in range(first, last, _tiled_ranks.TILE_ITEMS):
                 stop = min(start + _tiled_ranks.TILE_ITEMS, last)
-                out = buffer[: len(queries) * (stop - start)].view(len(queries), stop - start)
+                out = buffer[: len(queries[0]) * (stop - start)].view(-1, stop - start)
                 yield similarity(queries, start, stop, out=out), members_t[start:stop]
 
     n_positives = sizes[codes] - 1
@@ -292,38 +296,51 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     map_at_r = np.full(n_items, np.nan)
     positives_in_top_k = np.zeros((n_items, len(ks)), dtype=np.int64)
     ks_t = torch.from_numpy(np.asarray(ks, dtype=np.int64))
+
+    def rank_block(block_start):
+        block = np.arange(block_start, min(block_start + block_size, n_items))
+        bar.update(len(block))
+        block = block[sizes[sorted_codes[block]] > 1]
+        if not len(block):
+            return
+        first, last = int(class_start[block].min()), int(class_end[block].max())
+        queries = torch.from_numpy(block)
+        rows = (table[queries], None if norms is None else norms[queries, None])
+        class_scores = similarity(rows, first, last)
+        class_scores[torch.arange(len(block)), queries - first] = -torch.inf
+        starts = torch.from_numpy(class_start[block] - first)
+        columns, block_positives = _positive_columns(
+            queries - first - starts,
+            torch.from_numpy(sizes[sorted_codes[block]]),
+            starts,
+            torch.arange(last - first),
+        )
+        auprc, ranks = _tiled_ranks.tiled_positive_statistics(
+            class_scores, columns, block_positives, tiles(rows, first, last), members_t[first:last]
+        )
+        statistics = (auprc, *rank_scores(ranks, block_positives, ks_t))
+        where = members[block]
+        query_auprc[where] = statistics[0].numpy()
+        positives_in_top_k[where] = statistics[1].numpy()
+        r_precision[where] = statistics[2].numpy()
+        map_at_r[where] = statistics[3].numpy()
+
+    # torch's threads: one block per thread, each block on one thread (the fused loop and the
+    # small products of a block gain nothing from more, and idle OpenMP threads spinning
+    # beside the loop would slow it down).
+    n_threads = torch.get_num_threads()
     bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
     try:
-        for block_start in range(0, n_items, block_size):
-            block = np.arange(block_start, min(block_start + block_size, n_items))
-            bar.update(len(block))
-            block = block[sizes[sorted_codes[block]] > 1]
-            if not len(block):
-                continue
-            first, last = int(class_start[block].min()), int(class_end[block].max())
-            queries = torch.from_numpy(block)
-            class_scores = similarity(queries, first, last)
-            class_scores[torch.arange(len(block)), queries - first] = -torch.inf
-            starts = torch.from_numpy(class_start[block] - first)
-            columns, block_positives = _positive_columns(
-                queries - first - starts,
-                torch.from_numpy(sizes[sorted_codes[block]]),
-                starts,
-                torch.arange(last - first),
-            )
-            auprc, ranks = _tiled_ranks.tiled_positive_statistics(
-                class_scores,
-                columns,
-                block_positives,
-                tiles(queries, first, last),
-                members_t[first:last],
-            )
-            statistics = (auprc, *rank_scores(ranks, block_positives, ks_t))
-            where = members[block]
-            query_auprc[where] = statistics[0].numpy()
-            positives_in_top_k[where] = statistics[1].numpy()
-            r_precision[where] = statistics[2].numpy()
-            map_at_r[where] = statistics[3].numpy()
+        torch.set_num_threads(1)
+        starts = range(0, n_items, block_size)
+        if n_threads == 1:
+            for block_start in starts:
+                rank_block(block_start)
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                for _ in pool.map(rank_block, starts):
+                    pass
     finally:
+        torch.set_num_threads(n_threads)
         bar.close()
     return n_positives, query_auprc, r_precision, map_at_r, positives_in_top_k

@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import ClassifierMixin
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.preprocessing import normalize
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -16,7 +18,7 @@ from ..losses import OrderedWeightedLoss, owl_weights
 from ..losses._owl import check_weight_vector
 from ..metrics import FaissInnerProductIndex, top_k_inner_products
 from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
-from ..nn import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ..nn import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator, EarlyStopping
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -24,7 +26,12 @@ from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._params import store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
-from ._label_embedding import LabelEmbeddingNetwork, RowSparseOptimizer, label_centroids
+from ._label_embedding import (
+    LabelEmbeddingNetwork,
+    RowSparseOptimizer,
+    label_centroids,
+    principal_input_directions,
+)
 
 __all__ = ["SNMClassifier"]
 
@@ -119,11 +126,24 @@ default="hinge"
         everywhere.
     learn_score_scale : bool, default=True
         Learn the scale with the network.
+    input_normalization : {"auto", "tfidf", "l2"} or None, default="auto"
+        What the network reads: ``"tfidf"``, the features reweighted by their inverse document
+        frequency in the training rows, ``1 + log`` of positive values, rows scaled to unit
+        norm (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``; needs non-negative
+        features: counts or indicators); ``"l2"``, rows scaled to unit norm; None, the
+        features as given. ``"auto"``: ``"tfidf"`` for a sparse ``X`` without negative values
+        (bag-of-words-like data, as in extreme classification), None otherwise;
+        ``input_normalization_`` holds the choice. On validation splits of Bibtex and the
+        generator's data TF-IDF raised P@1 (see the User Guide).
     label_init : {"centroid", "random"}, default="centroid"
-        Initial label embeddings: ``"centroid"``, the mean of the initial input embeddings
-        of each label's training examples (the model starts as a nearest-centroid rule in the
-        embedding space; labels without a training example start at random); ``"random"``,
-        Gaussian rows.
+        Initial model: ``"centroid"`` starts each label embedding at the mean of the input
+        embeddings of its training examples (labels without a training example start at
+        random); with a linear encoder (``hidden_layer_sizes=()``) the encoder also starts as
+        the projection onto the ``embedding_dim`` principal directions of the (normalised)
+        training inputs and their label centroids, so that the model starts as the
+        nearest-centroid rule of the input space (exactly when ``embedding_dim`` reaches the
+        number of features). Early stopping scores this start too, and keeps it if no epoch
+        beats it on the validation rows. ``"random"``: Gaussian label rows and encoder.
     label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
         Optimiser of the label table (:class:`~skrank.multilabel.RowSparseOptimizer`); all three
         update only the rows read by a step (plain SGD without momentum, as momentum would have
@@ -157,6 +177,10 @@ default="hinge"
     {shared_attributes}
     n_features_in_ : int
         Number of input features.
+    input_normalization_ : {"tfidf", "l2"} or None
+        The ``input_normalization`` used (``"auto"`` resolved).
+    input_transformer_ : sklearn.feature_extraction.text.TfidfTransformer or None
+        The fitted TF-IDF weighting, if used.
 
     Examples
     --------
@@ -192,6 +216,7 @@ default="hinge"
         "scores": [StrOptions({"cosine", "dot"})],
         "score_scale": [Interval(Real, 0, None, closed="neither")],
         "learn_score_scale": ["boolean"],
+        "input_normalization": [StrOptions({"auto", "tfidf", "l2"}), None],
         "label_init": [StrOptions({"centroid", "random"})],
         "label_optimizer": [StrOptions({"sparse_adam", "adagrad", "sgd"})],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
@@ -217,6 +242,7 @@ default="hinge"
         scores="cosine",
         score_scale=10.0,
         learn_score_scale=True,
+        input_normalization="auto",
         label_init="centroid",
         label_optimizer="adagrad",
         label_learning_rate=None,
@@ -270,6 +296,7 @@ default="hinge"
                 self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
             )
         check_float32_range(X, estimator="SNMClassifier")
+        X = self._normalize_inputs(X, fitting=True)
         classes, positives, self._multilabel_output = _encode_targets(y)
         if (
             self.warm_start
@@ -341,6 +368,21 @@ default="hinge"
         )
 
     # ------------------------------------------------------------------ engine steps
+    def get_default_callbacks(self):
+        # Early stopping also scores the starting point (the centroid rule): training that
+        # never beats it on the validation rows keeps it.
+        return [
+            _EarlyStoppingFromStart(
+                monitor=c.monitor,
+                tol=c.tol,
+                patience=c.patience,
+                restore_best_weights=c.restore_best_weights,
+            )
+            if type(c) is EarlyStopping
+            else c
+            for c in super().get_default_callbacks()
+        ]
+
     def initialize_module(self, n_features):
         network = LabelEmbeddingNetwork(
             n_features,
@@ -358,6 +400,17 @@ default="hinge"
         network.label_embeddings.weight.requires_grad_(False)
         if self.label_init == "centroid":
             X, positives = self._initialization_data
+            if not tuple(self.hidden_layer_sizes):
+                # A linear encoder starts as the coordinates in the principal subspace of the
+                # inputs and centroids: the model starts as the input space's centroid rule.
+                linear = network.encoder.layers[-1]
+                seed = int(torch.randint(2**31 - 1, ()))  # fit seeds torch alike on every rank
+                directions = principal_input_directions(
+                    X, positives, self.embedding_dim, random_state=seed
+                )
+                with torch.no_grad():
+                    linear.weight.copy_(torch.as_tensor(directions, dtype=linear.weight.dtype))
+                    linear.bias.zero_()
             centroids = label_centroids(
                 network, X, positives, chunk_rows(X.shape[0], 4 * (n_features + self.embedding_dim))
             )
@@ -456,7 +509,29 @@ default="hinge"
             X = validate_data(
                 self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
             )
-        return check_float32_range(X, estimator="SNMClassifier", fitting=False)
+        X = check_float32_range(X, estimator="SNMClassifier", fitting=False)
+        return self._normalize_inputs(X, fitting=False)
+
+    def _normalize_inputs(self, X, fitting):
+        """``X`` as the network reads it (``input_normalization``); at fit, learn the idf."""
+        if fitting and not (self.warm_start and hasattr(self, "input_normalization_")):
+            self.input_transformer_ = None
+            negative = (X.data if sp.issparse(X) else X).min(initial=0) < 0
+            self.input_normalization_ = self.input_normalization
+            if self.input_normalization == "auto":
+                self.input_normalization_ = "tfidf" if sp.issparse(X) and not negative else None
+            if self.input_normalization_ == "tfidf":
+                if negative:
+                    raise ValueError(
+                        "input_normalization='tfidf' needs non-negative features (counts or "
+                        "indicators); X has negative values. Use input_normalization='l2' or "
+                        "None."
+                    )
+                self.input_transformer_ = TfidfTransformer(sublinear_tf=True).fit(X)
+        if self.input_transformer_ is not None:
+            transformed = self.input_transformer_.transform(X)
+            return transformed if sp.issparse(X) else transformed.toarray()
+        return normalize(X) if self.input_normalization_ == "l2" else X
 
     def predict_top_k(self, X, k, return_scores=False):
         """The ``k`` highest-scored labels of each example, best first.
@@ -582,6 +657,24 @@ default="hinge"
         tags.input_tags.sparse = True
         tags.classifier_tags.multi_label = True
         return tags
+
+
+class _EarlyStoppingFromStart(EarlyStopping):
+    """EarlyStopping whose first best is the validation score of the untrained model."""
+
+    def on_train_begin(self, estimator, X, y, validation):
+        super().on_train_begin(estimator, X, y, validation)
+        if self.monitor == "validation_score" and not estimator.history_:
+            self._best = float(estimator.validation_score(*validation))
+            if self.restore_best_weights:
+                self._best_weights = estimator.snapshot_weights()
+
+    def on_train_end(self, estimator, interrupted):
+        if self._waited >= estimator.n_iter_ > 0:
+            # No epoch beat the start: running longer would not have helped.
+            self._stopped = True
+            estimator.converged_ = True
+        super().on_train_end(estimator, interrupted)
 
 
 # ---------------------------------------------------------------------- target handling

@@ -466,24 +466,28 @@ def test_principal_input_directions_span_inputs_and_centroids():
 
 
 def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
-    """Validation that never beats the start keeps the start: the nearest-centroid rule on
-    TF-IDF inputs (input dropout off at prediction), with the scores scaled by 10."""
+    """Validation that never beats the start keeps the start, rebuilt from every training row:
+    the nearest-centroid rule on TF-IDF inputs, the scores scaled by 10."""
     X, y = bag_of_words()
     calls = []
     monkeypatch.setattr(
         SNMClassifier, "validation_score", lambda self, X, y: 1.0 if not calls.append(1) else 0.0
     )
-    params = dict(embedding_dim=32, n_negatives=8, max_epochs=3, learning_rate=0.05)
+    params = dict(n_negatives=8, max_epochs=3, learning_rate=0.05)
     clf = SNMClassifier(random_state=0, **params).fit(X, y)
     assert len(calls) == 4 and len(clf.history_) == 3  # the start, then 3 epochs
-    assert clf.input_normalization_ == "tfidf"
-    train = clf._split_validation(X, y)[0]
-    tfidf = TfidfTransformer(sublinear_tf=True).fit(X)
-    inputs, fit_inputs = tfidf.transform(X).toarray(), tfidf.transform(train).toarray()
-    fit_labels = clf._split_validation(X, y)[1]
-    centroids = np.array([fit_inputs[fit_labels == k].mean(axis=0) for k in range(12)])
+    assert clf.input_normalization_ == "tfidf" and clf.embedding_dim_ == 30  # n_features
+    inputs = TfidfTransformer(sublinear_tf=True).fit(X).transform(X).toarray()
+    centroids = np.array([inputs[y == k].mean(axis=0) for k in range(12)])
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
     np.testing.assert_allclose(clf.decision_function(X), 10 * inputs @ centroids.T, atol=1e-4)
+    # an epoch that beats the start is kept instead
+    calls.clear()
+    monkeypatch.setattr(
+        SNMClassifier, "validation_score", lambda self, X, y: len(calls.append(1) or calls)
+    )
+    trained = SNMClassifier(random_state=0, **params).fit(X, y)
+    assert np.abs(trained.decision_function(X) - clf.decision_function(X)).max() > 0.1
 
 
 def test_input_normalization_is_applied_at_fit_and_prediction():
@@ -496,7 +500,9 @@ def test_input_normalization_is_applied_at_fit_and_prediction():
         inside = SNMClassifier(input_normalization=option, **params).fit(X, y)
         outside = SNMClassifier(input_normalization=None, **params).fit(transform(X), y)
         np.testing.assert_allclose(
-            inside.decision_function(X[:20]), outside.decision_function(transform(X[:20])), atol=1e-5
+            inside.decision_function(X[:20]),
+            outside.decision_function(transform(X[:20])),
+            atol=1e-5,
         )
     # "auto": tf-idf for sparse non-negative inputs only
     assert SNMClassifier(**params).fit(X.toarray(), y).input_normalization_ is None

@@ -95,8 +95,12 @@ default="hinge"
     weight_scale : {"normalized", "paper"}, default="normalized"
         ``"normalized"``: weights sum to 1. ``"paper"``: largest weight ``(K - 1)/(k' B)``, the
         scaling of the paper's theory.
-    embedding_dim : int, default=512
-        Dimension of the input and label embeddings.
+    embedding_dim : int or "auto", default="auto"
+        Dimension ``d`` of the input and label embeddings. ``"auto"``: the number of
+        features, at most 1024 (``embedding_dim_`` holds the value used), so that a linear
+        encoder can start as the exact input-space centroid rule (see ``label_init``). The
+        label table and its Adagrad state take ``8 K d`` bytes: with millions of labels set a
+        smaller ``d`` (e.g. 128).
     hidden_layer_sizes : tuple of int, default=()
         Hidden layers of the input network; ``()``, a linear map to the embedding, is what
         generalises on sparse data with few examples per label (the paper: ``(512,)``, ReLU
@@ -177,6 +181,8 @@ default="hinge"
     {shared_attributes}
     n_features_in_ : int
         Number of input features.
+    embedding_dim_ : int
+        The embedding dimension used (``"auto"`` resolved).
     input_normalization_ : {"tfidf", "l2"} or None
         The ``input_normalization`` used (``"auto"`` resolved).
     input_transformer_ : sklearn.feature_extraction.text.TfidfTransformer or None
@@ -208,7 +214,7 @@ default="hinge"
         "negative_weights": [StrOptions({"topk", "uniform", "power"}), "array-like"],
         "power_exponent": [Interval(Real, 0, None, closed="left")],
         "weight_scale": [StrOptions({"normalized", "paper"})],
-        "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
         "dropout": [Interval(Real, 0, 1, closed="left")],
@@ -234,7 +240,7 @@ default="hinge"
         negative_weights="topk",
         power_exponent=1.0,
         weight_scale="normalized",
-        embedding_dim=512,
+        embedding_dim="auto",
         hidden_layer_sizes=(),
         activation="relu",
         dropout=0.0,
@@ -307,13 +313,34 @@ default="hinge"
         self.classes_ = classes
         X, positives = _drop_rows_without_positives(X, positives)
         self._check_label_parameters(len(classes))
+        if not (self.warm_start and hasattr(self, "embedding_dim_")):
+            self.embedding_dim_ = (
+                min(X.shape[1], 1024) if self.embedding_dim == "auto" else self.embedding_dim
+            )
         X_train, y_train, validation = self._split_validation(X, positives)
         self._faiss_index = None
         self._initialization_data = (X_train, y_train)
         try:
-            return self.fit_loop(X_train, y_train, validation)
+            self.fit_loop(X_train, y_train, validation)
+            if self.label_init == "centroid" and validation is not None and self._kept_start():
+                # No epoch beat the start: rebuild it from every training row (the validation
+                # rows included), with the seed the first one had.
+                self._initialization_data = (X, positives)
+                device = next(self.module_.parameters()).device
+                with torch.random.fork_rng():
+                    torch.manual_seed(
+                        int(self._shared_random_state().randint(np.iinfo(np.int32).max))
+                    )
+                    self.module_ = self.initialize_module(X.shape[1]).to(device).eval()
+                self.optimizers_ = self.initialize_optimizers()  # on the new parameters
+            return self
         finally:
             del self._initialization_data
+
+    def _kept_start(self):
+        """Whether early stopping kept the untrained model (no epoch beat it)."""
+        stoppers = [c for c in self.callbacks_ if isinstance(c, _EarlyStoppingFromStart)]
+        return bool(stoppers) and stoppers[0].kept_start
 
     def _check_label_parameters(self, n_labels):
         """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
@@ -387,7 +414,7 @@ default="hinge"
         network = LabelEmbeddingNetwork(
             n_features,
             len(self.classes_),
-            embedding_dim=self.embedding_dim,
+            embedding_dim=self.embedding_dim_,
             hidden_layer_sizes=tuple(self.hidden_layer_sizes),
             activation=self.activation,
             dropout=self.dropout,
@@ -406,13 +433,16 @@ default="hinge"
                 linear = network.encoder.layers[-1]
                 seed = int(torch.randint(2**31 - 1, ()))  # fit seeds torch alike on every rank
                 directions = principal_input_directions(
-                    X, positives, self.embedding_dim, random_state=seed
+                    X, positives, self.embedding_dim_, random_state=seed
                 )
                 with torch.no_grad():
                     linear.weight.copy_(torch.as_tensor(directions, dtype=linear.weight.dtype))
                     linear.bias.zero_()
             centroids = label_centroids(
-                network, X, positives, chunk_rows(X.shape[0], 4 * (n_features + self.embedding_dim))
+                network,
+                X,
+                positives,
+                chunk_rows(X.shape[0], 4 * (n_features + self.embedding_dim_)),
             )
             seen = torch.from_numpy(np.diff(positives.tocsc().indptr) > 0)
             with torch.no_grad():
@@ -664,12 +694,14 @@ class _EarlyStoppingFromStart(EarlyStopping):
 
     def on_train_begin(self, estimator, X, y, validation):
         super().on_train_begin(estimator, X, y, validation)
+        self.kept_start = False
         if self.monitor == "validation_score" and not estimator.history_:
             self._best = float(estimator.validation_score(*validation))
             if self.restore_best_weights:
                 self._best_weights = estimator.snapshot_weights()
 
     def on_train_end(self, estimator, interrupted):
+        self.kept_start = self._best_weights is not None and self._waited >= estimator.n_iter_
         if self._waited >= estimator.n_iter_ > 0:
             # No epoch beat the start: running longer would not have helped.
             self._stopped = True

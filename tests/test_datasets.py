@@ -568,3 +568,15 @@ def test_make_large_output_classification_noise_free_data_is_decodable():
 def test_make_large_output_classification_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         make_large_output_classification(**kwargs)
+
+
+def test_mulan_loader_docstrings_state_the_loaded_sizes(mulan_sets):
+    # The loaders' docstrings are made from the data set table: their size tables must say
+    # what the loaders return.
+    loader, bunches = mulan_sets
+    n_train, n_test = (bunches[subset].data.shape[0] for subset in ("train", "test"))
+    n_features, n_labels = bunches["all"].data.shape[1], bunches["all"].target.shape[1]
+    assert f"{n_train:,} train, {n_test:,} test, {n_train + n_test:,} all" in loader.__doc__
+    lines = {line.split()[0]: line.split()[-1] for line in loader.__doc__.splitlines()[4:9]}
+    assert lines["Labels"] == f"{n_labels:,}" and lines["Dimensionality"] == f"{n_features:,}"
+    assert loader.__name__ == loader.__qualname__ and loader.__module__ == "skrank.datasets._real"

@@ -11,19 +11,29 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import SOPRCLoss
 from ..metrics import mean_auprc_score
-from ..nn import MLP, TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ..nn import (
+    MLP,
+    TORCH_ATTRIBUTE_DOCS,
+    TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_DOCS,
+    BaseTorchEstimator,
+)
 from ..nn._distributed import gather, gather_with_gradient
 from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
-from ..utils._labels import check_class_counts, encode_labels
+from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
 
 
-@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
+@fill_shared_docs(
+    TORCH_PARAMETER_DOCS,
+    TORCH_ATTRIBUTE_DOCS,
+    methods={**TORCH_INPUT_DOCS, **CLASS_LABELS_DOCS},
+)
 class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorchEstimator):
     """Embedding whose cosine-similarity ranking maximises AUPRC, trained by SOPRC.
 
@@ -174,14 +184,16 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def fit(self, X, y):
         """Train the embedding on labelled items.
 
+        Holds out ``validation_fraction`` of the items (stratified by class when every class
+        has two items; the held-out part must keep a class with two items), then trains on
+        class-balanced batches for at most ``max_epochs`` epochs. With ``warm_start=True``,
+        training continues from the previous fit, whose classes ``y`` must repeat.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training items. The network computes in float32: the largest absolute value must
-            lie in [2^-63, 2^63] (about 1.1e-19 to 9.2e18), or an error asks to scale ``X``.
-        y : array-like of shape (n_samples,)
-            Class labels (any hashable values, floats included; not NaN or None); items of the
-            same class are positives of each other.
+        {training_X}
+        {class_labels}
+            Items of the same class are positives of each other.
 
         Returns
         -------

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..utils._validation import check_ndim, check_positive_int
+
 __all__ = [
     "SOPRCLoss",
     "interpolate_scores",
@@ -179,8 +181,7 @@ def interpolate_scores(scores, length, score_range=(-1.0, 1.0)):
     scores = torch.as_tensor(scores)
     if scores.ndim != 1 or scores.shape[0] == 0:
         raise ValueError(f"scores must be a non-empty 1-D tensor, got shape {tuple(scores.shape)}.")
-    if isinstance(length, bool) or not isinstance(length, Integral) or length < 1:
-        raise ValueError(f"length must be a positive integer, got {length!r}.")
+    check_positive_int(length, "length")
     counts = torch.tensor([scores.shape[0]], device=scores.device)
     lengths = torch.tensor([int(length)], device=scores.device)
     extended = _extend_sorted(scores.sort().values[None, :], counts, score_range)
@@ -492,10 +493,7 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        if embeddings.ndim != 2:
-            raise ValueError(
-                f"embeddings must be 2-D (batch_size, n_dims), got {tuple(embeddings.shape)}."
-            )
+        check_ndim(embeddings, 2, "(batch_size, n_dims)", input_name="embeddings")
         layout = _GroupLayout.of(self._check_labels(labels, embeddings.shape[0]))
         grouped = embeddings[layout.index].view(*layout.valid.shape, -1)
         return self.forward_grouped(grouped, layout.classes, layout.valid)
@@ -518,11 +516,7 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        if embeddings.ndim != 3:
-            raise ValueError(
-                "embeddings must be 3-D (n_groups, group_size, n_dims), got "
-                f"{tuple(embeddings.shape)}."
-            )
+        check_ndim(embeddings, 3, "(n_groups, group_size, n_dims)", input_name="embeddings")
         n_groups, size, _ = embeddings.shape
         # Symmetric up to rounding: the pair shortcut reads s_qp for s_pq, 1e-7 apart at most.
         scores = _CosineGram.apply(embeddings.reshape(n_groups * size, -1))

@@ -73,7 +73,7 @@ def test_same_random_state_same_model():
 
 def test_auxiliary_vectors_are_sorted_estimates_of_positive_scores():
     X, y = _data()
-    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    model = SOPRCEmbedder(**FAST, tpr_source="auxiliary", random_state=0).fit(X, y)
     loss = model.criterion_
     counts = np.bincount(y)
     assert loss.auxiliary_lengths.tolist() == list(counts - 1)

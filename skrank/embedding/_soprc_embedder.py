@@ -64,14 +64,15 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     tau2 : float, default=0.001
         Temperature of the TPR surrogate (one-sided sigmoid).
     beta : float, default=0.1
-        Moving-average rate of the per-class auxiliary vectors.
+        Moving-average rate of the per-class auxiliary vectors (``tpr_source="auxiliary"``
+        only).
     lambda_pos : float, default=5.0
         Weight of the semi-variance of positive scores below their mean (0 disables it).
     lambda_neg : float, default=1.0
         Weight of the semi-variance of negative scores above their mean (0 disables it).
     max_auxiliary_length : int or None, default=None
         Cap on the length ``L_c = n_c - 1`` of the auxiliary vectors; memory per step grows as
-        ``batch_size * (samples_per_class - 1) * max L_c``.
+        ``batch_size * (samples_per_class - 1) * max L_c`` (``tpr_source="auxiliary"`` only).
     prior : {"dataset", "batch"}, default="dataset"
         Class prior of the estimator; ``"batch"`` is the biased AP-style ablation.
     tpr_source : {"auxiliary", "batch"}, default="batch"
@@ -80,7 +81,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         estimate of the scores of all positives). ``"batch"`` is the default since 0.2: on
         classes unseen in training (``benchmarks/bench_soprc_disjoint.py``, chosen on held-out
         training classes) it gave 0.02 more validation mean AUPRC over three seeds; see the
-        :ref:`User Guide <soprc>`.
+        :ref:`User Guide <soprc>`. With ``"batch"`` the loss keeps no auxiliary vectors.
     samples_per_class : int, default=4
         Items of each class in a batch (``M``); a batch holds ``P = batch_size // M`` classes.
     class_weights : {"proportional", "uniform"}, default="proportional"
@@ -95,7 +96,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     module_ : torch.nn.Module
         The trained embedding network.
     criterion_ : skrank.losses.SOPRCLoss
-        The loss with its auxiliary vectors.
+        The loss, with its auxiliary vectors when ``tpr_source="auxiliary"`` (with ``"batch"``
+        its ``auxiliary`` buffer is empty).
     n_components_ : int
         Embedding dimension.
     {shared_attributes}

@@ -123,8 +123,9 @@ class CurveDisplay:
 
         Returns
         -------
-        display : CurveDisplay
-            The display itself, holding ``line_``, ``ax_``, ``figure_`` and the markers.
+        display : display of the same class
+            The display itself (``self``), holding ``line_``, ``ax_``, ``figure_`` and the
+            markers of its points.
         """
         label = draw_curve(
             self,

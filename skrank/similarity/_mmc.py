@@ -27,14 +27,12 @@ __all__ = ["MMC"]
 
 # The parameters of the methods that evaluate the metric on labelled items (fill_docs).
 _EVALUATION_DOCS = {
-    "evaluation_parameters": """
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, and a class with two items).
-        """
+    "evaluation_parameters": {
+        "Parameters": [
+            ("X", "array-like of shape (n_samples, n_features)", "Items."),
+            CLASS_LABELS_DOCS["class_labels"],
+        ]
+    }
 }
 
 

@@ -118,8 +118,8 @@ def mmc_search(quick=False):
     ``scatter_ridge`` in {1, 10, 100} and ``min_rank`` in {0.25, 0.5, 0.75, 1} (the defaults
     1 / 0.5 among them; large ridges and ``min_rank=1`` approach the Euclidean metric).
     Validation: 5 stratified folds repeated 3 times (with ``quick``: 3 folds once, ridges
-    {1, 100} and ``min_rank=0.5`` only). Choice:
-    the best mean 5-NN accuracy unless the Euclidean metric is within one standard error of it
+    {1, 100} and ``min_rank=0.5`` only). Choice: the best mean 5-NN accuracy unless the
+    Euclidean metric is within one standard error of it
     (:func:`~skrank.similarity.one_standard_error_rule`).
     """
     from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold

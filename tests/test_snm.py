@@ -8,12 +8,15 @@ import pytest
 import scipy.sparse as sp
 import torch
 from sklearn.exceptions import NotFittedError
+from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.model_selection import GridSearchCV
+from sklearn.preprocessing import normalize
 
 from skrank import SNMClassifier
 from skrank.metrics import get_scorer, top_k_inner_products
 from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _snm as snm_module
+from skrank.multilabel._label_embedding import principal_input_directions
 from skrank.nn import Batch
 from skrank.sampling._labels import _draws_for_distinct
 
@@ -74,7 +77,9 @@ def test_learns_multiclass_with_string_labels_and_consistent_predictions():
     labels = np.array([f"label-{i}" for i in range(20)], dtype=object)[y]
     clf = SNMClassifier(random_state=0, **FAST).fit(X, labels)
     assert clf.score(X, labels) > 0.95
-    assert clf.n_negatives_ == 8 and clf.n_iter_ == 15 and len(clf.history_) == 15
+    # the centroid start already scores 1 on the validation rows: early stopping stops after
+    # n_iter_no_change epochs that cannot beat it
+    assert clf.n_negatives_ == 8 and clf.n_iter_ == 5 and len(clf.history_) == 5
     np.testing.assert_array_equal(clf.classes_, np.unique(labels))
 
     scores = clf.decision_function(X[:40])
@@ -294,7 +299,7 @@ def test_bad_inputs_at_fit_and_predict():
 def test_decision_function_refuses_a_matrix_that_does_not_fit(monkeypatch):
     X, y = clustered(n_samples=60)
     clf = SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, y)
-    monkeypatch.setattr(snm_module, "_available_memory_bytes", lambda: 1000)
+    monkeypatch.setattr(snm_module, "available_host_bytes", lambda: 1000)
     with pytest.raises(MemoryError, match="predict_top_k"):
         clf.decision_function(X)
     assert clf.predict_top_k(X, 2).shape == (60, 2)  # top-k never builds the matrix
@@ -430,3 +435,79 @@ def test_steep_and_ramp_surrogates_see_unscaled_scores(monkeypatch):
     assert 1.0 < seen["hinge"] <= 7.0 + 1e-3
     for surrogate in ("squared_hinge", "exponential", "ramp"):
         assert seen[surrogate] <= 1.0 + 1e-5
+
+
+def bag_of_words(n_samples=240, n_labels=12, n_features=30, seed=0):
+    """Sparse non-negative counts whose words depend on the label."""
+    rng = np.random.RandomState(seed)
+    y = np.arange(n_samples) % n_labels
+    topics = rng.dirichlet(np.full(n_features, 0.3), size=n_labels)
+    counts = np.array([rng.multinomial(12, 0.5 * topics[label] + 0.5 / n_features) for label in y])
+    return sp.csr_matrix(counts.astype(np.float64)), y
+
+
+def test_principal_input_directions_span_inputs_and_centroids():
+    X, y = bag_of_words(n_samples=60, n_features=30)
+    positives = snm_module._one_hot(y, 12)
+    inputs = X.toarray() / np.linalg.norm(X.toarray(), axis=1, keepdims=True)
+    centroids = positives.T @ inputs
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    stacked = np.vstack([centroids, inputs])
+    # enough directions: the input space is kept exactly, extra rows are tiny
+    full = principal_input_directions(X, positives, 40, random_state=0)
+    assert full.shape == (40, 30)
+    np.testing.assert_allclose(full[:30] @ full[:30].T, np.eye(30), atol=1e-10)
+    np.testing.assert_allclose(stacked @ full[:30].T @ full[:30], stacked, atol=1e-10)
+    assert np.abs(full[30:]).max() < 1e-2
+    # fewer: the top right singular vectors of [centroids; inputs] (same subspace)
+    few = principal_input_directions(X, positives, 5, random_state=0)
+    top = np.linalg.svd(stacked)[2][:5]
+    np.testing.assert_allclose(few.T @ few, top.T @ top, atol=5e-3)  # randomised SVD
+
+
+def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
+    """Validation that never beats the start keeps the start, rebuilt from every training row:
+    the nearest-centroid rule on TF-IDF inputs, the scores scaled by 10."""
+    X, y = bag_of_words()
+    calls = []
+    monkeypatch.setattr(
+        SNMClassifier, "validation_score", lambda self, X, y: 1.0 if not calls.append(1) else 0.0
+    )
+    params = dict(n_negatives=8, max_epochs=3, learning_rate=0.05)
+    clf = SNMClassifier(random_state=0, **params).fit(X, y)
+    assert len(calls) == 4 and len(clf.history_) == 3  # the start, then 3 epochs
+    assert clf.input_normalization_ == "tfidf" and clf.embedding_dim_ == 30  # n_features
+    inputs = TfidfTransformer(sublinear_tf=True).fit(X).transform(X).toarray()
+    centroids = np.array([inputs[y == k].mean(axis=0) for k in range(12)])
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    np.testing.assert_allclose(clf.decision_function(X), 10 * inputs @ centroids.T, atol=1e-4)
+    # an epoch that beats the start is kept instead
+    calls.clear()
+    monkeypatch.setattr(
+        SNMClassifier, "validation_score", lambda self, X, y: len(calls.append(1) or calls)
+    )
+    trained = SNMClassifier(random_state=0, **params).fit(X, y)
+    assert np.abs(trained.decision_function(X) - clf.decision_function(X)).max() > 0.1
+
+
+def test_input_normalization_is_applied_at_fit_and_prediction():
+    X, y = bag_of_words()
+    params = dict(embedding_dim=16, n_negatives=8, max_epochs=2, tol=None, random_state=0)
+    for option, transform in [
+        ("tfidf", TfidfTransformer(sublinear_tf=True).fit(X).transform),
+        ("l2", normalize),
+    ]:
+        inside = SNMClassifier(input_normalization=option, **params).fit(X, y)
+        outside = SNMClassifier(input_normalization=None, **params).fit(transform(X), y)
+        np.testing.assert_allclose(
+            inside.decision_function(X[:20]),
+            outside.decision_function(transform(X[:20])),
+            atol=1e-5,
+        )
+    # "auto": tf-idf for sparse non-negative inputs only
+    assert SNMClassifier(**params).fit(X.toarray(), y).input_normalization_ is None
+    negative = X.copy()
+    negative.data[0] = -1.0
+    assert SNMClassifier(**params).fit(negative, y).input_normalization_ is None
+    with pytest.raises(ValueError, match="input_normalization='tfidf' needs non-negative"):
+        SNMClassifier(input_normalization="tfidf", **params).fit(negative, y)

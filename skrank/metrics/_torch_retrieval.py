@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..utils._memory import chunk_rows, working_memory_bytes
+from ..utils._memory import available_host_bytes, chunk_rows, working_memory_bytes
 from . import _ranks, _tiled_ranks
 from ._ranks import Workspace, positive_statistics, rank_scores
 
@@ -85,17 +85,10 @@ def bytes_per_query(n_items, width, itemsize):
 
 
 def _available_bytes(device):
-    """Memory a block may use: free CUDA memory, or the host's MemAvailable (None if unknown)."""
+    """Memory a block may use: free CUDA memory, or the host's available memory (or None)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
-    try:  # Linux: free memory plus what the page cache can give back
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return available_host_bytes()
 
 
 def _does_not_fit(n_queries, n_items, n_bytes, device):

@@ -5,6 +5,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.preprocessing import normalize
+from sklearn.utils import check_random_state
+from sklearn.utils.extmath import randomized_svd
 from torch import nn
 from torch.nn import functional as F
 
@@ -175,6 +178,50 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
     counts = torch.as_tensor(np.diff(positives.tocsc().indptr), device=device)
     centroids = sums / counts.clamp(min=1)[:, None].to(sums.dtype)
     return F.normalize(centroids, dim=1) if network.cosine else centroids
+
+
+def principal_input_directions(X, positives, n_directions, random_state=None):
+    """Orthonormal directions spanning most of the L2-normalised inputs and label centroids.
+
+    The top right singular vectors of the stacked matrix ``[C; X_n]``, with ``X_n`` the rows
+    of ``X`` scaled to unit norm and ``C`` the L2-normalised mean of each label's rows of
+    ``X_n``. A linear encoder whose weights are these rows maps inputs and centroids to their
+    coordinates in that subspace, so that inner products (and cosines) there are those of the
+    input space up to the discarded directions: exactly those of the input space when
+    ``n_directions`` reaches the rank of ``[C; X_n]``.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Inputs.
+    positives : scipy.sparse matrix of shape (n_samples, n_labels)
+        Positive-label indicator.
+    n_directions : int
+        Number of rows wanted. Beyond ``min(n_samples + n_labels, n_features)`` the extra rows
+        are Gaussian with norm about 1e-3 (so that no embedding coordinate is stuck at a
+        zero-gradient start).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the randomised SVD and of the extra rows.
+
+    Returns
+    -------
+    directions : ndarray of shape (n_directions, n_features), float64
+        Orthonormal rows (the singular vectors, by decreasing singular value), then the
+        extra rows.
+    """
+    rng = check_random_state(random_state)
+    inputs = normalize(sp.csr_matrix(X, dtype=np.float64))
+    centroids = normalize(sp.csr_matrix(positives, dtype=np.float64).T @ inputs)
+    stacked = sp.vstack([centroids, inputs]).tocsr()
+    n_exact = min(n_directions, *stacked.shape)
+    if n_exact == stacked.shape[1] and n_exact <= 2048:
+        # Every direction of the input space: no need to find them.
+        basis = np.eye(n_exact)
+    else:
+        _, _, basis = randomized_svd(stacked, n_exact, random_state=rng)
+    n_features = stacked.shape[1]
+    extra = 1e-3 * rng.normal(size=(n_directions - n_exact, n_features)) / math.sqrt(n_features)
+    return np.vstack([basis, extra])
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):

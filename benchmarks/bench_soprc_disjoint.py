@@ -46,7 +46,7 @@ from pytorch_metric_learning import losses as pml
 from sklearn.model_selection import GroupShuffleSplit
 
 from skrank import SOPRCEmbedder
-from skrank.datasets import make_composite_digits
+from skrank.datasets import load_mnist, make_composite_digits
 from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
 from skrank.nn import MLP
@@ -112,8 +112,37 @@ def composite_data():
             train.data[val_rows],
             train.target[val_rows],
         ),
+        "disjoint validation": disjoint_validation(train, fit_rows, val_rows),
     }
     return splits
+
+
+def disjoint_validation(train, fit_rows, val_rows, seed=0):
+    """The validation split rebuilt as the test split is: class- *and* image-disjoint.
+
+    The MNIST images of the training half are cut into halves stratified by digit; every item
+    of the 30 fitting classes is redrawn from the first half (same class, same digits), every
+    item of the 20 held-out classes from the second, so no held-out pixel is seen in fitting.
+    Only training classes and training images take part.
+    """
+    rng = np.random.default_rng(seed)
+    images, digits = load_mnist(return_X_y=True)
+    pool = np.unique(train.source_indices)
+    halves = {}
+    for digit in range(10):
+        rows = rng.permutation(pool[digits[pool] == digit])
+        halves[0, digit], halves[1, digit] = np.array_split(rows, 2)
+    parts = []
+    for half, rows in enumerate((fit_rows, val_rows)):
+        item_digits = train.digits[rows]
+        sources = np.empty_like(item_digits)
+        for digit in range(10):
+            where = item_digits == digit
+            sources[where] = rng.choice(halves[half, digit], size=int(where.sum()))
+        side = images.reshape(-1, 28, 28)[sources]  # (n, n_digits, 28, 28)
+        data = side.transpose(0, 2, 1, 3).reshape(rows.shape[0], -1)
+        parts += [np.ascontiguousarray(data, dtype=np.float32), train.target[rows]]
+    return tuple(parts)
 
 
 def evaluate(embedding, y):
@@ -334,15 +363,139 @@ def table2(seeds, splits, results):
     )
 
 
+# The validation sweep of SOPRCEmbedder's settings (issue 14, second stop): one change, or a
+# combination of the best single changes, to the estimator's defaults before this sweep; each
+# fitted on the 30 fitting classes and scored on the 20 held-out training classes.
+SWEEP = {
+    "defaults before the sweep": {},
+    "class_weights=uniform": dict(class_weights="uniform"),
+    "tau1=0.05": dict(tau1=0.05),
+    "tau1=0.07": dict(tau1=0.07),
+    "tau1=0.2": dict(tau1=0.2),
+    "tau2=1e-4": dict(tau2=1e-4),
+    "tau2=0.003": dict(tau2=0.003),
+    "tau2=0.01": dict(tau2=0.01),
+    "lambda=(0, 0)": dict(lambda_pos=0.0, lambda_neg=0.0),
+    "lambda=(5, 2)": dict(lambda_pos=5.0, lambda_neg=2.0),
+    "lambda=(10, 1)": dict(lambda_pos=10.0, lambda_neg=1.0),
+    "lambda=(10, 2)": dict(lambda_pos=10.0, lambda_neg=2.0),
+    "lambda=(20, 4)": dict(lambda_pos=20.0, lambda_neg=4.0),
+    "weight_decay=0": dict(weight_decay=0.0),
+    "weight_decay=1e-3": dict(weight_decay=1e-3),
+    "cosine learning-rate schedule": dict(schedule="cosine"),
+    "samples_per_class=2": dict(samples_per_class=2),
+    "samples_per_class=8": dict(samples_per_class=8),
+    "prior=batch": dict(prior="batch"),
+}
+
+
+def _sweep_setting(setting):
+    """Estimator parameters of a sweep setting (a cosine schedule becomes a callback)."""
+    setting = dict(setting)
+    if setting.pop("schedule", None) == "cosine":
+        from torch.optim.lr_scheduler import CosineAnnealingLR
+
+        from skrank.nn import LRScheduler
+
+        setting["callbacks"] = [LRScheduler(CosineAnnealingLR, T_max=EPOCHS)]
+    return setting
+
+
+def sweep(seeds, splits, results, names=None, split="validation"):
+    """Validation mean AUPRC of each sweep setting (the test classes play no part)."""
+    rows = []
+    for name, setting in SWEEP.items():
+        if names and name not in names:
+            continue
+        fit = partial(estimator_fit, _sweep_setting(setting))
+        scores, seconds = run(fit, splits[split], seeds)
+        rows.append(row(name, setting, scores, seconds))
+    images = "images rebuilt from disjoint halves of the training images (disjoint_validation)"
+    results.add_table(
+        f"Sweep of SOPRCEmbedder's settings on the {split} split (20 held-out training classes)",
+        ["change to the defaults", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
+        rows,
+        notes=f"Fitted on 30 training classes, scored on the 20 others"
+        f"{'; ' + images if split != 'validation' else ''}; seeds {seeds}; budget as in the "
+        "comparison (samples_per_class rows change the batch to that many per class).",
+    )
+
+
+def step_times(results, commit="33f545c", repeats=200):
+    """Loss step (forward + backward) of SOPRCLoss(tpr_source="batch") at ``commit`` and here."""
+    import importlib.util
+
+    repository = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "-C", str(repository), "show", f"{commit}:skrank/losses/_soprc.py"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "old_soprc.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location("old_soprc", path)
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+    y = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="train", random_state=0)
+    counts = np.bincount(np.unique(y.target, return_inverse=True)[1])
+    losses = {
+        f"SOPRCLoss(tpr_source='batch') @ {commit}": old.SOPRCLoss(counts, tpr_source="batch"),
+        "SOPRCLoss(tpr_source='batch'), this commit": SOPRCLoss(counts, tpr_source="batch"),
+    }
+    generator = torch.Generator().manual_seed(0)
+    times = {name: [] for name in losses}
+    for _ in range(repeats):
+        classes = torch.randperm(counts.shape[0], generator=generator)[:CLASSES_PER_BATCH]
+        embeddings = torch.randn(CLASSES_PER_BATCH, PER_CLASS, DIMS, generator=generator)
+        values = []
+        for name, loss_fn in losses.items():
+            leaf = embeddings.clone().requires_grad_(True)
+            start = time.perf_counter()
+            loss = loss_fn.forward_grouped(leaf, classes)
+            loss.backward()
+            times[name].append(1000 * (time.perf_counter() - start))
+            values.append((loss.detach(), leaf.grad))
+        if not all(torch.equal(a, b) for a, b in zip(*values, strict=True)):
+            raise RuntimeError("the two losses disagree")
+    reference = np.array(next(iter(times.values())))
+    rows = []
+    for name, values in times.items():
+        values = np.array(values)
+        median, (low, high) = np.median(values), np.percentile(values, [25, 75])
+        ratio = np.median(values / reference)
+        print(f"  {name:<48} median {median:.1f} ms ({low:.1f}-{high:.1f}), x{ratio:.2f}")
+        rows.append([name, f"{median:.1f}", f"{low:.1f}-{high:.1f}", f"{ratio:.2f}"])
+    results.add_table(
+        "Loss step of the batch-TPR form, with and without the auxiliary state",
+        ["loss", "median (ms)", "quartiles (ms)", "median ratio to the first row"],
+        rows,
+        notes=f"Forward + backward of forward_grouped on random embeddings, {CLASSES_PER_BATCH} "
+        f"classes x {PER_CLASS} items x {DIMS} dims drawn from the 50 training classes (sizes "
+        f"{counts.min()}-{counts.max()}), {repeats} interleaved repetitions, one thread; "
+        "losses and gradients checked equal at every repetition.",
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["compare", "causes", "table2"], default="compare")
+    parser.add_argument(
+        "--part", choices=["compare", "causes", "table2", "sweep", "step"], default="compare"
+    )
+    parser.add_argument("--only", nargs="+", help="--part sweep: only these settings")
+    parser.add_argument(
+        "--image-disjoint",
+        action="store_true",
+        help="--part sweep: score on the class- and image-disjoint validation split",
+    )
     parser.add_argument("--quick", action="store_true", help="one seed, no tuning")
     parser.add_argument("--smoothap", action="store_true", help="add SmoothAP (slow)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    seeds = [0] if args.quick else list(range(args.seeds))
+    seeds = [0] if args.quick else list(range(args.first_seed, args.first_seed + args.seeds))
     splits = composite_data()
     X, y, X_test, y_test = splits["test"]
     print(
@@ -352,6 +505,10 @@ def main():
     raw = evaluate(X_test, y_test)
     print(f"  raw pixels: mAUPRC {raw[0]:.4f}  R@1 {raw[1]:.4f}")
     suffix = "" if args.part == "compare" else f"_{args.part}"
+    if args.first_seed:
+        suffix += f"_from_seed_{args.first_seed}"
+    if args.image_disjoint:
+        suffix += "_image_disjoint"
     results = Results(
         "bench_soprc_disjoint" + suffix + ("_quick" if args.quick else ""),
         packages=["pytorch-metric-learning"],
@@ -361,6 +518,11 @@ def main():
         compare(args, seeds, splits, raw, results)
     elif args.part == "causes":
         causes(seeds, splits, results)
+    elif args.part == "sweep":
+        split = "disjoint validation" if args.image_disjoint else "validation"
+        sweep(seeds, splits, results, args.only, split)
+    elif args.part == "step":
+        step_times(results)
     else:
         table2(seeds, splits, results)
     results.save()

@@ -3,10 +3,12 @@
 Every row fits one skrank estimator on a data set shipped with the package and compares it with a
 plain baseline on held-out data; the whole job runs in about two minutes on two CPU cores. Rows are
 the functions registered with :func:`_row`; ``--only NAME`` runs the rows whose estimator name
-contains ``NAME``.
+contains ``NAME``; ``--quick`` runs the same code on small subsamples with short training in
+seconds (a smoke run, tested in ``tests/test_main.py``; its values are not the ones to read).
 """
 
 import argparse
+import contextlib
 import sys
 import time
 
@@ -49,6 +51,12 @@ def main(argv=None):
     """Run the registered rows and print the comparison table; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m skrank", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run only rows whose estimator contains this")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the same code on small subsamples with short training, in seconds: a smoke run "
+        "whose values are not the ones to read",
+    )
     args = parser.parse_args(argv)
     records = []
     for estimator_name, function in _ROWS:
@@ -56,7 +64,7 @@ def main(argv=None):
             continue
         print(f"running {estimator_name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        for dataset, metric, baseline, baseline_value, value in function():
+        for dataset, metric, baseline, baseline_value, value in function(quick=args.quick):
             records.append(
                 {
                     "estimator": estimator_name,
@@ -75,64 +83,140 @@ def main(argv=None):
     return 0
 
 
-@_row("MMC")
-def _mmc_row():
-    """MMC on MNIST (PCA 90%): test 5-NN accuracy versus Euclidean, for three settings.
+def mnist_knn_split(seed=0, quick=False):
+    """MNIST train / test parts for k-NN (PCA fitted on the training part, 90% of the variance).
 
-    The defaults (trace penalty and rank control), the paper's criterion (Xing et al.), and the
-    options selected by a grid search on 5 validation folds of the training part (Pipeline with
-    KNeighborsClassifier, scored by accuracy; the grid includes no metric learning at all).
+    A stratified 3,000 / 2,000 split (400 / 200 with ``quick``) of the shipped MNIST-10k.
+    Returns ``Z_train, Z_test, y_train, y_test``.
     """
     from sklearn.decomposition import PCA
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.pipeline import Pipeline, make_pipeline
+    from sklearn.model_selection import train_test_split
 
-    from skrank import MMC
-    from skrank.datasets import load_mnist
+    from .datasets import load_mnist
 
     X, y = load_mnist(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(
-        X, y, train_size=3000, test_size=2000, stratify=y, random_state=0
+        X,
+        y,
+        train_size=400 if quick else 3000,
+        test_size=200 if quick else 2000,
+        stratify=y,
+        random_state=seed,
     )
     pca = PCA(n_components=0.9, svd_solver="covariance_eigh").fit(X_train)
-    X_train, X_test = pca.transform(X_train), pca.transform(X_test)
-    sampled = dict(negatives="tuples", n_samples=1500, random_state=0)
-    knn = KNeighborsClassifier(n_neighbors=5)
-    euclidean = knn.fit(X_train, y_train).score(X_test, y_test)
-    search = GridSearchCV(
-        Pipeline([("mmc", MMC(**sampled)), ("knn", KNeighborsClassifier(n_neighbors=5))]),
+    return pca.transform(X_train), pca.transform(X_test), y_train, y_test
+
+
+# MMC in the k-NN rows: tuples of the sampled objective (fast; see the user guide).
+MMC_SAMPLED = {"negatives": "tuples", "n_samples": 1500, "random_state": 0}
+
+
+def mmc_search(quick=False):
+    """The selection of MMC's options by 5-NN accuracy on validation folds (unfitted search).
+
+    Candidates: no metric learning (``"passthrough"``: the Euclidean metric) and MMC with
+    ``scatter_ridge`` in {1, 10, 100} and ``min_rank`` in {0.25, 0.5, 0.75, 1} (the defaults
+    1 / 0.5 among them; large ridges and ``min_rank=1`` approach the Euclidean metric).
+    Validation: 5 stratified folds repeated 3 times (with ``quick``: 3 folds once, ridges
+    {1, 100} and ``min_rank=0.5`` only). Choice:
+    the best mean 5-NN accuracy unless the Euclidean metric is within one standard error of it
+    (:func:`~skrank.similarity.one_standard_error_rule`).
+    """
+    from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import Pipeline
+
+    from .similarity import MMC, one_standard_error_rule
+
+    return GridSearchCV(
+        Pipeline([("mmc", MMC(**MMC_SAMPLED)), ("knn", KNeighborsClassifier(n_neighbors=5))]),
         [
-            {"mmc": ["passthrough"]},  # no metric learning at all is a candidate too
-            {"mmc__scatter_ridge": [1.0, 10.0, 100.0], "mmc__min_rank": [0.25, 0.5, 0.75]},
+            {"mmc": ["passthrough"]},
+            {
+                "mmc__scatter_ridge": [1.0, 100.0] if quick else [1.0, 10.0, 100.0],
+                "mmc__min_rank": [0.5] if quick else [0.25, 0.5, 0.75, 1.0],
+            },
         ],
-        cv=StratifiedKFold(5, shuffle=True, random_state=0),
-    ).fit(X_train, y_train)
+        scoring="accuracy",
+        cv=RepeatedStratifiedKFold(
+            n_splits=3 if quick else 5, n_repeats=1 if quick else 3, random_state=0
+        ),
+        refit=one_standard_error_rule({"mmc": "passthrough"}),
+    )
+
+
+@_row("MMC")
+def _mmc_row(quick=False):
+    """MMC on MNIST (PCA 90%): test 5-NN accuracy versus Euclidean, for three settings.
+
+    The defaults (trace penalty and rank control), the paper's criterion (Xing et al.), and the
+    options selected by :func:`mmc_search` on validation folds of the training part.
+    """
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+
+    from .similarity import MMC
+
+    Z_train, Z_test, y_train, y_test = mnist_knn_split(quick=quick)
+    knn = KNeighborsClassifier(n_neighbors=5)
+    euclidean = knn.fit(Z_train, y_train).score(Z_test, y_test)
+    search = mmc_search(quick).fit(Z_train, y_train)
     models = {
-        "default": make_pipeline(MMC(**sampled), KNeighborsClassifier(n_neighbors=5)),
+        "default": make_pipeline(MMC(**MMC_SAMPLED), KNeighborsClassifier(n_neighbors=5)),
         "paper's MMC": make_pipeline(
-            MMC(scatter_ridge=1e-8, min_rank=None, **sampled), KNeighborsClassifier(n_neighbors=5)
+            MMC(scatter_ridge=1e-8, min_rank=None, **MMC_SAMPLED),
+            KNeighborsClassifier(n_neighbors=5),
         ),
     }
-    data = "MNIST 3k/2k PCA90"
+    data = "MNIST 400/200 PCA90" if quick else "MNIST 3k/2k PCA90"
     rows = [
         (
             data,
             f"test 5-NN acc, {name}",
             "Euclidean",
             euclidean,
-            model.fit(X_train, y_train).score(X_test, y_test),
+            model.fit(Z_train, y_train).score(Z_test, y_test),
         )
         for name, model in models.items()
     ]
     rows.append(
-        (data, "test 5-NN acc, CV-selected", "Euclidean", euclidean, search.score(X_test, y_test))
+        (data, "test 5-NN acc, CV-selected", "Euclidean", euclidean, search.score(Z_test, y_test))
     )
     return rows
 
 
+def sphere_split(quick=False):
+    """The paper's Section 5.1 data: 2,000 training and 1,000 test items (300 / 200 with quick).
+
+    Returns ``X_train, X_test, y_train, y_test``.
+    """
+    from .datasets import make_sphere_classes
+
+    X, y = make_sphere_classes(300 if quick else 2000, random_state=0)
+    X_test, y_test = make_sphere_classes(200 if quick else 1000, random_state=1)
+    return X, X_test, y, y_test
+
+
+def mnist_pair_split(quick=False):
+    """MNIST-10k for the pair rows: items 0-4,999 to train, 5,000-6,999 to test (500 / 300).
+
+    Both projected on the first 32 principal axes of the training part, not centred. Returns
+    ``Z_train, Z_test, y_train, y_test``.
+    """
+    from sklearn.decomposition import PCA
+
+    from .datasets import load_mnist
+
+    X, y = load_mnist(return_X_y=True)
+    n_train, n_test = (500, 300) if quick else (5000, 2000)
+    X_train, y_train = X[:n_train], y[:n_train]
+    X_test, y_test = X[5000 : 5000 + n_test], y[5000 : 5000 + n_test]
+    components = PCA(32, random_state=0).fit(X_train).components_
+    return X_train @ components.T, X_test @ components.T, y_train, y_test
+
+
 @_row("PointwiseROCSimilarity")
-def _pointwise_roc_row():
+def _pointwise_roc_row(quick=False):
     """TPR at FPR = 1% of held-out pairs versus cosine: the defaults and the paper's criterion.
 
     The paper's criterion is problem (6) with its level alpha chosen for the target FPR on
@@ -141,9 +225,7 @@ def _pointwise_roc_row():
     or more) are in ``benchmarks/bench_pair_learners.py``.
     """
     import numpy as np
-    from sklearn.decomposition import PCA
 
-    from .datasets import load_mnist, make_sphere_classes
     from .metrics import pairwise_roc_score
     from .similarity import PointwiseROCSimilarity
 
@@ -153,9 +235,7 @@ def _pointwise_roc_row():
 
     metric = "TPR@FPR=0.01, held-out pairs"
     rows = []
-    # The paper's Section 5.1 data.
-    X, y = make_sphere_classes(2000, random_state=0)
-    X_test, y_test = make_sphere_classes(1000, random_state=1)
+    X, X_test, y, y_test = sphere_split(quick)
     baseline = pairwise_roc_score(cosine(X_test), y_test, 0.01)
     settings = {"default": {}, "paper's criterion": {"identity_weight": 0.0}}
     for name, params in settings.items():
@@ -169,14 +249,9 @@ def _pointwise_roc_row():
                 model.score(X_test, y_test),
             )
         )
-    # MNIST-10k: 5,000 training items projected on their first 32 principal axes (not centred),
-    # 2,000 test items.
-    X, y = load_mnist(return_X_y=True)
-    X_train, y_train, X_test, y_test = X[:5000], y[:5000], X[5000:7000], y[5000:7000]
-    components = PCA(32, random_state=0).fit(X_train).components_
-    Z_train, Z_test = X_train @ components.T, X_test @ components.T
+    Z_train, Z_test, y_train, y_test = mnist_pair_split(quick)
     baseline = pairwise_roc_score(cosine(Z_test), y_test, 0.01)
-    data = "MNIST-10k PCA-32"
+    data = f"MNIST {len(y_train)}/{len(y_test)} PCA-32"
     for name, params in settings.items():
         model = PointwiseROCSimilarity(threshold_fpr=0.01, random_state=0, **params)
         value = model.fit(Z_train, y_train).score(Z_test, y_test)
@@ -184,74 +259,111 @@ def _pointwise_roc_row():
     return rows
 
 
-@_row("SOPRCEmbedder")
-def _soprc_embedder_row():
-    """Mean AUPRC of cosine retrieval among held-out MNIST digits: raw pixels vs the embedding."""
+@contextlib.contextmanager
+def one_torch_thread():
+    """One torch thread: small batches run faster without a thread pool on a busy 2-core machine."""
     import torch
-    from sklearn.model_selection import train_test_split
 
-    from .datasets import load_mnist
-    from .embedding import SOPRCEmbedder
-    from .metrics import mean_auprc_score
-
-    X, y = load_mnist(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, train_size=3000, test_size=2000, stratify=y, random_state=0
-    )
-    # One torch thread: small batches run faster without a thread pool on a busy 2-core machine.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = SOPRCEmbedder(max_epochs=8, device="cpu", random_state=0).fit(X_train, y_train)
+        yield
     finally:
         torch.set_num_threads(threads)
-    raw = mean_auprc_score(X_test, y_test, metric="cosine")
-    return [("MNIST 3000/2000", "mean AUPRC", "raw pixels", raw, model.score(X_test, y_test))]
 
 
-@_row("SNMClassifier")
-def _snm_row():
-    """Bibtex (159 labels): top-1 SNM against negative sampling, same network, B and epochs.
+def mnist_retrieval_split(quick=False):
+    """Raw MNIST pixels: a stratified 3,000 / 2,000 split (300 / 200 with quick).
 
-    Negative sampling is shown at the estimator's default label learning rate and at the lower
-    rate it prefers (0.005); top-1 SNM uses the defaults.
+    Returns ``X_train, X_test, y_train, y_test``.
     """
-    import torch
+    from sklearn.model_selection import train_test_split
 
+    from .datasets import load_mnist
+
+    X, y = load_mnist(return_X_y=True)
+    return train_test_split(
+        X,
+        y,
+        train_size=300 if quick else 3000,
+        test_size=200 if quick else 2000,
+        stratify=y,
+        random_state=0,
+    )
+
+
+def soprc_embedder(quick=False):
+    """The SOPRCEmbedder of the main job (unfitted): 8 epochs (1 with quick), on the CPU."""
+    from .embedding import SOPRCEmbedder
+
+    return SOPRCEmbedder(max_epochs=1 if quick else 8, device="cpu", random_state=0)
+
+
+@_row("SOPRCEmbedder")
+def _soprc_embedder_row(quick=False):
+    """Mean AUPRC of cosine retrieval among held-out MNIST digits: raw pixels vs the embedding."""
+    from .metrics import mean_auprc_score
+
+    X_train, X_test, y_train, y_test = mnist_retrieval_split(quick)
+    with one_torch_thread():
+        model = soprc_embedder(quick).fit(X_train, y_train)
+    raw = mean_auprc_score(X_test, y_test, metric="cosine")
+    data = f"MNIST {len(y_train)}/{len(y_test)}"
+    return [(data, "mean AUPRC", "raw pixels", raw, model.score(X_test, y_test))]
+
+
+def bibtex_split(quick=False):
+    """Bibtex's train and test parts (their first 488 and 250 rows with quick).
+
+    Returns ``X_train, X_test, Y_train, Y_test`` (sparse).
+    """
     from .datasets import load_bibtex
-    from .snm import SNMClassifier
 
     train, test = load_bibtex(subset="train"), load_bibtex(subset="test")
+    X_train, Y_train, X_test, Y_test = train.data, train.target, test.data, test.target
+    if quick:
+        X_train, Y_train, X_test, Y_test = X_train[:488], Y_train[:488], X_test[:250], Y_test[:250]
+    return X_train, X_test, Y_train, Y_test
+
+
+def snm_classifiers(quick=False):
+    """The SNMClassifier settings compared on Bibtex (unfitted), top-1 SNM first.
+
+    Same network, ``B = 64`` and a fixed number of epochs (6; 1 with quick; ``tol=None``: no
+    early stopping, so no convergence warning), the estimator's default label learning rate.
+    """
+    from .multilabel import SNMClassifier
+
     settings = dict(
         n_negatives=64,
         embedding_dim=64,
         hidden_layer_sizes=(128,),
-        max_epochs=6,
+        max_epochs=1 if quick else 6,
+        tol=None,
         device="cpu",
         random_state=0,
     )
     runs = {
         "top-1 SNM": dict(negative_weights="topk", top_k_negatives=1),
         "neg. sampling, B=64": dict(negative_weights="uniform"),
-        "neg. sampling, B=64, label lr 0.005": dict(
-            negative_weights="uniform", label_learning_rate=0.005
-        ),
     }
+    return {name: SNMClassifier(**settings, **params) for name, params in runs.items()}
+
+
+@_row("SNMClassifier")
+def _snm_row(quick=False):
+    """Bibtex (159 labels): top-1 SNM against negative sampling, same network, B and epochs."""
+    X_train, X_test, Y_train, Y_test = bibtex_split(quick)
     recalls = {}
-    # One torch thread: small batches run faster without a thread pool on a busy 2-core machine.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for name, params in runs.items():
-            model = SNMClassifier(**settings, **params).fit(train.data, train.target)
-            recalls[name] = {
-                k: model.set_params(score_k=k).score(test.data, test.target) for k in (1, 5)
-            }
-    finally:
-        torch.set_num_threads(threads)
+    models = snm_classifiers(quick)
+    with one_torch_thread():
+        for name, model in models.items():
+            model.fit(X_train, Y_train)
+            recalls[name] = {k: model.set_params(score_k=k).score(X_test, Y_test) for k in (1, 5)}
+    data = "Bibtex test (quick)" if quick else "Bibtex test"
     return [
-        ("Bibtex test", f"Recall@{k}", baseline, recalls[baseline][k], recalls["top-1 SNM"][k])
-        for baseline in list(runs)[1:]
+        (data, f"Recall@{k}", baseline, recalls[baseline][k], recalls["top-1 SNM"][k])
+        for baseline in list(models)[1:]
         for k in (1, 5)
     ]
 

@@ -210,6 +210,7 @@ HEADER = "@relation r\n@attribute a numeric\n@attribute b {0,1}\n@data\n"
         (HEADER + "{0 ?}\n", r"line 5: missing values"),
         (HEADER + "1,?\n", r"line 5: missing values"),
         (HEADER + "{0 abc}\n", r"line 5: value 'abc' is not a number"),
+        (HEADER + "1,abc\n", r"line 5: value 'abc' is not a number"),
         (HEADER + "{0 nan}\n", r"line 5: non-finite value"),
         (HEADER + "{0 inf}\n", r"line 5: non-finite value"),
         (HEADER + "{1 2}\n", r"line 5: value 2 of nominal attribute 'b' is not one of"),
@@ -568,3 +569,26 @@ def test_make_large_output_classification_noise_free_data_is_decodable():
 def test_make_large_output_classification_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         make_large_output_classification(**kwargs)
+
+
+def test_mulan_loader_docstrings_state_the_loaded_sizes(mulan_sets):
+    # The loaders' docstrings are made from the data set table: their size tables must say
+    # what the loaders return.
+    loader, bunches = mulan_sets
+    n_train, n_test = (bunches[subset].data.shape[0] for subset in ("train", "test"))
+    n_features, n_labels = bunches["all"].data.shape[1], bunches["all"].target.shape[1]
+    assert f"{n_train:,} train, {n_test:,} test, {n_train + n_test:,} all" in loader.__doc__
+    lines = {line.split()[0]: line.split()[-1] for line in loader.__doc__.splitlines()[4:9]}
+    assert lines["Labels"] == f"{n_labels:,}" and lines["Dimensionality"] == f"{n_features:,}"
+    assert loader.__name__ == loader.__qualname__ and loader.__module__ == "skrank.datasets._real"
+
+
+def test_load_sparse_arff_quoted_names_and_values():
+    text = (
+        "@relation r\n@attribute 'a x' numeric\n@attribute b {'0','1'}\n@data\n"
+        "2.5,'1'\n{0 1,1 '0'}\n"
+    )
+    bunch = load_sparse_arff(io.StringIO(text), n_labels=1)
+    assert bunch.feature_names == ["a x"] and bunch.target_names == ["b"]
+    np.testing.assert_array_equal(bunch.data.toarray(), [[2.5], [1.0]])
+    np.testing.assert_array_equal(bunch.target.toarray(), [[1], [0]])

@@ -569,13 +569,25 @@ def expected_scores(S, y, ks):
     return scores
 
 
-@pytest.fixture(params=["grid", "sort"])
+@pytest.fixture(params=["grid", "sort", "tiled", "tiled-fine", "tiled-torch"])
 def torch_path(request, monkeypatch):
-    """The torch path's two ways of ranking a block: counting on a grid, or sorting rows."""
-    from skrank.metrics import _ranks
+    """The torch path's ways of ranking a block: counting on a grid, sorting rows, or counting
+    tile by tile (CPU, float32) with tiny uneven tiles and blocks and a coarse grid (many items
+    and ties share cells with several positives) or a fine one, in the fused numba loop (where
+    numba is installed) or in torch operations."""
+    from skrank.metrics import _ranks, _tiled_ranks, _torch_retrieval
 
-    monkeypatch.setattr(_ranks, "SORT_FRACTION", 0 if request.param == "grid" else 10**9)
-    return request.param
+    path = request.param
+    monkeypatch.setattr(_ranks, "SORT_FRACTION", 10**9 if path == "sort" else 0)
+    monkeypatch.setattr(_torch_retrieval, "TILED_CPU", path.startswith("tiled"))
+    if path.startswith("tiled"):
+        monkeypatch.setattr(_tiled_ranks, "TILE_ITEMS", 7)
+        monkeypatch.setattr(_tiled_ranks, "TILE_QUERIES", 5)
+        coarse = path != "tiled-fine"
+        monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 4 if coarse else 64)
+        monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", 1 if coarse else 64)
+        monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", path != "tiled-torch")
+    return path
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -651,6 +663,40 @@ def test_grid_is_exact_for_awkward_score_ranges(torch_path):
         assert retrieval_scores(X, y, device="cpu", **kwargs) == pytest.approx(
             expected_scores(S, y, [1, 7]), abs=1e-12, rel=0
         )
+
+
+def _float32_similarity(X, metric):
+    """The float32 similarities of the torch path, where every product is exact (d <= 2)."""
+    from skrank.metrics._retrieval import similarity_terms
+
+    table, squared_norms = similarity_terms(X, metric)
+    table = table.astype(np.float32)
+    S = table @ table.T
+    if squared_norms is not None:
+        norms = squared_norms.astype(np.float32)
+        S = S * np.float32(2) - norms[:, None] - norms[None, :]
+    return S.astype(np.float64)
+
+
+def test_float32_paths_are_exact_on_ties_and_awkward_scores(torch_path):
+    # Scores in {-1, -0.0, 0, 1} (axis directions: ties everywhere, across tile borders), huge
+    # offsets (float32 spacing coarser than the spread), rows of equal scores.
+    rng = np.random.default_rng(4)
+    axes = np.array([[1, 0], [0, 1], [-1, 0], [0, -1], [2, 0], [0, -3]], dtype=float)
+    cases = [
+        (axes[rng.integers(6, size=60)], rng.integers(3, size=60), "cosine"),
+        (
+            1e6 + rng.integers(0, 3, size=(50, 1)).astype(float),
+            rng.integers(3, size=50),
+            "euclidean",
+        ),
+        (np.ones((40, 2)), rng.integers(4, size=40), "cosine"),
+        (rng.integers(-3, 4, size=(50, 1)).astype(float), np.repeat([0, 1], 25), "euclidean"),
+    ]
+    for X, y, metric in cases:
+        expected = expected_scores(_float32_similarity(X, metric), y, [1, 7])
+        scores = retrieval_scores(X, y, k=[1, 7], metric=metric, at_r=True, device="cpu")
+        assert scores == pytest.approx(expected, abs=1e-12, rel=0), metric
 
 
 def test_map_at_r_and_r_precision_equal_pytorch_metric_learning():

@@ -297,7 +297,7 @@ def test_bad_inputs_at_fit_and_predict():
 def test_decision_function_refuses_a_matrix_that_does_not_fit(monkeypatch):
     X, y = clustered(n_samples=60)
     clf = SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, y)
-    monkeypatch.setattr(snm_module, "_available_memory_bytes", lambda: 1000)
+    monkeypatch.setattr(snm_module, "available_host_bytes", lambda: 1000)
     with pytest.raises(MemoryError, match="predict_top_k"):
         clf.decision_function(X)
     assert clf.predict_top_k(X, 2).shape == (60, 2)  # top-k never builds the matrix

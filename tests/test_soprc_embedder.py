@@ -73,7 +73,7 @@ def test_same_random_state_same_model():
 
 def test_auxiliary_vectors_are_sorted_estimates_of_positive_scores():
     X, y = _data()
-    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    model = SOPRCEmbedder(**FAST, tpr_source="auxiliary", random_state=0).fit(X, y)
     loss = model.criterion_
     counts = np.bincount(y)
     assert loss.auxiliary_lengths.tolist() == list(counts - 1)
@@ -85,6 +85,16 @@ def test_auxiliary_vectors_are_sorted_estimates_of_positive_scores():
         scores = members @ members.T
         true_median = np.median(scores[~np.eye(len(members), dtype=bool)])
         assert abs(float(vector.median()) - true_median) < 0.3
+
+
+def test_default_batch_tpr_keeps_no_auxiliary_state():
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    assert model.criterion_.tpr_source == "batch"
+    assert model.criterion_.auxiliary.numel() == 0 and not model.criterion_.class_seen.any()
+    resumed = pickle.loads(pickle.dumps(model)).set_params(warm_start=True, max_epochs=1)
+    resumed.fit(X, y)
+    assert resumed.criterion_.auxiliary.numel() == 0
 
 
 def test_validation_history_and_early_stopping():
@@ -214,9 +224,10 @@ def test_divergence_stops_with_a_warning_and_keeps_finite_weights():
 
 def test_pickle_and_joblib_round_trips(tmp_path):
     X, y = _data()
-    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    model = SOPRCEmbedder(**FAST, tpr_source="auxiliary", random_state=0).fit(X, y)
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(model.transform(X), restored.transform(X))
+    assert model.criterion_.auxiliary.abs().sum() > 0  # the vectors were fitted
     torch.testing.assert_close(restored.criterion_.auxiliary, model.criterion_.auxiliary)
     path = tmp_path / "embedder.joblib"
     joblib.dump(model, path)

@@ -261,13 +261,18 @@ LOSS_SETTINGS = [
 def test_batch_loss_matches_brute_force(settings):
     embeddings, labels = random_batch(0)
     class_counts = [7, 9, 4, 12]
-    loss_fn = SOPRCLoss(class_counts, tau1=TAU1, tau2=TAU2, lambda_pos=2.0, lambda_neg=0.5)
+    settings = dict(settings)
+    tpr_source = settings.pop("tpr_source", "auxiliary")
+    loss_fn = SOPRCLoss(
+        class_counts, tau1=TAU1, tau2=TAU2, lambda_pos=2.0, lambda_neg=0.5, tpr_source=tpr_source
+    )
     for name, value in settings.items():
         setattr(loss_fn, name, value)
     rng = np.random.RandomState(1)
     auxiliary = {c: np.sort(rng.uniform(-1, 1, size=n - 1)) for c, n in enumerate(class_counts)}
-    for c, vector in auxiliary.items():
-        loss_fn.auxiliary_vector(c).copy_(torch.as_tensor(vector))
+    if tpr_source == "auxiliary":
+        for c, vector in auxiliary.items():
+            loss_fn.auxiliary_vector(c).copy_(torch.as_tensor(vector))
     loss_fn.eval()  # no update of v: compare with the vectors set above
     scores = embeddings @ embeddings.T
     got = loss_fn(embeddings, labels)
@@ -349,6 +354,37 @@ def test_unseen_class_keeps_its_vector_and_eval_mode_does_not_update():
     loss_fn.eval()
     loss_fn(embeddings.flip(0), labels)
     torch.testing.assert_close(loss_fn.auxiliary, before)
+
+
+def test_batch_tpr_keeps_no_auxiliary_state():
+    """With tpr_source="batch" nothing reads v_c: no vector is stored, gathered or updated, and
+    the loss equals the brute-force batch-TPR loss in training mode too."""
+    embeddings, labels = random_batch(7)
+    loss_fn = SOPRCLoss([7, 9, 4, 12], tau1=TAU1, tau2=TAU2, tpr_source="batch").double()
+    assert loss_fn.auxiliary.shape == (0,)
+    loss_fn.train()
+    leaf = embeddings.clone().requires_grad_(True)
+    got = loss_fn(leaf, labels)
+    got.backward()
+    reference_leaf = embeddings.clone().requires_grad_(True)
+    unit = torch.nn.functional.normalize(reference_leaf, dim=1)
+    expected = torch_reference(loss_fn, unit @ unit.T, labels)
+    expected.backward()
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(leaf.grad, reference_leaf.grad)
+    assert loss_fn.auxiliary.shape == (0,) and not loss_fn.class_seen.any()
+    grouped = loss_fn.forward_grouped(embeddings.view(2, 7, 3), torch.tensor([0, 3]))
+    assert torch.isfinite(grouped) and not loss_fn.class_seen.any()
+    with pytest.raises(ValueError, match="tpr_source='batch'.*keeps no auxiliary"):
+        loss_fn.auxiliary_vector(0)
+    # The state of either mode round-trips; a batch-mode state does not load into the other.
+    restored = SOPRCLoss([7, 9, 4, 12], tpr_source="batch")
+    restored.load_state_dict(loss_fn.float().state_dict())
+    with pytest.raises(RuntimeError, match="auxiliary"):
+        SOPRCLoss([7, 9, 4, 12]).load_state_dict(loss_fn.state_dict())
+    loss_fn.tpr_source = "auxiliary"  # switched after construction: no vectors to read
+    with pytest.raises(ValueError, match="keeps no auxiliary"):
+        loss_fn(embeddings.float(), labels)
 
 
 def test_state_dict_round_trip_restores_the_auxiliary_vectors():

@@ -42,20 +42,43 @@ _SUBSETS = ("train", "test", "all")
 
 @dataclass(frozen=True)
 class _MulanDataset:
+    """One Mulan data set: its shipped files, its description and its sizes (for the docs)."""
+
+    name: str
+    title: str
     train_file: str
     test_file: str
     labels_file: str
     description: str
+    n_labels: int
+    n_train: int
+    n_test: int
+    n_features: int
 
 
 _BIBTEX = _MulanDataset(
-    "bibtex-train.arff.gz", "bibtex-test.arff.gz", "bibtex.xml.gz", _descr.BIBTEX
+    "bibtex",
+    "Bibtex multi-label data set (7,395 BibTeX entries, 159 tags)",
+    "bibtex-train.arff.gz",
+    "bibtex-test.arff.gz",
+    "bibtex.xml.gz",
+    _descr.BIBTEX,
+    n_labels=159,
+    n_train=4880,
+    n_test=2515,
+    n_features=1836,
 )
 _COREL5K = _MulanDataset(
+    "corel5k",
+    "Corel5k multi-label data set (5,000 images, 374 keywords)",
     "Corel5k-train-sparse.arff.gz",
     "Corel5k-test-sparse.arff.gz",
     "Corel5k.xml.gz",
     _descr.COREL5K,
+    n_labels=374,
+    n_train=4500,
+    n_test=500,
+    n_features=499,
 )
 
 
@@ -125,69 +148,57 @@ _validate_mulan_params = validate_params(
 )
 
 
-@_validate_mulan_params
-@fill_docs(_MULAN_DOCS)
-def load_bibtex(*, subset="train", return_X_y=False):
-    """Load the Bibtex multi-label data set (7,395 BibTeX entries, 159 tags).
+_MULAN_DOCSTRING = """Load the {title}.
 
-    Read from the Mulan ARFF files shipped with skrank. Read more in ``load_bibtex().DESCR``.
+    Read from the Mulan ARFF files shipped with skrank. Read more in ``load_{name}().DESCR``.
 
-    ===================   ==================================
-    Labels                                               159
-    Samples               4,880 train, 2,515 test, 7,395 all
-    Dimensionality                                     1,836
-    Features                  binary, sparse (CSR float64)
-    ===================   ==================================
+    {table}
 
     Parameters
     ----------
-    {mulan_parameters}
+    {{mulan_parameters}}
 
     Returns
     -------
-    {mulan_returns}
+    {{mulan_returns}}
 
     Examples
     --------
-    >>> from skrank.datasets import load_bibtex
-    >>> X, Y = load_bibtex(subset="test", return_X_y=True)
+    >>> from skrank.datasets import load_{name}
+    >>> X, Y = load_{name}(subset="test", return_X_y=True)
     >>> X.shape, Y.shape
-    ((2515, 1836), (2515, 159))
+    (({n_test}, {n_features}), ({n_test}, {n_labels}))
     """
-    return _load_mulan(_BIBTEX, subset, return_X_y)
 
 
-@_validate_mulan_params
-@fill_docs(_MULAN_DOCS)
-def load_corel5k(*, subset="train", return_X_y=False):
-    """Load the Corel5k multi-label data set (5,000 images, 374 keywords).
+def _size_table(dataset):
+    """The reST table of a Mulan data set's sizes, as the docstrings of scikit-learn's loaders."""
+    n_all = dataset.n_train + dataset.n_test
+    rows = [
+        ("Labels", f"{dataset.n_labels:,}"),
+        ("Samples", f"{dataset.n_train:,} train, {dataset.n_test:,} test, {n_all:,} all"),
+        ("Dimensionality", f"{dataset.n_features:,}"),
+        ("Features", "binary, sparse (CSR float64)"),
+    ]
+    width = max(len(value) for _, value in rows)
+    rule = "=" * 19 + "   " + "=" * width
+    lines = [rule, *(f"{key:<19}   {value:>{width}}" for key, value in rows), rule]
+    return "\n    ".join(lines)
 
-    Read from the sparse Mulan ARFF files shipped with skrank. Read more in
-    ``load_corel5k().DESCR``.
 
-    ===================   ================================
-    Labels                                             374
-    Samples               4,500 train, 500 test, 5,000 all
-    Dimensionality                                     499
-    Features                binary, sparse (CSR float64)
-    ===================   ================================
+def _mulan_loader(dataset):
+    """The public loader ``load_<name>`` of a Mulan data set, its docstring made from the table."""
 
-    Parameters
-    ----------
-    {mulan_parameters}
+    def load(*, subset="train", return_X_y=False):
+        return _load_mulan(dataset, subset, return_X_y)
 
-    Returns
-    -------
-    {mulan_returns}
+    load.__name__ = load.__qualname__ = f"load_{dataset.name}"
+    load.__doc__ = _MULAN_DOCSTRING.format(table=_size_table(dataset), **vars(dataset))
+    return _validate_mulan_params(fill_docs(_MULAN_DOCS)(load))
 
-    Examples
-    --------
-    >>> from skrank.datasets import load_corel5k
-    >>> X, Y = load_corel5k(subset="test", return_X_y=True)
-    >>> X.shape, Y.shape
-    ((500, 499), (500, 374))
-    """
-    return _load_mulan(_COREL5K, subset, return_X_y)
+
+load_bibtex = _mulan_loader(_BIBTEX)
+load_corel5k = _mulan_loader(_COREL5K)
 
 
 def _load_mulan(dataset, subset, return_X_y):

@@ -11,19 +11,29 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import SOPRCLoss
 from ..metrics import mean_auprc_score
-from ..nn import MLP, TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ..nn import (
+    MLP,
+    TORCH_ATTRIBUTE_DOCS,
+    TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_DOCS,
+    BaseTorchEstimator,
+)
 from ..nn._distributed import gather, gather_with_gradient
 from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
-from ..utils._labels import check_class_counts, encode_labels
+from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
 
 
-@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
+@fill_shared_docs(
+    TORCH_PARAMETER_DOCS,
+    TORCH_ATTRIBUTE_DOCS,
+    methods={**TORCH_INPUT_DOCS, **CLASS_LABELS_DOCS},
+)
 class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorchEstimator):
     """Embedding whose cosine-similarity ranking maximises AUPRC, trained by SOPRC.
 
@@ -54,14 +64,15 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     tau2 : float, default=0.001
         Temperature of the TPR surrogate (one-sided sigmoid).
     beta : float, default=0.1
-        Moving-average rate of the per-class auxiliary vectors.
+        Moving-average rate of the per-class auxiliary vectors (``tpr_source="auxiliary"``
+        only).
     lambda_pos : float, default=5.0
         Weight of the semi-variance of positive scores below their mean (0 disables it).
     lambda_neg : float, default=1.0
         Weight of the semi-variance of negative scores above their mean (0 disables it).
     max_auxiliary_length : int or None, default=None
         Cap on the length ``L_c = n_c - 1`` of the auxiliary vectors; memory per step grows as
-        ``batch_size * (samples_per_class - 1) * max L_c``.
+        ``batch_size * (samples_per_class - 1) * max L_c`` (``tpr_source="auxiliary"`` only).
     prior : {"dataset", "batch"}, default="dataset"
         Class prior of the estimator; ``"batch"`` is the biased AP-style ablation.
     tpr_source : {"auxiliary", "batch"}, default="batch"
@@ -70,7 +81,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         estimate of the scores of all positives). ``"batch"`` is the default since 0.2: on
         classes unseen in training (``benchmarks/bench_soprc_disjoint.py``, chosen on held-out
         training classes) it gave 0.02 more validation mean AUPRC over three seeds; see the
-        :ref:`User Guide <soprc>`.
+        :ref:`User Guide <soprc>`. With ``"batch"`` the loss keeps no auxiliary vectors.
     samples_per_class : int, default=4
         Items of each class in a batch (``M``); a batch holds ``P = batch_size // M`` classes.
     class_weights : {"proportional", "uniform"}, default="proportional"
@@ -85,7 +96,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     module_ : torch.nn.Module
         The trained embedding network.
     criterion_ : skrank.losses.SOPRCLoss
-        The loss with its auxiliary vectors.
+        The loss, with its auxiliary vectors when ``tpr_source="auxiliary"`` (with ``"batch"``
+        its ``auxiliary`` buffer is empty).
     n_components_ : int
         Embedding dimension.
     {shared_attributes}
@@ -172,14 +184,16 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def fit(self, X, y):
         """Train the embedding on labelled items.
 
+        Holds out ``validation_fraction`` of the items (stratified by class when every class
+        has two items; the held-out part must keep a class with two items), then trains on
+        class-balanced batches for at most ``max_epochs`` epochs. With ``warm_start=True``,
+        training continues from the previous fit, whose classes ``y`` must repeat.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training items. The network computes in float32: the largest absolute value must
-            lie in [2^-63, 2^63] (about 1.1e-19 to 9.2e18), or an error asks to scale ``X``.
-        y : array-like of shape (n_samples,)
-            Class labels (any hashable values, floats included; not NaN or None); items of the
-            same class are positives of each other.
+        {training_X}
+        {class_labels}
+            Items of the same class are positives of each other.
 
         Returns
         -------

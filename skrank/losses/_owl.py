@@ -23,6 +23,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..utils._docstrings import fill_docs
+from ..utils._validation import check_ndim, check_positive_int
+
 __all__ = [
     "OrderedWeightedLoss",
     "bowl",
@@ -39,66 +42,53 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------- surrogates
+_SURROGATE_DOCS = {
+    "margins_to_losses": """
+        Parameters
+        ----------
+        u : torch.Tensor
+            Margins.
+
+        Returns
+        -------
+        loss : torch.Tensor
+            Same shape as ``u``.
+        """
+}
+
+
+@fill_docs(_SURROGATE_DOCS)
 def hinge(u):
     """Hinge surrogate ``max(1 - u, 0)`` (convex).
 
-    Parameters
-    ----------
-    u : torch.Tensor
-        Margins.
-
-    Returns
-    -------
-    loss : torch.Tensor
-        Same shape as ``u``.
+    {margins_to_losses}
     """
     return torch.clamp(1 - u, min=0)
 
 
+@fill_docs(_SURROGATE_DOCS)
 def logistic(u):
     """Logistic surrogate ``log2(1 + exp(-u))`` (convex; equals 1 at 0).
 
-    Parameters
-    ----------
-    u : torch.Tensor
-        Margins.
-
-    Returns
-    -------
-    loss : torch.Tensor
-        Same shape as ``u``.
+    {margins_to_losses}
     """
     return F.softplus(-u) / math.log(2)
 
 
+@fill_docs(_SURROGATE_DOCS)
 def squared_hinge(u):
     """Squared hinge surrogate ``max(1 - u, 0) ** 2`` (convex).
 
-    Parameters
-    ----------
-    u : torch.Tensor
-        Margins.
-
-    Returns
-    -------
-    loss : torch.Tensor
-        Same shape as ``u``.
+    {margins_to_losses}
     """
     return torch.clamp(1 - u, min=0) ** 2
 
 
+@fill_docs(_SURROGATE_DOCS)
 def exponential(u):
     """Exponential surrogate ``exp(-u)`` (convex).
 
-    Parameters
-    ----------
-    u : torch.Tensor
-        Margins.
-
-    Returns
-    -------
-    loss : torch.Tensor
-        Same shape as ``u``.
+    {margins_to_losses}
     """
     return torch.exp(-u)
 
@@ -203,8 +193,8 @@ def owl_weights(
     >>> owl_weights("topk", 4, top_k=2, scale="paper", n_labels=9)
     array([1., 1., 0., 0.])
     """
-    n_negatives = _check_count(n_negatives, "n_negatives")
-    top_k = _check_count(top_k, "top_k")
+    n_negatives = check_positive_int(n_negatives, "n_negatives")
+    top_k = check_positive_int(top_k, "top_k")
     if isinstance(kind, str):
         weights = _named_weights(kind, n_negatives, top_k, exponent)
     else:
@@ -276,13 +266,44 @@ def check_weight_vector(weights, n_negatives=None):
     return weights
 
 
-def _check_count(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
 # ---------------------------------------------------------------------------------- losses
+_OWL_DOCS = {
+    "scores": [
+        (
+            "positive_scores",
+            "torch.Tensor of shape (n_samples,)",
+            "Score of the positive label of each example.",
+        ),
+        (
+            "negative_scores",
+            "torch.Tensor of shape (n_samples, n_negatives)",
+            "Scores of the negative labels, in any order.",
+        ),
+        (
+            "weights",
+            "array-like or torch.Tensor of shape (n_weights,)",
+            "Non-negative, non-increasing weights by rank. Ranks beyond ``n_weights`` weigh 0; "
+            "weights beyond the number of valid negatives of a row are unused for that row.",
+        ),
+    ],
+    "options": [
+        ("surrogate", "str or callable", "See :func:`get_surrogate`."),
+        (
+            "mask",
+            "torch.Tensor of bool, shape (n_samples, n_negatives)",
+            "``True`` where the entry is a negative of the example (e.g. ``False`` for its own "
+            "positive labels in a shared sample). None: all entries are negatives.",
+        ),
+        ("margin", "float", "Margin of the ramp surrogate."),
+    ],
+}
+_OWL_DOCS["returns"] = {"Returns": [("losses", "torch.Tensor of shape (n_samples,)", "")]}
+_OWL_DOCS["sections"] = {
+    "Parameters": _OWL_DOCS["scores"] + _OWL_DOCS["options"],
+    **_OWL_DOCS["returns"],
+}
+
+
 def _ranks_used(weights):
     """Number of leading ranks with a non-zero weight (at least 1), from host values."""
     nonzero = np.flatnonzero(np.asarray(weights) > 0)
@@ -318,10 +339,7 @@ def _sorted_negatives(negative_scores, weights, mask, n_ranks=None):
 
 
 def _check_positive_scores(positive_scores, negative_scores):
-    if negative_scores.ndim != 2:
-        raise ValueError(
-            f"negative_scores must be 2-D (n_samples, n_negatives), got {negative_scores.ndim}-D."
-        )
+    check_ndim(negative_scores, 2, "(n_samples, n_negatives)", input_name="negative_scores")
     if positive_scores.shape != negative_scores.shape[:1]:
         raise ValueError(
             f"positive_scores has shape {tuple(positive_scores.shape)} but negative_scores has "
@@ -329,73 +347,46 @@ def _check_positive_scores(positive_scores, negative_scores):
         )
 
 
+@fill_docs(_OWL_DOCS)
 def powl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=None, margin=1.0):
     """Pairwise ordered weighted loss of each example.
 
     ``sum_j weights[j] * phi(positive_score - negative_score_[j])`` where ``negative_score_[j]``
     is the ``j``-th highest score among the example's (valid) negatives.
 
-    Parameters
-    ----------
-    positive_scores : torch.Tensor of shape (n_samples,)
-        Score of the positive label of each example.
-    negative_scores : torch.Tensor of shape (n_samples, n_negatives)
-        Scores of the negative labels, in any order.
-    weights : array-like or torch.Tensor of shape (n_weights,)
-        Non-negative, non-increasing weights by rank. Ranks beyond ``n_weights`` weigh 0; weights
-        beyond the number of valid negatives of a row are unused for that row.
-    surrogate : str or callable, default="hinge"
-        See :func:`get_surrogate`.
-    mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
-        ``True`` where the entry is a negative of the example (e.g. ``False`` for its own
-        positive labels in a shared sample). None: all entries are negatives.
-    margin : float, default=1.0
-        Margin of the ramp surrogate.
-
-    Returns
-    -------
-    losses : torch.Tensor of shape (n_samples,)
+    {sections}
 
     Examples
     --------
+    The second example's first negative is masked (e.g. one of its own positive labels):
+
     >>> import torch
     >>> from skrank.losses import powl
-    >>> powl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0, 0.0, 0.0])
-    tensor([1.4000])
+    >>> positive_scores = torch.tensor([0.5, 0.0])
+    >>> negative_scores = torch.tensor([[0.9, -0.2, 0.1], [0.3, 0.2, -1.0]])
+    >>> mask = torch.tensor([[True, True, True], [False, True, True]])
+    >>> powl(positive_scores, negative_scores, [1.0, 0.5], mask=mask)
+    tensor([1.7000, 1.2000])
     """
     return _owl("powl", positive_scores, negative_scores, weights, surrogate, mask, margin)
 
 
+@fill_docs(_OWL_DOCS)
 def bowl(positive_scores, negative_scores, weights, surrogate="hinge", *, mask=None, margin=1.0):
     """Binary ordered weighted loss of each example.
 
     ``phi(positive_score) + sum_j weights[j] * phi(-negative_score_[j])`` with the negatives
-    sorted by decreasing score. Same parameters as :func:`powl`.
+    sorted by decreasing score.
 
-    Parameters
-    ----------
-    positive_scores : torch.Tensor of shape (n_samples,)
-        Score of the positive label of each example.
-    negative_scores : torch.Tensor of shape (n_samples, n_negatives)
-        Scores of the negative labels, in any order.
-    weights : array-like or torch.Tensor of shape (n_weights,)
-        Non-negative, non-increasing weights by rank.
-    surrogate : str or callable, default="hinge"
-        See :func:`get_surrogate`.
-    mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
-        ``True`` where the entry is a negative of the example.
-    margin : float, default=1.0
-        Margin of the ramp surrogate.
-
-    Returns
-    -------
-    losses : torch.Tensor of shape (n_samples,)
+    {sections}
 
     Examples
     --------
+    With the hinge, ``phi(0.5) + phi(-0.9) = 0.5 + 1.9``:
+
     >>> import torch
     >>> from skrank.losses import bowl
-    >>> bowl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0, 0.0, 0.0])
+    >>> bowl(torch.tensor([0.5]), torch.tensor([[0.9, -0.2, 0.1]]), [1.0])
     tensor([2.4000])
     """
     return _owl("bowl", positive_scores, negative_scores, weights, surrogate, mask, margin)
@@ -413,6 +404,7 @@ def _owl(loss, positive_scores, negative_scores, weights, surrogate, mask, margi
     return phi(positive_scores) + torch.where(valid, terms, torch.zeros_like(terms)).sum(dim=1)
 
 
+@fill_docs(_OWL_DOCS)
 def ordered_weighted_loss(
     positive_scores,
     negative_scores,
@@ -427,24 +419,12 @@ def ordered_weighted_loss(
 
     Parameters
     ----------
-    positive_scores : torch.Tensor of shape (n_samples,)
-        Score of the positive label of each example.
-    negative_scores : torch.Tensor of shape (n_samples, n_negatives)
-        Scores of the negative labels, in any order.
-    weights : array-like or torch.Tensor of shape (n_weights,)
-        Non-negative, non-increasing weights by rank.
+    {scores}
     loss : {"bowl", "powl"}, default="bowl"
         Which ordered weighted loss.
-    surrogate : str or callable, default="hinge"
-        See :func:`get_surrogate`.
-    mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
-        ``True`` where the entry is a negative of the example.
-    margin : float, default=1.0
-        Margin of the ramp surrogate.
+    {options}
 
-    Returns
-    -------
-    losses : torch.Tensor of shape (n_samples,)
+    {returns}
     """
     if loss not in _LOSSES:
         raise ValueError(f"loss must be 'bowl' or 'powl', got {loss!r}.")

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..utils._validation import check_ndim, check_positive_int
+
 __all__ = [
     "SOPRCLoss",
     "interpolate_scores",
@@ -179,8 +181,7 @@ def interpolate_scores(scores, length, score_range=(-1.0, 1.0)):
     scores = torch.as_tensor(scores)
     if scores.ndim != 1 or scores.shape[0] == 0:
         raise ValueError(f"scores must be a non-empty 1-D tensor, got shape {tuple(scores.shape)}.")
-    if isinstance(length, bool) or not isinstance(length, Integral) or length < 1:
-        raise ValueError(f"length must be a positive integer, got {length!r}.")
+    check_positive_int(length, "length")
     counts = torch.tensor([scores.shape[0]], device=scores.device)
     lengths = torch.tensor([int(length)], device=scores.device)
     extended = _extend_sorted(scores.sort().values[None, :], counts, score_range)
@@ -329,7 +330,11 @@ class SOPRCLoss(nn.Module):
     the longest auxiliary vector (the largest ``L_c``); cap ``L_c`` with ``max_auxiliary_length``
     when classes are very large. The auxiliary vectors take ``sum_c L_c <= N`` floats, stored flat
     in the buffer ``auxiliary`` (plus one scratch entry) with ``auxiliary_offsets`` and
-    ``auxiliary_lengths``; ``state_dict`` round-trips.
+    ``auxiliary_lengths``; ``state_dict`` round-trips. With ``tpr_source="batch"`` the TPR reads
+    the query's batch positives, not ``v_c``: the loss then keeps no auxiliary state (the buffer
+    ``auxiliary`` is empty, ``class_seen`` stays False, :meth:`auxiliary_vector` raises) and a
+    step neither gathers nor updates vectors; ``beta`` and ``max_auxiliary_length`` have no
+    effect.
 
     Read more in the :ref:`User Guide <losses>`.
 
@@ -355,7 +360,8 @@ class SOPRCLoss(nn.Module):
         (the biased AP-style estimator, an ablation).
     tpr_source : {"auxiliary", "batch"}, default="auxiliary"
         ``"batch"`` estimates the TPR from the query's batch positives instead of ``v_c`` (an
-        ablation; gradients then flow through them, as in an AP loss).
+        ablation; gradients then flow through them, as in an AP loss) and keeps no auxiliary
+        vectors. Fixed at construction.
     exact : bool, default=False
         Use exact indicators ``1{x <= 0}`` instead of the surrogates (no useful gradient; for
         evaluating the estimator).
@@ -426,13 +432,16 @@ class SOPRCLoss(nn.Module):
         if max_auxiliary_length is not None:
             lengths = np.minimum(lengths, max_auxiliary_length)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        keeps_state = tpr_source == "auxiliary"
         # Static width of every gathered auxiliary row: shapes never depend on the batch.
-        self._width = int(lengths.max())
+        self._width = int(lengths.max()) if keeps_state else 0
         self.register_buffer(
             "priors", torch.as_tensor((counts - 1) / (counts.sum() - 1), dtype=torch.float32)
         )
-        # The last entry is scratch space: writes outside a class's vector land there.
-        self.register_buffer("auxiliary", torch.zeros(int(lengths.sum()) + 1))
+        # The last entry is scratch space: writes outside a class's vector land there. The
+        # batch-TPR form reads no auxiliary vector: it keeps none (an empty buffer).
+        n_entries = int(lengths.sum()) + 1 if keeps_state else 0
+        self.register_buffer("auxiliary", torch.zeros(n_entries))
         self.register_buffer("auxiliary_offsets", torch.as_tensor(offsets, dtype=torch.long))
         self.register_buffer("auxiliary_lengths", torch.as_tensor(lengths, dtype=torch.long))
         self.register_buffer("class_seen", torch.zeros(counts.shape[0], dtype=torch.bool))
@@ -453,9 +462,20 @@ class SOPRCLoss(nn.Module):
         return self.priors.shape[0]
 
     def auxiliary_vector(self, label):
-        """The auxiliary vector ``v_c`` of class index ``label`` (ascending once it was seen)."""
+        """The auxiliary vector ``v_c`` of class index ``label`` (ascending once it was seen).
+
+        Only a loss built with ``tpr_source="auxiliary"`` keeps these vectors.
+        """
+        self._check_keeps_auxiliary()
         start, length = int(self.auxiliary_offsets[label]), int(self.auxiliary_lengths[label])
         return self.auxiliary[start : start + length]
+
+    def _check_keeps_auxiliary(self):
+        if self.auxiliary.shape[0] == 0:
+            raise ValueError(
+                "This SOPRCLoss was built with tpr_source='batch', which keeps no auxiliary "
+                "vectors; build it with tpr_source='auxiliary' to use them."
+            )
 
     # ------------------------------------------------------------------ entry points
     def forward(self, embeddings, labels):
@@ -473,10 +493,7 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        if embeddings.ndim != 2:
-            raise ValueError(
-                f"embeddings must be 2-D (batch_size, n_dims), got {tuple(embeddings.shape)}."
-            )
+        check_ndim(embeddings, 2, "(batch_size, n_dims)", input_name="embeddings")
         layout = _GroupLayout.of(self._check_labels(labels, embeddings.shape[0]))
         grouped = embeddings[layout.index].view(*layout.valid.shape, -1)
         return self.forward_grouped(grouped, layout.classes, layout.valid)
@@ -499,11 +516,7 @@ class SOPRCLoss(nn.Module):
         loss : torch.Tensor
             Scalar loss.
         """
-        if embeddings.ndim != 3:
-            raise ValueError(
-                "embeddings must be 3-D (n_groups, group_size, n_dims), got "
-                f"{tuple(embeddings.shape)}."
-            )
+        check_ndim(embeddings, 3, "(n_groups, group_size, n_dims)", input_name="embeddings")
         n_groups, size, _ = embeddings.shape
         # Symmetric up to rounding: the pair shortcut reads s_qp for s_pq, 1e-7 apart at most.
         scores = _CosineGram.apply(embeddings.reshape(n_groups * size, -1))
@@ -564,14 +577,18 @@ class SOPRCLoss(nn.Module):
         fused = not self.exact and self.tpr_source == "auxiliary"
         # The fused path differentiates by hand: its batch is built without autograd.
         batch = _GroupedBatch(scores.detach() if fused else scores, valid, layout)
-        lengths = self.auxiliary_lengths[classes]
-        target, inside = self._auxiliary_positions(classes, lengths, layout)
-        vectors = self.auxiliary[target]
-        if self.training:
-            vectors = self._update_auxiliary(
-                batch, classes, lengths, vectors, target, inside, layout
-            )
-        reference = torch.where(inside, vectors, float("-inf"))
+        reference = n_reference = None
+        if self.tpr_source == "auxiliary":
+            self._check_keeps_auxiliary()
+            lengths = self.auxiliary_lengths[classes]
+            target, inside = self._auxiliary_positions(classes, lengths, layout)
+            vectors = self.auxiliary[target]
+            if self.training:
+                vectors = self._update_auxiliary(
+                    batch, classes, lengths, vectors, target, inside, layout
+                )
+            reference = torch.where(inside, vectors, float("-inf"))
+            n_reference = lengths.repeat_interleave(size)
         if fused:
             factors = self.class_factors[classes].repeat_interleave(size, 0)
             if self.prior == "batch":
@@ -580,7 +597,6 @@ class SOPRCLoss(nn.Module):
             return _SurrogateGroupedLoss.apply(
                 scores, batch, layout, reference, factors, self, symmetric
             )
-        n_reference = lengths.repeat_interleave(size)
         prior = self._query_priors(batch, classes, size)
         per_query = self._query_losses(batch, reference, n_reference, prior)
         per_query = per_query + self._semivariance(batch)

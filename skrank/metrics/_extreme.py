@@ -24,7 +24,9 @@ import numbers
 import numpy as np
 from scipy import sparse
 
+from ..utils._docstrings import fill_docs
 from ._labels import (
+    TOP_K_LABEL_DOCS,
     check_top_k_labels,
     mean_top_k_scores,
     top_k_hits,
@@ -126,6 +128,7 @@ def _indicator(targets, n_labels):
     return indicator
 
 
+@fill_docs(TOP_K_LABEL_DOCS)
 def top_k_ndcg_score(y_true, y_score, k=1, *, labels=None):
     """nDCG@k over labels with binary relevance (the extreme-classification convention).
 
@@ -135,27 +138,16 @@ def top_k_ndcg_score(y_true, y_score, k=1, *, labels=None):
     are excluded here (sklearn scores them 0) and ties are broken by column index (sklearn,
     by default, averages over tied orders).
 
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix
-        Multiclass labels, or a multilabel indicator matrix of 0/1.
-    y_score : array-like of shape (n_samples, n_labels)
-        Label scores, higher = better. Must be finite.
-    k : int or list of int, default=1
-        Number of best labels, ``1 <= k <= n_labels``.
-    labels : array-like of shape (n_labels,), default=None
-        Multiclass only: the label of each column of ``y_score``.
-
-    Returns
-    -------
-    ndcg : float or ndarray of shape (len(k),)
+    {sections}
 
     Examples
     --------
+    A sparse indicator matrix of true labels (never densified):
+
+    >>> from scipy.sparse import csr_matrix
     >>> from skrank.metrics import top_k_ndcg_score
-    >>> y_true = [[1, 0, 1], [0, 1, 0]]
-    >>> y_score = [[0.9, 0.5, 0.1], [0.2, 0.3, 0.8]]
-    >>> top_k_ndcg_score(y_true, y_score, k=[1, 3]).round(3)
+    >>> y_true = csr_matrix([[1, 0, 1], [0, 1, 0]])
+    >>> top_k_ndcg_score(y_true, [[0.9, 0.5, 0.1], [0.2, 0.3, 0.8]], k=[1, 3]).round(3)
     array([0.5  , 0.775])
     """
     targets, top, ks, is_scalar, _ = check_top_k_labels(y_true, y_score, k, labels)
@@ -163,6 +155,7 @@ def top_k_ndcg_score(y_true, y_score, k=1, *, labels=None):
     return float(scores[0]) if is_scalar else scores
 
 
+@fill_docs(TOP_K_LABEL_DOCS)
 def top_k_psp_score(y_true, y_score, k=1, *, propensities, labels=None, normalize=True):
     """Propensity-scored Precision@k (PSP@k, Jain et al., 2016).
 
@@ -171,31 +164,29 @@ def top_k_psp_score(y_true, y_score, k=1, *, propensities, labels=None, normaliz
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix
-        Multiclass labels, or a multilabel indicator matrix of 0/1.
-    y_score : array-like of shape (n_samples, n_labels)
-        Label scores, higher = better. Must be finite.
-    k : int or list of int, default=1
-        Number of best labels, ``1 <= k <= n_labels``.
+    {inputs}
     propensities : array-like of shape (n_labels,)
         Propensity of each label, in ``(0, 1]``.
-    labels : array-like of shape (n_labels,), default=None
-        Multiclass only: the label of each column of ``y_score``.
+    {labels}
     normalize : bool, default=True
         Divide by the PSP@k of the best achievable ranking (the repository's figure, in
         ``[0, 1]``); False gives the raw mean of ``(1/k) sum_r y_(r) / p_(r)``.
 
-    Returns
-    -------
-    psp : float or ndarray of shape (len(k),)
+    {returns}
 
     Examples
     --------
-    >>> from skrank.metrics import top_k_psp_score
-    >>> y_true = [[1, 0, 1], [0, 1, 0]]
-    >>> y_score = [[0.9, 0.5, 0.1], [0.2, 0.3, 0.8]]
-    >>> round(top_k_psp_score(y_true, y_score, k=1, propensities=[0.5, 0.5, 0.25]), 3)
-    0.333
+    Propensities from the training labels; the second example ranks its more frequent true
+    label first, which the propensity-scored precision counts a little below the best order:
+
+    >>> from skrank.metrics import label_propensities, top_k_psp_score
+    >>> propensities = label_propensities([[1, 0, 1], [1, 0, 0], [1, 1, 0], [0, 0, 1]])
+    >>> propensities.round(3)
+    array([0.782, 0.721, 0.757])
+    >>> y_score = [[0.2, 0.9, 0.1], [0.8, 0.1, 0.3]]
+    >>> psp = top_k_psp_score([[0, 1, 0], [1, 0, 1]], y_score, k=[1, 2], propensities=propensities)
+    >>> psp.round(3)
+    array([0.985, 1.   ])
     """
     targets, top, ks, is_scalar, n_labels = check_top_k_labels(y_true, y_score, k, labels)
     propensities = np.asarray(propensities, dtype=np.float64)

@@ -10,7 +10,8 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
-from ..utils._validation import naming_inputs
+from ..utils._docstrings import fill_docs
+from ..utils._validation import check_ndim, naming_inputs
 from ._search import top_k_indices
 from ._validation import check_k, check_same_length
 
@@ -175,10 +176,7 @@ def check_label_scores(y_score, *, input_name="y_score"):
         y_score = check_array(
             y_score, dtype=np.float64, ensure_2d=False, force_writeable=True, input_name=input_name
         )
-    if y_score.ndim != 2:
-        raise ValueError(
-            f"{input_name} must be 2-D (n_samples, n_labels); got shape {y_score.shape}."
-        )
+    check_ndim(y_score, 2, "(n_samples, n_labels)", input_name=input_name)
     return y_score
 
 
@@ -205,6 +203,49 @@ def check_top_k_labels(y_true, y_score, k, labels):
     return targets, top_k_indices(y_score, int(ks.max())), ks, is_scalar, n_labels
 
 
+_INPUT_ENTRIES = [
+    (
+        "y_true",
+        "array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix",
+        "Multiclass labels, or a multilabel indicator matrix of 0/1 (a sparse one is never "
+        "densified).",
+    ),
+    (
+        "y_score",
+        "array-like of shape (n_samples, n_labels)",
+        "Label scores, higher = better. Must be finite.",
+    ),
+    (
+        "k",
+        "int or list of int",
+        "Number of best labels, ``1 <= k <= n_labels`` (larger raises ValueError).",
+    ),
+]
+_LABELS_ENTRY = (
+    "labels",
+    "array-like of shape (n_labels,)",
+    "Multiclass only: the label of each column of ``y_score`` (e.g. ``classes_``). None means the "
+    "sorted distinct values of ``y_true`` if there are ``n_labels`` of them, else the integers "
+    "``0..n_labels-1``.",
+)
+_RETURNS = {
+    "Returns": [
+        (
+            "score",
+            "float or ndarray of shape (len(k),)",
+            "A float for an int ``k``, else one value per ``k``.",
+        )
+    ]
+}
+#: Docstring entries of the top-k label metrics (here and in ``_extreme``), written once.
+TOP_K_LABEL_DOCS = {
+    "inputs": _INPUT_ENTRIES,
+    "labels": _LABELS_ENTRY,
+    "returns": _RETURNS,
+    "sections": {"Parameters": [*_INPUT_ENTRIES, _LABELS_ENTRY], **_RETURNS},
+}
+
+
 def _top_k_label_score(y_true, y_score, k, labels, kind):
     targets, top, ks, is_scalar, _ = check_top_k_labels(y_true, y_score, k, labels)
     hits, n_true = top_k_hits(targets, top)
@@ -212,6 +253,7 @@ def _top_k_label_score(y_true, y_score, k, labels, kind):
     return float(scores[0]) if is_scalar else scores
 
 
+@fill_docs(TOP_K_LABEL_DOCS)
 def top_k_recall_score(y_true, y_score, k=1, *, labels=None):
     """Recall@k over labels: mean of (true labels among the k best scored) / (true labels).
 
@@ -221,24 +263,7 @@ def top_k_recall_score(y_true, y_score, k=1, *, labels=None):
     indicator row) are excluded with a ``UserWarning``. Ties in ``y_score`` are broken by column
     index, the smaller first (:func:`sklearn.metrics.top_k_accuracy_score` prefers the larger).
 
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix
-        Multiclass labels, or a multilabel indicator matrix of 0/1 (a sparse one is never
-        densified).
-    y_score : array-like of shape (n_samples, n_labels)
-        Label scores, higher = better. Must be finite.
-    k : int or list of int, default=1
-        Number of best labels, ``1 <= k <= n_labels`` (larger raises ValueError).
-    labels : array-like of shape (n_labels,), default=None
-        Multiclass only: the label of each column of ``y_score`` (e.g. ``classes_``). None
-        means the sorted distinct values of ``y_true`` if there are ``n_labels`` of them,
-        else the integers ``0..n_labels-1``.
-
-    Returns
-    -------
-    recall : float or ndarray of shape (len(k),)
-        A float for an int ``k``, else one value per ``k``.
+    {sections}
 
     Examples
     --------
@@ -251,33 +276,22 @@ def top_k_recall_score(y_true, y_score, k=1, *, labels=None):
     return _top_k_label_score(y_true, y_score, k, labels, "recall")
 
 
+@fill_docs(TOP_K_LABEL_DOCS)
 def top_k_precision_score(y_true, y_score, k=1, *, labels=None):
     """Precision@k over labels: mean of (true labels among the k best scored) / k.
 
     Same inputs and conventions as :func:`top_k_recall_score` (examples without a true label
     excluded with a ``UserWarning``, ties broken by column index).
 
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_labels), or sparse matrix
-        Multiclass labels, or a multilabel indicator matrix of 0/1.
-    y_score : array-like of shape (n_samples, n_labels)
-        Label scores, higher = better. Must be finite.
-    k : int or list of int, default=1
-        Number of best labels, ``1 <= k <= n_labels``.
-    labels : array-like of shape (n_labels,), default=None
-        Multiclass only: the label of each column of ``y_score``.
-
-    Returns
-    -------
-    precision : float or ndarray of shape (len(k),)
+    {sections}
 
     Examples
     --------
+    Multiclass targets, one column of scores per label of ``labels``:
+
     >>> from skrank.metrics import top_k_precision_score
-    >>> y_true = [[1, 0, 1], [0, 1, 0]]
-    >>> y_score = [[0.9, 0.5, 0.1], [0.2, 0.3, 0.8]]
-    >>> top_k_precision_score(y_true, y_score, k=2)
-    0.5
+    >>> scores = [[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]]
+    >>> top_k_precision_score(["cat", "dog", "cat"], scores, k=1, labels=["cat", "dog"])
+    0.3333333333333333
     """
     return _top_k_label_score(y_true, y_score, k, labels, "precision")

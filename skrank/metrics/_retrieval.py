@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_array
 from tqdm.auto import tqdm
 
 from ..utils._dask import is_dask_array
+from ..utils._docstrings import fill_docs
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._validation import naming_inputs, normalize_rows, power_of_two_scale
@@ -342,13 +343,11 @@ def _per_query_statistics(
     return n_positives, query_auprc, positives_in_top_k, r_precision, map_at_r
 
 
-def _retrieval_scores(
-    X, y, ks, metric, chunk_size, average_precision, device="auto", verbose=False, at_r=False
-):
-    """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
+def _query_statistics(X, y, ks, metric, chunk_size, average_precision, device, verbose, at_r):
+    """Validate ``y``, ``metric`` and ``chunk_size``; the statistics of every query."""
     codes = encode_labels(y)[1]
     check_same_length((X, codes), ("X", "y"))
-    n_positives, query_auprc, positives_in_top_k, r_precision, map_at_r = _per_query_statistics(
+    return _per_query_statistics(
         X,
         codes,
         ks,
@@ -358,6 +357,15 @@ def _retrieval_scores(
         device,
         verbose,
         at_r,
+    )
+
+
+def _retrieval_scores(
+    X, y, ks, metric, chunk_size, average_precision, device="auto", verbose=False, at_r=False
+):
+    """Validate the rest of the input and return the scores dict of :func:`retrieval_scores`."""
+    n_positives, query_auprc, positives_in_top_k, r_precision, map_at_r = _query_statistics(
+        X, y, ks, metric, chunk_size, average_precision, device, verbose, at_r
     )
     has_positive = _queries_with_positives(n_positives)
     scores = {}
@@ -373,7 +381,8 @@ def _retrieval_scores(
     return scores
 
 
-_BACKEND_DOC = """Backends (``device``): the torch path (``"auto"``, ``"cpu"``, ``"cuda"``, a
+_BACKEND_DOC = """
+    Backends (``device``): the torch path (``"auto"``, ``"cpu"``, ``"cuda"``, a
     :class:`torch.device`) computes the similarities in float32 on the device, by blocks of
     queries, and counts each positive's rank without sorting the rows; ``"numpy"`` is the
     float64 path (one sort per query), several times slower. ``"auto"`` is CUDA when present,
@@ -381,24 +390,47 @@ _BACKEND_DOC = """Backends (``device``): the torch path (``"auto"``, ``"cpu"``, 
     they give identical results when these are equal (e.g. embeddings of small integers, or a
     callable ``metric``, whose float64 values both use); float32 similarities may tie or swap
     pairs of items whose float64 similarities differ by less than about ``1e-7``, which moves
-    the metrics by about that much (``docs/user_guide/metrics.rst``)."""
+    the metrics by about that much (``docs/user_guide/metrics.rst``).
+    """
+_EMBEDDINGS_AND_LABELS = [
+    ("X", "array-like or dask array of shape (n_samples, n_features)", "Embeddings."),
+    ("y", "array-like of shape (n_samples,)", "Class labels."),
+]
+_K = (
+    "k",
+    "int or list of int",
+    "Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).",
+)
+_METRIC_AND_CHUNK_SIZE = [
+    ("metric", '{"cosine", "euclidean"} or callable', "Similarity used to rank the items."),
+    (
+        "chunk_size",
+        "int",
+        "Queries per chunk; None picks it from scikit-learn's ``working_memory``.",
+    ),
+]
+_DEVICE_PARAMETERS = [
+    (
+        "device",
+        '{"auto", "numpy", "cpu", "cuda"} or torch.device',
+        "Backend and device, see above.",
+    ),
+    ("verbose", "bool", "Show a progress bar over the queries (tqdm)."),
+]
+#: Docstring parts of the retrieval metrics, written once (markers of :func:`fill_docs`).
+_RETRIEVAL_DOCS = {
+    "backends": _BACKEND_DOC,
+    "device_parameters": _DEVICE_PARAMETERS,
+    "parameters": {
+        "Parameters": _EMBEDDINGS_AND_LABELS + _METRIC_AND_CHUNK_SIZE + _DEVICE_PARAMETERS
+    },
+    "parameters_with_k": {
+        "Parameters": [*_EMBEDDINGS_AND_LABELS, _K, *_METRIC_AND_CHUNK_SIZE, *_DEVICE_PARAMETERS]
+    },
+}
 
-_EMBEDDINGS_AND_LABELS = """X : array-like or dask array of shape (n_samples, n_features)
-        Embeddings.
-    y : array-like of shape (n_samples,)
-        Class labels."""
 
-_METRIC_AND_CHUNK_SIZE = """metric : {"cosine", "euclidean"} or callable, default="cosine"
-        Similarity used to rank the items.
-    chunk_size : int, default=None
-        Queries per chunk; None picks it from scikit-learn's ``working_memory``."""
-
-_DEVICE_PARAMETERS = """device : {"auto", "numpy", "cpu", "cuda"} or torch.device, default="auto"
-        Backend and device, see above.
-    verbose : bool, default=False
-        Show a progress bar over the queries (tqdm)."""
-
-
+@fill_docs(_RETRIEVAL_DOCS)
 def retrieval_scores(
     X,
     y,
@@ -486,6 +518,7 @@ def retrieval_scores(
 _NO_K = np.zeros(0, dtype=np.int64)
 
 
+@fill_docs(_RETRIEVAL_DOCS)
 def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """Mean over queries of the AUPRC of their retrieval (mAP), computed exactly.
 
@@ -496,11 +529,7 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None, device="auto", v
     See :func:`retrieval_scores` for the parameters.
     {backends}
 
-    Parameters
-    ----------
-    {embeddings_and_labels}
-    {metric_and_chunk_size}
-    {device_parameters}
+    {parameters}
 
     Returns
     -------
@@ -516,9 +545,8 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None, device="auto", v
 
     Examples
     --------
-    >>> import numpy as np
     >>> from skrank.metrics import mean_auprc_score
-    >>> X = np.array([[1.0, 0.0], [0.9, 0.2], [0.0, 1.0], [0.5, 0.5]])
+    >>> X = [[1.0, 0.0], [0.9, 0.2], [0.0, 1.0], [0.5, 0.5]]
     >>> round(mean_auprc_score(X, [0, 0, 1, 1]), 4)
     0.8333
     """
@@ -526,14 +554,11 @@ def mean_auprc_score(X, y, *, metric="cosine", chunk_size=None, device="auto", v
     return _retrieval_scores(X, y, _NO_K, metric, chunk_size, True, device, verbose)["mean_auprc"]
 
 
+@fill_docs(_RETRIEVAL_DOCS)
 def query_auprc_scores(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """The AUPRC of each query's retrieval (the terms of :func:`mean_auprc_score`).
 
-    Parameters
-    ----------
-    {embeddings_and_labels}
-    {metric_and_chunk_size}
-    {device_parameters}
+    {parameters}
 
     Returns
     -------
@@ -549,20 +574,7 @@ def query_auprc_scores(X, y, *, metric="cosine", chunk_size=None, device="auto",
     [1.0, 1.0, 1.0, 0.3333]
     """
     X = _check_embedding(X)
-    codes = encode_labels(y)[1]
-    check_same_length((X, codes), ("X", "y"))
-    _, query_auprc, _, _, _ = _per_query_statistics(
-        X,
-        codes,
-        _NO_K,
-        _check_metric(metric),
-        check_chunk_size(chunk_size),
-        True,
-        device,
-        verbose,
-        False,
-    )
-    return query_auprc
+    return _query_statistics(X, y, _NO_K, metric, chunk_size, True, device, verbose, False)[1]
 
 
 def _at_r_score(X, y, metric, chunk_size, device, verbose, name):
@@ -570,6 +582,7 @@ def _at_r_score(X, y, metric, chunk_size, device, verbose, name):
     return _retrieval_scores(X, y, _NO_K, metric, chunk_size, False, device, verbose, True)[name]
 
 
+@fill_docs(_RETRIEVAL_DOCS)
 def map_at_r_score(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """MAP@R of a retrieval, as pytorch-metric-learning's ``AccuracyCalculator`` defines it.
 
@@ -583,11 +596,7 @@ def map_at_r_score(X, y, *, metric="cosine", chunk_size=None, device="auto", ver
     The mean is over queries with a positive (others: ``UserWarning``). Exact, in blocks.
     {backends}
 
-    Parameters
-    ----------
-    {embeddings_and_labels}
-    {metric_and_chunk_size}
-    {device_parameters}
+    {parameters}
 
     Returns
     -------
@@ -604,6 +613,7 @@ def map_at_r_score(X, y, *, metric="cosine", chunk_size=None, device="auto", ver
     return _at_r_score(X, y, metric, chunk_size, device, verbose, "map@r")
 
 
+@fill_docs(_RETRIEVAL_DOCS)
 def r_precision_score(X, y, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """R-precision of a retrieval: mean over queries of (positives among the R nearest) / R.
 
@@ -612,11 +622,7 @@ def r_precision_score(X, y, *, metric="cosine", chunk_size=None, device="auto", 
     defines it. Queries without a positive are excluded (``UserWarning``).
     {backends}
 
-    Parameters
-    ----------
-    {embeddings_and_labels}
-    {metric_and_chunk_size}
-    {device_parameters}
+    {parameters}
 
     Returns
     -------
@@ -624,11 +630,13 @@ def r_precision_score(X, y, *, metric="cosine", chunk_size=None, device="auto", 
 
     Examples
     --------
-    >>> import numpy as np
+    The fourth item's two nearest (cosine) tie; the rule ranks the one first in ``X`` (a "cat")
+    first, so that query scores 1/2 and the others 1:
+
     >>> from skrank.metrics import r_precision_score
-    >>> X = np.array([[0.0], [0.1], [1.0], [0.3], [1.1]])
-    >>> r_precision_score(X, [0, 0, 0, 1, 1], metric="euclidean")
-    0.2
+    >>> X = [[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.7, 0.7], [0.1, 0.9]]
+    >>> r_precision_score(X, ["cat", "cat", "dog", "dog", "dog"])
+    0.9
     """
     return _at_r_score(X, y, metric, chunk_size, device, verbose, "r_precision")
 
@@ -641,6 +649,7 @@ def _at_k_score(X, y, k, metric, chunk_size, name, device, verbose):
     return float(values[0]) if is_scalar else values
 
 
+@fill_docs(_RETRIEVAL_DOCS)
 def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None, device="auto", verbose=False):
     """Recall@k of a retrieval: fraction of queries with a positive among their k nearest.
 
@@ -649,13 +658,7 @@ def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None, device="au
     ranks first). Queries without a positive are excluded (``UserWarning``).
     {backends}
 
-    Parameters
-    ----------
-    {embeddings_and_labels}
-    k : int or list of int, default=1
-        Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).
-    {metric_and_chunk_size}
-    {device_parameters}
+    {parameters_with_k}
 
     Returns
     -------
@@ -673,6 +676,7 @@ def recall_at_k_score(X, y, k=1, *, metric="cosine", chunk_size=None, device="au
     return _at_k_score(X, y, k, metric, chunk_size, "recall", device, verbose)
 
 
+@fill_docs(_RETRIEVAL_DOCS)
 def precision_at_k_score(
     X, y, k=1, *, metric="cosine", chunk_size=None, device="auto", verbose=False
 ):
@@ -682,13 +686,7 @@ def precision_at_k_score(
     excluded with a ``UserWarning``).
     {backends}
 
-    Parameters
-    ----------
-    {embeddings_and_labels}
-    k : int or list of int, default=1
-        Number of nearest items, ``1 <= k <= n_samples - 1`` (larger raises ValueError).
-    {metric_and_chunk_size}
-    {device_parameters}
+    {parameters_with_k}
 
     Returns
     -------
@@ -703,26 +701,6 @@ def precision_at_k_score(
     0.5
     """
     return _at_k_score(X, y, k, metric, chunk_size, "precision", device, verbose)
-
-
-_SHARED_DOCS = {
-    "{backends}": _BACKEND_DOC,
-    "{embeddings_and_labels}": _EMBEDDINGS_AND_LABELS,
-    "{metric_and_chunk_size}": _METRIC_AND_CHUNK_SIZE,
-    "{device_parameters}": _DEVICE_PARAMETERS,
-}
-for _function in (
-    retrieval_scores,
-    mean_auprc_score,
-    query_auprc_scores,
-    map_at_r_score,
-    r_precision_score,
-    recall_at_k_score,
-    precision_at_k_score,
-):
-    for _marker, _text in _SHARED_DOCS.items():
-        _function.__doc__ = _function.__doc__.replace(_marker, _text)
-del _function, _marker, _text
 
 
 def _check_recall_levels(recall_levels):

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..utils._memory import working_memory_bytes
+from ..utils._validation import check_ndim
 from ._validation import check_k
 
 
@@ -61,10 +62,7 @@ def top_k_indices(scores, k):
     array([[1, 0, 2]])
     """
     scores = np.asarray(scores)
-    if scores.ndim != 2:
-        raise ValueError(
-            f"scores must be 2-D (n_rows, n_columns); got an array of shape {scores.shape}."
-        )
+    check_ndim(scores, 2, "(n_rows, n_columns)", input_name="scores")
     check_k(k, scores.shape[1], candidates="columns of scores")
     if scores.dtype.kind == "f" and np.isnan(scores).any():
         row = int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])

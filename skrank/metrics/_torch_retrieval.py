@@ -8,15 +8,19 @@ user's float64 values for a callable), and reduced to per-query statistics by
 :func:`skrank.metrics._ranks.positive_statistics`.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..utils._memory import chunk_rows, working_memory_bytes
+from ..utils._memory import available_host_bytes, chunk_rows, working_memory_bytes
+from . import _ranks, _tiled_ranks
 from ._ranks import Workspace, positive_statistics, rank_scores
 
 CPU_BLOCK_QUERIES = 64  # queries ranked at once on the CPU
 CPU_CHUNK_QUERIES = 1024  # queries per matrix product on the CPU
+TILED_CPU = True  # float32 built-in metrics on the CPU: the tiled path (``_tiled_ranks``)
 
 
 def resolve_metric_device(device):
@@ -79,17 +83,10 @@ def bytes_per_query(n_items, width, itemsize):
 
 
 def _available_bytes(device):
-    """Memory a block may use: free CUDA memory, or the host's MemAvailable (None if unknown)."""
+    """Memory a block may use: free CUDA memory, or the host's available memory (or None)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
-    try:  # Linux: free memory plus what the page cache can give back
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return available_host_bytes()
 
 
 def _does_not_fit(n_queries, n_items, n_bytes, device):
@@ -133,6 +130,16 @@ def torch_retrieval_statistics(
     n_items = len(X)
     sizes = np.bincount(codes)
     n_positives = sizes[codes] - 1
+    if (
+        TILED_CPU
+        and device.type == "cpu"
+        and numpy_similarity is None
+        and dtype is None
+        and sizes.max() * _ranks.SORT_FRACTION <= n_items
+    ):
+        return tiled_retrieval_statistics(
+            terms, codes, ks=ks, chunk_size=chunk_size, device=device, verbose=verbose
+        )
     similarity = torch_similarity(device, terms=terms, numpy_similarity=numpy_similarity)
     members = np.argsort(codes, kind="stable")  # the items of each class, contiguous
     starts = np.cumsum(sizes) - sizes
@@ -234,3 +241,106 @@ def _positive_columns(place_in_class, class_size, class_start, members):
     n_positives = class_size - 1
     slots = torch.minimum(slots + skip_self, n_positives[:, None])  # padding: the last member
     return members[class_start[:, None] + slots], n_positives
+
+
+def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose):
+    """:func:`torch_retrieval_statistics` on the CPU, tile by tile (:mod:`._tiled_ranks`).
+
+    The items are grouped by class; blocks of ``TILE_QUERIES`` queries (fewer with a smaller
+    ``chunk_size``) take their classes' items first (one matrix product gives their positives'
+    scores), then the other items in tiles of ``TILE_ITEMS``, each one matrix product whose
+    result stays in the CPU caches while it is counted.
+    """
+    rows_table, squared_norms = terms
+    n_items = len(codes)
+    sizes = np.bincount(codes)
+    members = np.argsort(codes, kind="stable")  # class by class, by increasing index
+    sorted_codes = codes[members]
+    class_start = (np.cumsum(sizes) - sizes)[sorted_codes]
+    class_end = class_start + sizes[sorted_codes]
+    table = torch.from_numpy(np.ascontiguousarray(rows_table[members], dtype=np.float32))
+    norms = None
+    if squared_norms is not None:
+        norms = torch.from_numpy(np.ascontiguousarray(squared_norms[members], dtype=np.float32))
+    members_t = torch.from_numpy(members)
+    block_size = _tiled_ranks.TILE_QUERIES
+    if chunk_size is not None:
+        block_size = max(1, min(block_size, chunk_size))
+    width = int(sizes.max()) - 1
+    n_bytes = table.numel() * 4 + block_size * (
+        4 * int(sizes.max()) * 3  # class tile, its scores by rank, keys
+        + 4 * 2 * _tiled_ranks.CELLS_PER_POSITIVE * max(width, 64)  # lookup, counts
+        + 16 * _tiled_ranks.TILE_ITEMS  # tile, cells, bins, work
+    )
+    check_block_fits(block_size, n_items, n_bytes, device)
+
+    def similarity(queries, start, stop, out=None):
+        """Scores of the rows ``queries = (table rows, their squared norms)`` to items."""
+        rows, row_norms = queries
+        scores = torch.mm(rows, table[start:stop].T, out=out)
+        if norms is not None:
+            scores.mul_(2).sub_(row_norms).sub_(norms[None, start:stop])
+        return scores
+
+    def tiles(queries, skip_start, skip_stop):
+        buffer = torch.empty(len(queries[0]) * _tiled_ranks.TILE_ITEMS)
+        for first, last in ((0, skip_start), (skip_stop, n_items)):
+            for start in range(first, last, _tiled_ranks.TILE_ITEMS):
+                stop = min(start + _tiled_ranks.TILE_ITEMS, last)
+                out = buffer[: len(queries[0]) * (stop - start)].view(-1, stop - start)
+                yield similarity(queries, start, stop, out=out), members_t[start:stop]
+
+    n_positives = sizes[codes] - 1
+    query_auprc = np.full(n_items, np.nan)
+    r_precision = np.full(n_items, np.nan)
+    map_at_r = np.full(n_items, np.nan)
+    positives_in_top_k = np.zeros((n_items, len(ks)), dtype=np.int64)
+    ks_t = torch.from_numpy(np.asarray(ks, dtype=np.int64))
+
+    def rank_block(block_start):
+        block = np.arange(block_start, min(block_start + block_size, n_items))
+        bar.update(len(block))
+        block = block[sizes[sorted_codes[block]] > 1]
+        if not len(block):
+            return
+        first, last = int(class_start[block].min()), int(class_end[block].max())
+        queries = torch.from_numpy(block)
+        rows = (table[queries], None if norms is None else norms[queries, None])
+        class_scores = similarity(rows, first, last)
+        class_scores[torch.arange(len(block)), queries - first] = -torch.inf
+        starts = torch.from_numpy(class_start[block] - first)
+        columns, block_positives = _positive_columns(
+            queries - first - starts,
+            torch.from_numpy(sizes[sorted_codes[block]]),
+            starts,
+            torch.arange(last - first),
+        )
+        auprc, ranks = _tiled_ranks.tiled_positive_statistics(
+            class_scores, columns, block_positives, tiles(rows, first, last), members_t[first:last]
+        )
+        statistics = (auprc, *rank_scores(ranks, block_positives, ks_t))
+        where = members[block]
+        query_auprc[where] = statistics[0].numpy()
+        positives_in_top_k[where] = statistics[1].numpy()
+        r_precision[where] = statistics[2].numpy()
+        map_at_r[where] = statistics[3].numpy()
+
+    # torch's threads: one block per thread, each block on one thread (the fused loop and the
+    # small products of a block gain nothing from more, and idle OpenMP threads spinning
+    # beside the loop would slow it down).
+    n_threads = torch.get_num_threads()
+    bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
+    try:
+        torch.set_num_threads(1)
+        starts = range(0, n_items, block_size)
+        if n_threads == 1:
+            for block_start in starts:
+                rank_block(block_start)
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                for _ in pool.map(rank_block, starts):
+                    pass
+    finally:
+        torch.set_num_threads(n_threads)
+        bar.close()
+    return n_positives, query_auprc, r_precision, map_at_r, positives_in_top_k

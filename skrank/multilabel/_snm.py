@@ -1,6 +1,5 @@
 """SNMClassifier: top-k prediction over very large label sets by Stochastic Negative Mining."""
 
-import os
 import warnings
 from numbers import Integral, Real
 
@@ -18,12 +17,18 @@ from ..losses import OrderedWeightedLoss, owl_weights
 from ..losses._owl import check_weight_vector
 from ..metrics import FaissInnerProductIndex, top_k_inner_products
 from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
-from ..nn import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator, EarlyStopping
+from ..nn import (
+    TORCH_ATTRIBUTE_DOCS,
+    TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_DOCS,
+    BaseTorchEstimator,
+    EarlyStopping,
+)
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
-from ..utils._memory import chunk_rows
+from ..utils._memory import available_host_bytes, chunk_rows
 from ..utils._params import store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
@@ -40,7 +45,7 @@ _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 _UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
 
 
-@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS)
+@fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
 class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
     """Top-k classifier for very large label sets, trained by Stochastic Negative Mining.
 
@@ -285,12 +290,15 @@ default="hinge"
     def fit(self, X, y):
         """Fit the network and the label embeddings.
 
+        Multilabel rows without a positive label are dropped (with a warning). The label
+        embeddings start from the centroids of the training inputs of each label
+        (``label_init="centroid"``). ``validation_fraction`` of the rows is held out, and with
+        ``early_stopping`` training stops on their Precision@``score_k``. With
+        ``warm_start=True``, training continues from the previous fit, whose labels must repeat.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs; a sparse matrix is densified one mini-batch at a time. The network computes
-            in float32: the largest absolute value must lie in [2^-63, 2^63] (about 1.1e-19 to
-            9.2e18), or an error asks to scale ``X``.
+        {training_X}
         y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
             Multiclass labels (integers, strings, booleans, or floats with integer values, as
             scikit-learn's classifiers take), or a multilabel 0/1 indicator matrix, dense
@@ -581,8 +589,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
         k : int
             Number of labels per example, ``1 <= k <= n_labels``.
         return_scores : bool, default=False
@@ -606,8 +613,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -638,8 +644,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -671,8 +676,7 @@ default="hinge"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Inputs.
+        {X}
         y : array-like of shape (n_samples,), or indicator matrix (n_samples, n_labels)
             True labels, in the format used at fit.
 
@@ -784,24 +788,9 @@ def _recall_at_k(targets, top):
     return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "recall")[0])
 
 
-def _available_memory_bytes():
-    """Memory available to a new allocation (Linux MemAvailable), or None if unknown."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _check_dense_scores_fit(n_samples, n_labels):
     needed = 4 * n_samples * n_labels
-    available = _available_memory_bytes()
+    available = available_host_bytes()
     if available is not None and needed > available / 2:
         raise MemoryError(
             f"decision_function would build a {n_samples} x {n_labels} score matrix "

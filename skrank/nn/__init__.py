@@ -15,12 +15,18 @@ from ..utils._params import store_parameters
 from ._callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler, ProgressBar
 from ._data import Batch, TrainingInputs
 from ._device import resolve_device
-from ._engine import TORCH_ATTRIBUTE_DOCS, TORCH_PARAMETER_DOCS, BaseTorchEstimator
+from ._engine import (
+    TORCH_ATTRIBUTE_DOCS,
+    TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_DOCS,
+    BaseTorchEstimator,
+)
 from ._modules import MLP
 
 __all__ = [
     "MLP",
     "TORCH_ATTRIBUTE_DOCS",
+    "TORCH_INPUT_DOCS",
     "TORCH_PARAMETER_DOCS",
     "BaseTorchEstimator",
     "Batch",

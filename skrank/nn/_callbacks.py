@@ -21,12 +21,14 @@ device, so per-batch reads slow GPU training; per-epoch values are in the histor
 import os
 import tempfile
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from pathlib import Path
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
+
+from ..utils._validation import check_positive_int
 
 __all__ = ["Callback", "Checkpoint", "EarlyStopping", "LRScheduler", "ProgressBar"]
 
@@ -132,8 +134,7 @@ class EarlyStopping(Callback):
             raise ValueError(f"monitor must be 'validation_score' or 'loss', got {monitor!r}.")
         if not isinstance(tol, Real) or tol < 0:
             raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
-        if isinstance(patience, bool) or not isinstance(patience, Integral) or patience < 1:
-            raise ValueError(f"patience must be a positive integer, got {patience!r}.")
+        check_positive_int(patience, "patience")
         self.monitor = monitor
         self.tol = tol
         self.patience = patience
@@ -266,8 +267,7 @@ class Checkpoint(Callback):
     """
 
     def __init__(self, path, every=1):
-        if isinstance(every, bool) or not isinstance(every, Integral) or every < 1:
-            raise ValueError(f"every must be a positive integer, got {every!r}.")
+        check_positive_int(every, "every")
         self.path = os.fspath(path)
         self.every = every
 

@@ -27,7 +27,7 @@ from ._data import TrainingInputs
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
 
-__all__ = ["TORCH_ATTRIBUTE_DOCS", "TORCH_PARAMETER_DOCS", "BaseTorchEstimator"]
+__all__ = ["TORCH_ATTRIBUTE_DOCS", "TORCH_INPUT_DOCS", "TORCH_PARAMETER_DOCS", "BaseTorchEstimator"]
 
 _PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 
@@ -101,6 +101,18 @@ TORCH_PARAMETER_DOCS = {
 }
 
 #: Documentation of the fitted attributes every torch estimator shares.
+#: Entries of the torch estimators' method docstrings (markers of ``fill_docs``).
+TORCH_INPUT_DOCS = {
+    "training_X": (
+        "X",
+        "{array-like, sparse matrix} of shape (n_samples, n_features)",
+        "Training items; a sparse matrix is densified one mini-batch at a time. The network "
+        "computes in float32: the largest absolute value must lie in [2^-63, 2^63] (about "
+        "1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
+    ),
+    "X": ("X", "{array-like, sparse matrix} of shape (n_samples, n_features)", "Inputs."),
+}
+
 TORCH_ATTRIBUTE_DOCS = {
     "history_": (
         "list of dict",

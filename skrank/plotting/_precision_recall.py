@@ -5,10 +5,10 @@ import numpy as np
 from ..metrics._retrieval import mean_precision_curve_and_auprc
 from ..metrics._scorer import _embed, _retrieval_metric
 from ..utils._docstrings import fill_docs
-from ._base import DISPLAY_PARAMETER_DOCS, draw_curve, estimator_name
+from ._base import DISPLAY_PARAMETER_DOCS, CurveDisplay, estimator_name
 
 
-class MeanPrecisionRecallDisplay:
+class MeanPrecisionRecallDisplay(CurveDisplay):
     """Mean precision-recall curve over retrieval queries (the SOPRC paper's Figure 2).
 
     Every item is a query against all the others; the curve is the mean over queries (with at
@@ -27,17 +27,13 @@ class MeanPrecisionRecallDisplay:
         The recall levels.
     mean_auprc : float, default=None
         Mean AUPRC (mAP) of the same retrieval, shown in the legend.
-    estimator_name : str, default=None
-        Name of the curve in the legend.
+    {shared_parameters}
 
     Attributes
     ----------
     line_ : matplotlib.lines.Line2D
         The curve.
-    ax_ : matplotlib.axes.Axes
-        Axes with the curve.
-    figure_ : matplotlib.figure.Figure
-        Figure with the curve.
+    {shared_attributes}
 
     See Also
     --------
@@ -63,34 +59,8 @@ class MeanPrecisionRecallDisplay:
         self.mean_auprc = mean_auprc
         self.estimator_name = estimator_name
 
-    @fill_docs(DISPLAY_PARAMETER_DOCS)
-    def plot(self, ax=None, *, name=None, **kwargs):
-        """Draw the curve.
-
-        Parameters
-        ----------
-        {plot_parameters}
-
-        Returns
-        -------
-        display : MeanPrecisionRecallDisplay
-            Holds ``line_``, ``ax_`` and ``figure_``.
-        """
-        label = draw_curve(
-            self,
-            self.recall,
-            self.precision,
-            ax=ax,
-            name=name,
-            summary_name="mAP",
-            summary=self.mean_auprc,
-            xlabel="recall",
-            ylabel="mean interpolated precision",
-            **kwargs,
-        )
-        if label:
-            self.ax_.legend(loc="lower left")
-        return self
+    _x, _y, _summary, _summary_name = "recall", "precision", "mean_auprc", "mAP"
+    _xlabel, _ylabel, _legend_loc = "recall", "mean interpolated precision", "lower left"
 
     @classmethod
     @fill_docs(DISPLAY_PARAMETER_DOCS)

@@ -7,10 +7,10 @@ from ..metrics import pair_scores_and_labels, pointwise_roc_score
 from ..metrics._scorer import final_estimator, pair_similarity_matrix
 from ..metrics._validation import check_fpr, check_scores, positive_mask
 from ..utils._docstrings import fill_docs
-from ._base import DISPLAY_PARAMETER_DOCS, draw_curve, estimator_name
+from ._base import DISPLAY_PARAMETER_DOCS, CurveDisplay, estimator_name
 
 
-class PairROCDisplay:
+class PairROCDisplay(CurveDisplay):
     """ROC curve of pair scores, with the (FPR, TPR) point at a target FPR marked.
 
     For similarity learners such as :class:`~skrank.PointwiseROCSimilarity` and
@@ -37,8 +37,7 @@ class PairROCDisplay:
         The target point, marked with a dot.
     threshold_fpr, threshold_tpr : float, default=None
         The point reached by a decision threshold, marked with a cross.
-    estimator_name : str, default=None
-        Name of the curve in the legend.
+    {shared_parameters}
 
     Attributes
     ----------
@@ -48,10 +47,7 @@ class PairROCDisplay:
         Marker of the target point.
     threshold_point_ : matplotlib.lines.Line2D or None
         Marker of the threshold point.
-    ax_ : matplotlib.axes.Axes
-        Axes with the curve.
-    figure_ : matplotlib.figure.Figure
-        Figure with the curve.
+    {shared_attributes}
 
     See Also
     --------
@@ -94,52 +90,26 @@ class PairROCDisplay:
         self.threshold_tpr = threshold_tpr
         self.estimator_name = estimator_name
 
-    @fill_docs(DISPLAY_PARAMETER_DOCS)
-    def plot(self, ax=None, *, name=None, **kwargs):
-        """Draw the curve and its marked points.
+    _x, _y, _summary, _summary_name = "fpr", "tpr", "roc_auc", "AUC"
+    _xlabel = "false-positive rate (pairs of different classes)"
+    _ylabel = "true-positive rate (pairs of the same class)"
 
-        Parameters
-        ----------
-        {plot_parameters}
-
-        Returns
-        -------
-        display : PairROCDisplay
-            Holds ``line_``, ``target_point_``, ``threshold_point_``, ``ax_`` and ``figure_``.
-        """
-        draw_curve(
-            self,
-            self.fpr,
-            self.tpr,
-            ax=ax,
-            name=name,
-            summary_name="AUC",
-            summary=self.roc_auc,
-            xlabel="false-positive rate (pairs of different classes)",
-            ylabel="true-positive rate (pairs of the same class)",
-            **kwargs,
-        )
-        color = self.line_.get_color()
+    def _draw_marks(self, color):
+        """The target point (a dot) and the threshold point (a cross), where known."""
         self.target_point_ = self.threshold_point_ = None
         if self.target_fpr is not None:
-            (self.target_point_,) = self.ax_.plot(
-                self.target_fpr,
-                self.target_tpr,
-                "o",
-                color=color,
-                label=f"TPR = {self.target_tpr:.3f} at FPR = {self.target_fpr:g}",
-            )
+            label = f"TPR = {self.target_tpr:.3f} at FPR = {self.target_fpr:g}"
+            self.target_point_ = self._mark(self.target_fpr, self.target_tpr, "o", color, label)
         if self.threshold_fpr is not None:
-            (self.threshold_point_,) = self.ax_.plot(
-                self.threshold_fpr,
-                self.threshold_tpr,
-                "x",
-                color=color,
-                markersize=8,
-                label=f"threshold: FPR = {self.threshold_fpr:.3f}, TPR = {self.threshold_tpr:.3f}",
+            label = f"threshold: FPR = {self.threshold_fpr:.3f}, TPR = {self.threshold_tpr:.3f}"
+            self.threshold_point_ = self._mark(
+                self.threshold_fpr, self.threshold_tpr, "x", color, label, markersize=8
             )
-        self.ax_.legend(loc="lower right")
-        return self
+        return self.target_point_ is not None or self.threshold_point_ is not None
+
+    def _mark(self, fpr, tpr, marker, color, label, **kwargs):
+        (point,) = self.ax_.plot(fpr, tpr, marker, color=color, label=label, **kwargs)
+        return point
 
     @classmethod
     @fill_docs(DISPLAY_PARAMETER_DOCS)

@@ -8,14 +8,15 @@ it needs no host synchronisation. Iterating a sampler yields the valid indices o
 numpy arrays, so it also serves as the ``batch_sampler`` of a :class:`torch.utils.data.DataLoader`.
 """
 
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
+from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import encode_labels
+from ..utils._validation import check_positive_int
 
 __all__ = ["ClassBalancedBatchSampler", "EpochBatches", "ShuffledBatchSampler"]
 
@@ -42,12 +43,6 @@ class EpochBatches(NamedTuple):
     groups: torch.Tensor | None = None
 
 
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
 def make_generator(random_state, device):
     """A :class:`torch.Generator` on ``device`` seeded from a scikit-learn ``random_state``."""
     seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
@@ -56,8 +51,23 @@ def make_generator(random_state, device):
     return generator
 
 
+#: The parameters of every epoch sampler, documented once (``{shared_parameters}``).
+_SAMPLER_PARAMETER_DOCS = {
+    "random_state": (
+        "int, RandomState instance or None",
+        "Seeds the sampler's generator; successive epochs draw successive batches.",
+    ),
+    "device": ("str or torch.device", "Where the index tensors are drawn and live."),
+}
+
+
 class _EpochSampler:
-    """Shared behaviour: a generator, iteration as numpy batches, and the generator's state."""
+    """Shared behaviour: a generator, iteration as numpy batches, and the generator's state;
+    the docs of the shared parameters (``random_state``, ``device``) in every subclass."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fill_shared_docs(_SAMPLER_PARAMETER_DOCS)(cls)
 
     def __init__(self, random_state, device):
         self.device = torch.device(device)
@@ -93,10 +103,7 @@ class ShuffledBatchSampler(_EpochSampler):
         Number of items.
     batch_size : int
         Items per batch.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the sampler's generator; successive epochs draw successive permutations.
-    device : str or torch.device, default="cpu"
-        Where the index tensors are drawn and live.
+    {shared_parameters}
 
     Examples
     --------
@@ -110,8 +117,8 @@ class ShuffledBatchSampler(_EpochSampler):
     """
 
     def __init__(self, n_samples, batch_size, *, random_state=None, device="cpu"):
-        self.n_samples = _check_positive_int(n_samples, "n_samples")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.n_samples = check_positive_int(n_samples, "n_samples")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         super().__init__(random_state, device)
 
     def __len__(self):
@@ -155,10 +162,7 @@ class ClassBalancedBatchSampler(_EpochSampler):
         Items per class in a batch (``M``).
     class_weights : {"proportional", "uniform"}, default="proportional"
         Probability of drawing a class: proportional to its size, or equal for all classes.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the sampler's generator; successive epochs draw successive batches.
-    device : str or torch.device, default="cpu"
-        Where the index tensors are drawn and live.
+    {shared_parameters}
 
     Examples
     --------
@@ -185,8 +189,8 @@ class ClassBalancedBatchSampler(_EpochSampler):
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] == 0:
             raise ValueError(f"y must be a non-empty 1-D array of labels, got shape {y.shape}.")
-        self.samples_per_class = _check_positive_int(samples_per_class, "samples_per_class")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.samples_per_class = check_positive_int(samples_per_class, "samples_per_class")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         if self.batch_size < 2 * self.samples_per_class:
             raise ValueError(
                 f"batch_size={batch_size} holds fewer than two classes of samples_per_class="

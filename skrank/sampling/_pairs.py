@@ -16,14 +16,15 @@ Every sampler returns a :class:`PairSample` whose weights sum to one, so that
 all blocks, equals) the mean of ``f`` over all negative pairs.
 """
 
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._docstrings import fill_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import chunk_rows
+from ..utils._validation import check_positive_int
 
 __all__ = [
     "PairSample",
@@ -100,10 +101,11 @@ def count_pairs(y):
     return n_positive, n * (n - 1) // 2 - n_positive
 
 
-def _check_n_draws(n_draws, name):
-    if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n_draws!r}.")
-    return int(n_draws)
+#: Parameters of the negative-pair samplers, documented once.
+_DRAW_DOCS = {
+    "labels": ("y", "array-like of shape (n_samples,)", "Class labels (at least two classes)."),
+    "random_state": ("random_state", "int, RandomState instance or None", "Seed or generator."),
+}
 
 
 def _class_blocks(codes, counts):
@@ -113,6 +115,7 @@ def _class_blocks(codes, counts):
     return order, starts
 
 
+@fill_docs(_DRAW_DOCS)
 def sample_negative_pairs(y, n_pairs, random_state=None):
     """Draw negative pairs uniformly with replacement from all negative pairs.
 
@@ -123,12 +126,10 @@ def sample_negative_pairs(y, n_pairs, random_state=None):
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Class labels.
+    {labels}
     n_pairs : int
         Number of pairs ``B`` to draw.
-    random_state : int, RandomState instance or None, default=None
-        Seed or generator.
+    {random_state}
 
     Returns
     -------
@@ -142,7 +143,7 @@ def sample_negative_pairs(y, n_pairs, random_state=None):
     >>> len(sample.first), float(sample.weight.sum())
     (3, 1.0)
     """
-    n_pairs = _check_n_draws(n_pairs, "n_pairs")
+    n_pairs = check_positive_int(n_pairs, "n_pairs")
     codes, counts = class_codes(y, negatives=True)
     rng = check_random_state(random_state)
     n = codes.shape[0]
@@ -159,6 +160,7 @@ def sample_negative_pairs(y, n_pairs, random_state=None):
     return PairSample(first, second, np.full(n_pairs, 1.0 / n_pairs))
 
 
+@fill_docs(_DRAW_DOCS)
 def sample_negative_tuples(y, n_tuples, random_state=None):
     """Draw K-tuples (one random item per class) and weight their pairs to be unbiased.
 
@@ -171,12 +173,10 @@ def sample_negative_tuples(y, n_tuples, random_state=None):
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Class labels.
+    {labels}
     n_tuples : int
         Number of tuples ``B`` to draw.
-    random_state : int, RandomState instance or None, default=None
-        Seed or generator.
+    {random_state}
 
     Returns
     -------
@@ -185,12 +185,15 @@ def sample_negative_tuples(y, n_tuples, random_state=None):
 
     Examples
     --------
+    Class sizes 2, 1, 1 make ``n_- = 5`` negative pairs; each tuple yields the class pairs
+    (0, 1), (0, 2), (1, 2), weighted ``n_k n_l / (n_- B)``:
+
     >>> from skrank.sampling import sample_negative_tuples
     >>> sample = sample_negative_tuples([0, 0, 1, 2], n_tuples=2, random_state=0)
-    >>> len(sample.first), round(float(sample.weight.sum()), 12)
-    (6, 1.0)
+    >>> sample.weight
+    array([0.2, 0.2, 0.1, 0.2, 0.2, 0.1])
     """
-    n_tuples = _check_n_draws(n_tuples, "n_tuples")
+    n_tuples = check_positive_int(n_tuples, "n_tuples")
     codes, counts = class_codes(y, negatives=True)
     rng = check_random_state(random_state)
     order, starts = _class_blocks(codes, counts)
@@ -230,7 +233,7 @@ def iter_negative_pairs(y, max_pairs_per_block=None):
     if max_pairs_per_block is None:
         rows_per_block = chunk_rows(n - 1, 26 * n)
     else:
-        max_pairs_per_block = _check_n_draws(max_pairs_per_block, "max_pairs_per_block")
+        max_pairs_per_block = check_positive_int(max_pairs_per_block, "max_pairs_per_block")
         rows_per_block = max(1, max_pairs_per_block // n)
     columns = np.arange(n)
     for start in range(0, n - 1, rows_per_block):

@@ -9,6 +9,9 @@ The two learners of a similarity or a distance from the pairs implied by class l
   :func:`select_alpha` (the level giving the best TPR at a target FPR on held-out pairs).
 - :class:`MMC`: a Mahalanobis metric (Xing et al., 2002), solved to a certified optimum.
 
+:func:`one_standard_error_rule` chooses between a learned metric and no metric learning in a
+grid search: the learned one only when it beats the baseline by more than one standard error.
+
 and the exact pair statistics they are built on, with no loop over pairs:
 :class:`PairStatistics`, :func:`similar_pair_scatter`, :func:`dissimilar_pair_scatter`,
 :func:`negative_pair_outer_mean`. The pair samplers (incomplete U-statistics) are in
@@ -31,6 +34,7 @@ from ._pointwise_roc_solvers import (
     solve_cvxpy,
     solve_kkt,
 )
+from ._selection import one_standard_error_rule
 
 __all__ = [
     "MMC",
@@ -40,6 +44,7 @@ __all__ = [
     "dissimilar_pair_scatter",
     "feasible_alpha_range",
     "negative_pair_outer_mean",
+    "one_standard_error_rule",
     "regularized_positive_matrix",
     "select_alpha",
     "similar_pair_scatter",

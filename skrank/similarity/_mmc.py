@@ -11,8 +11,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
-from ..utils._docstrings import fill_docs
-from ..utils._labels import check_class_counts, encode_labels
+from ..utils._docstrings import fill_shared_docs
+from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
 from ..utils._validation import (
     check_finite_product,
@@ -27,17 +27,16 @@ __all__ = ["MMC"]
 
 # The parameters of the methods that evaluate the metric on labelled items (fill_docs).
 _EVALUATION_DOCS = {
-    "evaluation_parameters": """
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, and a class with two items).
-        """
+    "evaluation_parameters": {
+        "Parameters": [
+            ("X", "array-like of shape (n_samples, n_features)", "Items."),
+            CLASS_LABELS_DOCS["class_labels"],
+        ]
+    }
 }
 
 
+@fill_shared_docs(methods={**_EVALUATION_DOCS, **CLASS_LABELS_DOCS})
 class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Mahalanobis Metric for Clustering (MMC), solved to a certified optimum.
 
@@ -219,13 +218,17 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y):
         """Learn the metric from items and their class labels.
 
+        The solver works on statistics of the pairs computed once from ``X`` (on a dask array
+        chunked by rows, block by block, with the same result). It warns when the within-class
+        scatter is singular along directions in which the classes differ (the metric's scale
+        there is then set by ``scatter_ridge``) and when it stops before ``tol``.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Training items, of any magnitude (MMC is scale-invariant; the fit is exact from
             1e-300 to 1e300).
-        y : array-like of shape (n_samples,)
-            Class labels: at least two classes, and a class with at least two items.
+        {class_labels}
 
         Returns
         -------
@@ -363,7 +366,6 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return functools.partial(_mahalanobis_distance, components=self.components_.copy())
 
-    @fill_docs(_EVALUATION_DOCS)
     def objective_and_constraint(self, X, y):
         """MMC's objective and constraint in the learned metric, over all pairs of ``(X, y)``.
 
@@ -383,7 +385,6 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         _, objective, constraint = self._figure_of_merit(X, y)
         return float(objective), float(constraint)
 
-    @fill_docs(_EVALUATION_DOCS)
     def score(self, X, y):
         """Scale-invariant figure of merit over all pairs of ``(X, y)``.
 

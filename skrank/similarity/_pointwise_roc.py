@@ -14,8 +14,8 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
-from ..utils._docstrings import fill_docs
-from ..utils._labels import check_class_counts, encode_labels
+from ..utils._docstrings import fill_shared_docs
+from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
 from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
@@ -54,6 +54,7 @@ _PAIRS_DOCS = {
 }
 
 
+@fill_shared_docs(methods={**_PAIRS_DOCS, **CLASS_LABELS_DOCS})
 class PointwiseROCSimilarity(BaseEstimator):
     """Bilinear similarity with the largest true-positive rate at a bounded negative risk.
 
@@ -268,13 +269,17 @@ class PointwiseROCSimilarity(BaseEstimator):
     def fit(self, X, y):
         """Learn the similarity from items ``X`` with class labels ``y`` (pairs are implied).
 
+        The problem is posed on the statistics of all pairs (``negatives="all"``) or of
+        ``n_samples`` sampled pairs or tuples. With ``alpha="auto"``, ``alpha`` is first chosen
+        on ``validation_fraction`` of the items held out, then the problem is solved on all of
+        them; ``threshold_`` is calibrated on negative pairs at ``threshold_fpr``.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Training items. With ``normalize=True``, of any magnitude (rows are normalised
             through scaled norms: exact from 1e-300 to 1e300).
-        y : array-like of shape (n_samples,)
-            Class labels (any hashable values); at least two classes, one with two items.
+        {class_labels}
 
         Returns
         -------
@@ -661,7 +666,6 @@ class PointwiseROCSimilarity(BaseEstimator):
         pairs = self._normalized(pairs, "pairs")
         return bilinear_similarity(pairs[:, 0], pairs[:, 1], self.A_)
 
-    @fill_docs(_PAIRS_DOCS)
     def decision_function(self, pairs):
         """Similarity of each pair minus ``threshold_`` (positive: predicted similar).
 
@@ -679,7 +683,6 @@ class PointwiseROCSimilarity(BaseEstimator):
             )
         return similarity - self.threshold_
 
-    @fill_docs(_PAIRS_DOCS)
     def predict(self, pairs):
         """Predict whether the items of each pair share a class.
 

@@ -30,6 +30,8 @@ def render_entries(entries, defaults=None, indent=4):
             shown = f'"{default}"' if isinstance(default, str) else repr(default)
             head += f", default={shown}"
         lines.append(" " * indent + head)
+        if not description:
+            continue
         body = textwrap.fill(
             description,
             width=100,
@@ -42,15 +44,21 @@ def render_entries(entries, defaults=None, indent=4):
     return "\n".join(lines)
 
 
-def fill_shared_docs(parameters=None, attributes=None):
+def fill_shared_docs(parameters=None, attributes=None, methods=None):
     """Class decorator: replace the marker lines ``{shared_parameters}`` and
-    ``{shared_attributes}`` of the class docstring by the rendered entries.
+    ``{shared_attributes}`` of the class docstring by the rendered entries, and the marker
+    lines of its methods' docstrings by the entries ``methods`` (as :func:`fill_docs` does).
 
-    Parameter defaults are read from the class's ``__init__`` signature, so the documented
-    default is always the actual one.
+    Parameter defaults are read from the class's ``__init__`` signature (for the methods, from
+    each method's signature), so the documented default is always the actual one.
     """
 
     def decorate(cls):
+        if methods is not None:
+            for attribute in vars(cls).values():
+                function = getattr(attribute, "__func__", attribute)  # a classmethod's function
+                if inspect.isfunction(function) and _MARKER.search(function.__doc__ or ""):
+                    fill_docs(methods)(function)
         doc = cls.__doc__
         if parameters is not None:
             signature = inspect.signature(cls.__init__).parameters
@@ -80,11 +88,13 @@ def fill_docs(entries):
 
     Parameters
     ----------
-    entries : dict of str to (str, str, str), list of them, or str
+    entries : dict of str to (str, str, str), list of them, dict of them, or str
         For each marker key, the parameter's name, its type and its description (or a list of
         such entries, rendered in order). Defaults are read from the decorated function's
-        signature. A str is a block of docstring text (e.g. a whole numpydoc section shared by
-        several methods), inserted at the marker's indentation.
+        signature. A dict maps numpydoc section headings (``"Parameters"``, ``"Returns"``, ...)
+        to lists of entries: the marker becomes those whole sections (an empty description
+        renders the name and type alone). A str is a block of docstring text, inserted at the
+        marker's indentation.
 
     Returns
     -------
@@ -94,11 +104,8 @@ def fill_docs(entries):
     def decorate(function):
         signature = inspect.signature(function).parameters
 
-        def render(match):
-            indent, key = match.groups()
-            if isinstance(entries[key], str):
-                return textwrap.indent(textwrap.dedent(entries[key]).strip("\n"), indent)
-            group = entries[key] if isinstance(entries[key], list) else [entries[key]]
+        def render_group(group, indent):
+            group = group if isinstance(group, list) else [group]
             rendered, defaults = {}, {}
             for name, kind, description in group:
                 rendered[name] = (kind, description)
@@ -106,6 +113,19 @@ def fill_docs(entries):
                 if parameter is not None and parameter.default is not inspect.Parameter.empty:
                     defaults[name] = parameter.default
             return render_entries(rendered, defaults, indent=len(indent))
+
+        def render(match):
+            indent, key = match.groups()
+            entry = entries[key]
+            if isinstance(entry, str):
+                return textwrap.indent(textwrap.dedent(entry).strip("\n"), indent)
+            if isinstance(entry, dict):
+                return "\n\n".join(
+                    f"{indent}{heading}\n{indent}{'-' * len(heading)}\n"
+                    + render_group(group, indent)
+                    for heading, group in entry.items()
+                )
+            return render_group(entry, indent)
 
         function.__doc__ = _MARKER.sub(render, function.__doc__)
         return function

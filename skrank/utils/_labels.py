@@ -5,6 +5,17 @@ from sklearn.utils.validation import check_array, column_or_1d
 
 from ._validation import check_label_vector
 
+#: The ``y`` entry of the fit docstrings of the estimators that learn from class labels and
+#: pairs (what :func:`encode_labels` takes and :func:`check_class_counts` needs by default).
+CLASS_LABELS_DOCS = {
+    "class_labels": (
+        "y",
+        "array-like of shape (n_samples,)",
+        "Class labels: any hashable values (floats included; not NaN or None), with at least two "
+        "classes and a class of two items.",
+    )
+}
+
 
 def _label_kind(array):
     return {"b": "number", "i": "number", "u": "number", "f": "number", "U": "text"}.get(

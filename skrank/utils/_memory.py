@@ -7,6 +7,8 @@ MMC and of the pointwise ROC threshold, gathered pair outer products) sizes its 
 ``sklearn.metrics.pairwise_distances_chunked``.
 """
 
+import os
+
 from sklearn import get_config
 
 
@@ -34,3 +36,22 @@ def chunk_rows(n_rows, bytes_per_row, *, at_least=1):
     """
     rows = working_memory_bytes() // max(int(bytes_per_row), 1)
     return int(max(at_least, min(n_rows, rows)))
+
+
+def available_host_bytes():
+    """Host memory a new allocation may use, or None if unknown.
+
+    Linux's ``MemAvailable`` (free memory plus what the page cache can give back), else the
+    free physical pages that ``os.sysconf`` reports.
+    """
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None

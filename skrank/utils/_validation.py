@@ -13,14 +13,19 @@
 
 import contextlib
 import re
+from numbers import Integral
 
 import numpy as np
 from scipy import sparse
+
+from ._docstrings import fill_docs
 
 # Squares (norms, Adam's second moments) of values outside [2^-63, 2^63] under- or overflow
 # float32: sqrt(float32 max) = 1.84e19 = 2^64, sqrt(smallest normal float32) = 2^-63.
 FLOAT32_SAFE_MAX = 2.0**63
 FLOAT32_SAFE_MIN = 2.0**-63
+
+_ROWS_DOCS = {"rows": ("X", "ndarray of shape (..., n_features)", "Finite values.")}
 
 
 def _values(X):
@@ -67,6 +72,7 @@ def power_of_two_scale(X):
     return np.float64(np.ldexp(1.0, min(-exponent, 1000)))
 
 
+@fill_docs(_ROWS_DOCS)
 def normalize_rows(X):
     """Rows of ``X`` divided by their Euclidean norms, with no overflow or underflow.
 
@@ -75,8 +81,7 @@ def normalize_rows(X):
 
     Parameters
     ----------
-    X : ndarray of shape (..., n_features)
-        Finite values.
+    {rows}
 
     Returns
     -------
@@ -94,10 +99,11 @@ def normalize_rows(X):
            [0. , 0. ]]), array([False,  True]))
     """
     scaled, _ = _rows_scaled_to_unit(X)
-    norms = np.sqrt(np.einsum("...i,...i->...", scaled, scaled))[..., None]
+    norms = _norms(scaled)[..., None]
     return scaled / np.where(norms > 0, norms, 1.0), norms[..., 0] == 0
 
 
+@fill_docs(_ROWS_DOCS)
 def row_norms(X):
     """Euclidean norms of the rows of ``X``, with no intermediate overflow or underflow.
 
@@ -107,8 +113,7 @@ def row_norms(X):
 
     Parameters
     ----------
-    X : ndarray of shape (..., n_features)
-        Finite values.
+    {rows}
 
     Returns
     -------
@@ -122,7 +127,7 @@ def row_norms(X):
     array([5., 5.])
     """
     scaled, exponent = _rows_scaled_to_unit(X)
-    norms = np.sqrt(np.einsum("...i,...i->...", scaled, scaled))
+    norms = _norms(scaled)
     with np.errstate(over="ignore"):  # a norm beyond float64's range is inf
         return _ldexp_in_halves(norms, exponent[..., 0])
 
@@ -131,6 +136,11 @@ def _ldexp_in_halves(values, exponent):
     """``values * 2**exponent`` in two steps: one factor 2**e may not be representable."""
     half = exponent // 2
     return np.ldexp(np.ldexp(values, half), exponent - half)
+
+
+def _norms(rows):
+    """Euclidean norms of rows whose largest value is below 1 (no overflow possible)."""
+    return np.sqrt(np.einsum("...i,...i->...", rows, rows))
 
 
 def _rows_scaled_to_unit(X):
@@ -207,6 +217,31 @@ def _location(X, flat):
     if len(index) == 2:
         return f"(row {int(index[0])}, column {int(index[1])})"
     return f"(at index {tuple(int(i) for i in index)})"
+
+
+def check_positive_int(value, name):
+    """``value`` as an int, or a ValueError naming ``name`` unless it is an integer >= 1
+    (booleans are refused)."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def check_ndim(value, ndim, axes, *, input_name):
+    """Raise a ValueError naming ``input_name`` unless ``value`` (an array or a tensor) has
+    ``ndim`` dimensions; ``axes`` names them in the message, e.g. ``"(n_samples, n_labels)"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.utils._validation import check_ndim
+    >>> check_ndim(np.zeros(3), 2, "(n_rows, n_columns)", input_name="scores")
+    Traceback (most recent call last):
+    ...
+    ValueError: scores must be 2-D (n_rows, n_columns); got shape (3,).
+    """
+    if value.ndim != ndim:
+        raise ValueError(f"{input_name} must be {ndim}-D {axes}; got shape {tuple(value.shape)}.")
 
 
 def check_label_vector(y, *, input_name="y"):

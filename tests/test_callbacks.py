@@ -1,0 +1,30 @@
+"""Arguments and representations of the engine's callbacks."""
+
+import pytest
+import torch
+
+from skrank.nn import Checkpoint, EarlyStopping, LRScheduler
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: EarlyStopping(monitor="accuracy"), "monitor must be 'validation_score' or 'loss'"),
+        (lambda: EarlyStopping(tol=-1.0), "tol must be a non-negative number, got -1.0"),
+        (lambda: EarlyStopping(patience=0), "patience must be a positive integer, got 0"),
+        (
+            lambda: LRScheduler(torch.optim.lr_scheduler.StepLR, step_every="step"),
+            "'epoch' or 'batch'",
+        ),
+        (lambda: Checkpoint("x.ckpt", every=True), "every must be a positive integer, got True"),
+    ],
+)
+def test_invalid_callback_arguments_are_named(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_lr_scheduler_repr_names_the_scheduler_and_its_arguments():
+    schedule = LRScheduler(torch.optim.lr_scheduler.StepLR, step_size=3, gamma=0.5)
+    assert repr(schedule) == "LRScheduler(StepLR, step_every='epoch', step_size=3, gamma=0.5)"
+    assert repr(LRScheduler(print, step_every="batch")) == "LRScheduler(print, step_every='batch')"

@@ -224,10 +224,10 @@ def run_accuracy(args, results):
             ["method", *COLUMNS, "fit + predict s", "epochs"],
             rows,
             notes=f"Neural methods: mean ± std over seeds {args.seeds}, SNMClassifier defaults "
-            "(TF-IDF inputs, top-16 SNM, linear 512-d embedding started at the principal "
-            "directions of the inputs and centroids, labels at the centroids, learnable score "
-            "scale, input dropout 0.2, early stopping on validation P@1 with 10% held out, "
-            "the untrained start included); "
+            "(TF-IDF inputs, top-16 SNM, linear embedding of min(n_features, 1024) dimensions "
+            "started at the principal directions of the inputs and centroids, labels at the "
+            "centroids, learnable score scale, input dropout 0.2, early stopping on validation "
+            "P@1 with 10% held out, the untrained start included); "
             "PSP@5 normalised, propensities of the training labels (A=0.55, B=1.5).",
         )
         if {"SNM defaults (top-16)", "SNM top-1", "negative sampling"} <= set(means):

@@ -141,9 +141,12 @@ default="hinge"
         norm (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``; needs non-negative
         features: counts or indicators); ``"l2"``, rows scaled to unit norm; None, the
         features as given. ``"auto"``: ``"tfidf"`` for a sparse ``X`` without negative values
-        (bag-of-words-like data, as in extreme classification), None otherwise;
-        ``input_normalization_`` holds the choice. On validation splits of Bibtex and the
-        generator's data TF-IDF raised P@1 (see the User Guide).
+        (bag-of-words-like data, as in extreme classification) and a linear encoder
+        (``hidden_layer_sizes=()``), None otherwise (TF-IDF rows have unit norm, far below the
+        scale of counts, and a ReLU network at the default learning rate did not learn from
+        them within the few epochs of the Bibtex gallery example); ``input_normalization_``
+        holds the choice. On validation splits of Bibtex and the generator's data TF-IDF
+        raised P@1 (see the User Guide).
     label_init : {"centroid", "random"}, default="centroid"
         Initial model: ``"centroid"`` starts each label embedding at the mean of the input
         embeddings of its training examples (labels without a training example start at
@@ -151,8 +154,9 @@ default="hinge"
         the projection onto the ``embedding_dim`` principal directions of the (normalised)
         training inputs and their label centroids, so that the model starts as the
         nearest-centroid rule of the input space (exactly when ``embedding_dim`` reaches the
-        number of features). Early stopping scores this start too, and keeps it if no epoch
-        beats it on the validation rows. ``"random"``: Gaussian label rows and encoder.
+        number of features); early stopping then scores this start too and, if no epoch beats
+        it on the validation rows, keeps it, rebuilt from all the training rows.
+        ``"random"``: Gaussian label rows and encoder.
     label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
         Optimiser of the label table (:class:`~skrank.multilabel.RowSparseOptimizer`); all three
         update only the rows read by a step (plain SGD without momentum, as momentum would have
@@ -330,7 +334,7 @@ default="hinge"
         self._initialization_data = (X_train, y_train)
         try:
             self.fit_loop(X_train, y_train, validation)
-            if self.label_init == "centroid" and validation is not None and self._kept_start():
+            if validation is not None and self._kept_start():
                 # No epoch beat the start: rebuild it from every training row (the validation
                 # rows included), with the seed the first one had.
                 self._initialization_data = (X, positives)
@@ -404,8 +408,11 @@ default="hinge"
 
     # ------------------------------------------------------------------ engine steps
     def get_default_callbacks(self):
-        # Early stopping also scores the starting point (the centroid rule): training that
-        # never beats it on the validation rows keeps it.
+        callbacks = super().get_default_callbacks()
+        if self.label_init != "centroid" or tuple(self.hidden_layer_sizes):
+            return callbacks
+        # Early stopping also scores the start (the input-space centroid rule of a linear
+        # encoder): training that never beats it on the validation rows keeps it.
         return [
             _EarlyStoppingFromStart(
                 monitor=c.monitor,
@@ -415,7 +422,7 @@ default="hinge"
             )
             if type(c) is EarlyStopping
             else c
-            for c in super().get_default_callbacks()
+            for c in callbacks
         ]
 
     def initialize_module(self, n_features):
@@ -557,7 +564,10 @@ default="hinge"
             negative = (X.data if sp.issparse(X) else X).min(initial=0) < 0
             self.input_normalization_ = self.input_normalization
             if self.input_normalization == "auto":
-                self.input_normalization_ = "tfidf" if sp.issparse(X) and not negative else None
+                linear = not tuple(self.hidden_layer_sizes)
+                self.input_normalization_ = (
+                    "tfidf" if linear and sp.issparse(X) and not negative else None
+                )
             if self.input_normalization_ == "tfidf":
                 if negative:
                     raise ValueError(

@@ -51,7 +51,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import Results  # noqa: E402
 
-METHODS = ("torch", "numpy", "floor", "pml", "sklearn")
+METHODS = ("torch", "torch-no-numba", "numpy", "floor", "pml", "sklearn")
 KEYS = ("mean_auprc", "recall@1", "recall@10", "map@r", "r_precision")
 FLOOR_BLOCK = 1024
 DIMENSION, N_CLUSTERS, SPREAD = 128, 100, 2.0
@@ -67,8 +67,10 @@ def make_embeddings(n_samples, seed=0):
     return X, y
 
 
-def load_skrank(device):
-    from skrank.metrics import retrieval_scores
+def load_skrank(device, numba=True):
+    from skrank.metrics import _tiled_ranks, retrieval_scores
+
+    _tiled_ranks.USE_NUMBA = numba  # False: the torch operations users get without numba
 
     def run(X, y):
         scores = retrieval_scores(X, y, k=[1, 10], metric="cosine", at_r=True, device=device)
@@ -159,6 +161,7 @@ def worker(method, n_samples, device):
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
     loaders = {
         "torch": lambda: load_skrank(device),
+        "torch-no-numba": lambda: load_skrank(device, numba=False),
         "numpy": lambda: load_skrank("numpy"),
         "floor": lambda: load_floor(device),
         "pml": lambda: load_pml(device),
@@ -278,6 +281,9 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
     parser.add_argument("--device", default="cpu", help="torch device of 'torch' and 'floor'")
     parser.add_argument("--numpy-max", type=int, default=30_000, help="largest N for numpy")
+    parser.add_argument(
+        "--no-numba-max", type=int, default=30_000, help="largest N for torch-no-numba"
+    )
     parser.add_argument("--pml-max", type=int, default=10_000, help="largest N for pml")
     parser.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
     parser.add_argument("--memory-limit-gib", type=float, default=12.0)
@@ -291,13 +297,19 @@ def main():
         return
     if args.quick:
         args.sizes, args.numpy_max, args.pml_max = [1_000, 3_000], 3_000, 1_000
+        args.no_numba_max = 3_000
     print(
         f"# embeddings: dim {DIMENSION}, {N_CLUSTERS} clusters, spread {SPREAD}; device "
         f"{args.device}; {os.cpu_count()} CPUs; memory limit {args.memory_limit_gib:g} GiB\n"
     )
     rows = []
     for n_samples in args.sizes:
-        limits = (("numpy", args.numpy_max), ("pml", args.pml_max), ("sklearn", args.sklearn_max))
+        limits = (
+            ("torch-no-numba", args.no_numba_max),
+            ("numpy", args.numpy_max),
+            ("pml", args.pml_max),
+            ("sklearn", args.sklearn_max),
+        )
         methods = ["floor", "torch"] + [name for name, largest in limits if n_samples <= largest]
         results = {}
         for method in methods:
@@ -322,7 +334,9 @@ def main():
         COLUMNS,
         table,
         notes=(
-            f"numpy path up to N = {args.numpy_max:,}, PML up to N = {args.pml_max:,}; "
+            f"numpy path up to N = {args.numpy_max:,}, PML up to N = {args.pml_max:,}, "
+            f"torch-no-numba (the torch CPU path without numba installed) up to N = "
+            f"{args.no_numba_max:,}; "
             "time / floor divides by the float32 similarity products alone; max abs diff "
             "over the metrics a method shares with the torch path."
         ),

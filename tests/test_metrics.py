@@ -814,3 +814,58 @@ def test_bad_device_is_rejected(device):
     X, y = clustered(20, seed=13)
     with pytest.raises(ValueError, match="device="):
         mean_auprc_score(X, y, device=device)
+
+
+def test_concurrent_cpu_evaluations_agree_and_restore_torch_thread_count(monkeypatch):
+    # The tiled CPU path lowers torch's process-wide thread count while it runs. A second call
+    # made while a first one is ranking (a threaded grid search) must give the serial result,
+    # and the count must be what it was once both are done: without serialisation the second
+    # call read the lowered count, ranked on its own thread and restored that count last, and
+    # every thread started afterwards ran torch on one thread.
+    import threading
+
+    import torch
+
+    from skrank.metrics import _tiled_ranks
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 8)).astype(np.float32)  # one block of queries per call
+    y = np.arange(60) % 20  # classes of 3 items, under n / 8: the tiled path
+    expected = mean_auprc_score(X, y, device="cpu")
+    count_block = _tiled_ranks.tiled_positive_statistics
+    first_is_ranking, second_is_ranking = threading.Event(), threading.Event()
+    first_is_done = threading.Event()
+    results = []
+
+    def evaluate():
+        results.append(mean_auprc_score(X, y, device="cpu"))
+
+    first, second = threading.Thread(target=evaluate), threading.Thread(target=evaluate)
+
+    def observed_count_block(*args):
+        if threading.current_thread() is second:
+            second_is_ranking.set()
+            first_is_done.wait(timeout=5.0)
+        else:
+            first_is_ranking.set()
+            second_is_ranking.wait(timeout=1.0)  # times out when the calls are serialised
+        return count_block(*args)
+
+    monkeypatch.setattr(_tiled_ranks, "tiled_positive_statistics", observed_count_block)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        first.start()
+        assert first_is_ranking.wait(timeout=30)
+        second.start()
+        first.join()
+        first_is_done.set()
+        second.join()
+        counts = []  # as the main thread and a new thread see it (OpenMP keeps one per thread)
+        reader = threading.Thread(target=lambda: counts.append(torch.get_num_threads()))
+        reader.start()
+        reader.join()
+        assert [torch.get_num_threads(), *counts] == [2, 2]
+    finally:
+        torch.set_num_threads(before)
+    assert results == [expected, expected]

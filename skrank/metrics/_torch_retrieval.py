@@ -10,6 +10,7 @@ user's float64 values for a callable), and reduced to per-query statistics by
 by class, tiles that stay in the CPU caches, a fused numba loop when numba is installed).
 """
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,6 +23,9 @@ from ._ranks import Workspace, positive_statistics, rank_scores
 
 CPU_BLOCK_QUERIES = 64  # queries ranked at once on the CPU
 CPU_CHUNK_QUERIES = 1024  # queries per matrix product on the CPU
+# torch's thread count is process-wide: evaluations that lower it run one at a time, so that
+# concurrent calls (e.g. a threaded grid search) cannot restore each other's lowered value.
+_THREAD_COUNT_LOCK = threading.Lock()
 TILED_CPU = True  # float32 built-in metrics on the CPU: the tiled path (``_tiled_ranks``)
 
 
@@ -330,19 +334,21 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     # torch's threads: one block per thread, each block on one thread (the fused loop and the
     # small products of a block gain nothing from more, and idle OpenMP threads spinning
     # beside the loop would slow it down).
-    n_threads = torch.get_num_threads()
+    # While it runs, torch's intra-op thread count in this process is 1.
     bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
-    try:
-        torch.set_num_threads(1)
-        starts = range(0, n_items, block_size)
-        if n_threads == 1:
-            for block_start in starts:
-                rank_block(block_start)
-        else:
-            with ThreadPoolExecutor(n_threads) as pool:
-                for _ in pool.map(rank_block, starts):
-                    pass
-    finally:
-        torch.set_num_threads(n_threads)
-        bar.close()
+    with _THREAD_COUNT_LOCK:
+        n_threads = torch.get_num_threads()
+        try:
+            torch.set_num_threads(1)
+            starts = range(0, n_items, block_size)
+            if n_threads == 1:
+                for block_start in starts:
+                    rank_block(block_start)
+            else:
+                with ThreadPoolExecutor(n_threads) as pool:
+                    for _ in pool.map(rank_block, starts):
+                        pass
+        finally:
+            torch.set_num_threads(n_threads)
+            bar.close()
     return n_positives, query_auprc, r_precision, map_at_r, positives_in_top_k

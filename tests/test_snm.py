@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.model_selection import GridSearchCV
@@ -509,3 +510,35 @@ def test_input_normalization_is_applied_at_fit_and_prediction():
     assert SNMClassifier(**params).fit(negative, y).input_normalization_ is None
     with pytest.raises(ValueError, match="input_normalization='tfidf' needs non-negative"):
         SNMClassifier(input_normalization="tfidf", **params).fit(negative, y)
+
+
+@pytest.mark.parametrize(
+    "n_features, n_labels, expected",
+    [
+        (30, 12, 30),  # the number of features
+        (5_000, 159, 1024),  # at most 1024
+        (100_000, 1_000_000, 116),  # 2^30 // (8e6 + 1.2e6) = 116
+        (10**6, 10**8, 16),  # at least 16
+    ],
+)
+def test_auto_embedding_dim_keeps_parameters_within_the_budget(n_features, n_labels, expected):
+    from skrank.multilabel._snm import AUTO_EMBEDDING_BYTES, _auto_embedding_dim
+
+    d = _auto_embedding_dim(n_features, n_labels)
+    assert d == expected
+    if 16 < d < min(n_features, 1024):  # the budget binds: one more dimension exceeds it
+        assert (8 * n_labels + 12 * n_features) * d <= AUTO_EMBEDDING_BYTES
+        assert (8 * n_labels + 12 * n_features) * (d + 1) > AUTO_EMBEDDING_BYTES
+
+
+def test_auto_embedding_dim_is_the_one_fitted(monkeypatch):
+    from skrank.multilabel import _snm
+
+    X, y = make_classification(
+        n_samples=120, n_features=40, n_informative=10, n_classes=6, random_state=0
+    )
+    X = X.astype(np.float32)
+    monkeypatch.setattr(_snm, "AUTO_EMBEDDING_BYTES", (8 * 6 + 12 * 40) * 20)
+    clf = SNMClassifier(max_epochs=1, tol=None, n_negatives=4, random_state=0).fit(X, y)
+    assert clf.embedding_dim_ == 20
+    assert clf.module_.label_embeddings.weight.shape == (6, 20)

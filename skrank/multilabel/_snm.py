@@ -40,6 +40,9 @@ from ._label_embedding import (
 
 __all__ = ["SNMClassifier"]
 
+# Bytes that embedding_dim="auto" allows the parameters and their optimiser states per fit.
+AUTO_EMBEDDING_BYTES = 2**30
+
 _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 # Surrogates applied to the unscaled scores (see the ``score_scale`` entry of the docstring).
 _UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
@@ -103,9 +106,11 @@ default="hinge"
     embedding_dim : int or "auto", default="auto"
         Dimension ``d`` of the input and label embeddings. ``"auto"``: the number of
         features, at most 1024 (``embedding_dim_`` holds the value used), so that a linear
-        encoder can start as the exact input-space centroid rule (see ``label_init``). The
-        label table and its Adagrad state take ``8 K d`` bytes: with millions of labels set a
-        smaller ``d`` (e.g. 128).
+        encoder can start as the exact input-space centroid rule (see ``label_init``), and at
+        most what keeps the parameters and their optimiser states within 1 GiB: the label
+        table and its Adagrad state take ``8 K d`` bytes, a linear encoder and its Adam
+        moments ``12 p d`` bytes (``p`` features), so ``d <= 2^30 / (8 K + 12 p)``, but at
+        least 16 (e.g. ``d = 116`` for a million labels and 100,000 features).
     hidden_layer_sizes : tuple of int, default=()
         Hidden layers of the input network; ``()``, a linear map to the embedding, is what
         generalises on sparse data with few examples per label (the paper: ``(512,)``, ReLU
@@ -327,7 +332,9 @@ default="hinge"
         self._check_label_parameters(len(classes))
         if not (self.warm_start and hasattr(self, "embedding_dim_")):
             self.embedding_dim_ = (
-                min(X.shape[1], 1024) if self.embedding_dim == "auto" else self.embedding_dim
+                _auto_embedding_dim(X.shape[1], len(classes))
+                if self.embedding_dim == "auto"
+                else self.embedding_dim
             )
         X_train, y_train, validation = self._split_validation(X, positives)
         self._faiss_index = None
@@ -798,3 +805,11 @@ def _check_dense_scores_fit(n_samples, n_labels):
             "available memory. Use predict_top_k(X, k), which never builds it, or pass fewer "
             "rows at a time."
         )
+
+
+def _auto_embedding_dim(n_features, n_labels):
+    """``embedding_dim="auto"``: the number of features, at most 1024 and at most what keeps
+    the label table with its Adagrad state (8 bytes an entry) and a linear encoder with its Adam
+    moments (12 bytes an entry) within ``AUTO_EMBEDDING_BYTES``; at least 16."""
+    within_budget = AUTO_EMBEDDING_BYTES // (8 * n_labels + 12 * n_features)
+    return int(min(n_features, 1024, max(16, within_budget)))

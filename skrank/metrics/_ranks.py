@@ -131,8 +131,7 @@ def positive_statistics(similarity, positive_columns, n_positives, workspace=Non
     valid = slots < n_positives[:, None]
     scores = similarity.gather(1, positive_columns).masked_fill_(~valid, torch.inf)
     thresholds, by_score = torch.sort(scores, dim=1)
-    # Positives scored >= each threshold (padding +inf sorts last, never counted).
-    positives_at_least = n_positives[:, None] - torch.searchsorted(thresholds, thresholds)
+    positives_at_least = positives_scored_at_least(thresholds, n_positives)
     if width * SORT_FRACTION > n_items:
         columns = positive_columns.gather(1, by_score)
         ranks, n_at_least = _ranks_by_sort(similarity, columns, valid)
@@ -182,6 +181,12 @@ def positive_statistics(similarity, positive_columns, n_positives, workspace=Non
     shared_at_least = torch.searchsorted(ordered_scores.neg(), thresholds.neg(), right=True)
     auprc = _auprc(positives_at_least, clear_above + shared_at_least, valid, n_positives)
     return auprc, ranks.sort(dim=1).values
+
+
+def positives_scored_at_least(thresholds, n_positives):
+    """Per sorted positive score ``t_j`` (c, w): the positives scored ``>= t_j`` (the padding,
+    ``+inf``, sorts last and is never counted)."""
+    return n_positives[:, None] - torch.searchsorted(thresholds, thresholds)
 
 
 def _auprc(positives_at_least, n_at_least, valid, n_positives):

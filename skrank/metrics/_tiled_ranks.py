@@ -27,6 +27,8 @@ numpy operations do it in about ten passes (slower; the same bins).
 import numpy as np
 import torch
 
+from ._ranks import _auprc, positives_scored_at_least
+
 # Queries per block and items per tile: a (64, 4096) float32 tile is 1 MiB, so that the tile
 # and its rows' bins stay in the L2 cache (2 MiB here; sizes chosen on a timed sweep, N = 10^5).
 TILE_QUERIES = 64
@@ -255,15 +257,8 @@ def tiled_positive_statistics(class_scores, positive_columns, n_positives, tiles
         count(tile_scores, index.numpy())
         n_items += tile_scores.shape[1]
     negatives_at_least, negatives_before = grid.negatives_above(n_positives)
-    # Positives scored >= t_j: those from the first of its run of equal scores (padding +inf
-    # sorts last, never counted), and ranked before it.
-    slots = torch.arange(width)
-    new_score = torch.ones_like(valid)
-    new_score[:, 1:] = thresholds[:, 1:] != thresholds[:, :-1]
-    run_start = torch.cummax(torch.where(new_score, slots, 0), dim=1).values
-    positives_at_least = n_positives[:, None] - run_start
-    positives_before = n_positives[:, None] - 1 - torch.arange(width)
-    precision = positives_at_least.double() / (positives_at_least + negatives_at_least).double()
-    auprc = precision.masked_fill_(~valid, 0).sum(dim=1) / n_positives.double()
+    positives_at_least = positives_scored_at_least(thresholds, n_positives)
+    positives_before = n_positives[:, None] - 1 - torch.arange(width)  # ranked before it
+    auprc = _auprc(positives_at_least, positives_at_least + negatives_at_least, valid, n_positives)
     ranks = (1 + positives_before + negatives_before).masked_fill_(~valid, n_items + 1)
     return auprc, ranks.sort(dim=1).values

@@ -8,9 +8,10 @@ seconds (a smoke run, tested in ``tests/test_main.py``; its values are not the o
 """
 
 import argparse
-import contextlib
 import sys
 import time
+
+from .utils._threads import torch_threads
 
 _ROWS = []
 
@@ -259,17 +260,9 @@ def _pointwise_roc_row(quick=False):
     return rows
 
 
-@contextlib.contextmanager
 def one_torch_thread():
     """One torch thread: small batches run faster without a thread pool on a busy 2-core machine."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return torch_threads(1)
 
 
 def mnist_retrieval_split(quick=False):

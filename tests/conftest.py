@@ -2,8 +2,9 @@
 
 import matplotlib
 import pytest
-import torch
 from threadpoolctl import threadpool_limits
+
+from skrank.utils._threads import torch_threads
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -12,10 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 @pytest.fixture
 def one_torch_thread():
     """Run a test on one torch thread: tiny models train faster than on a busy thread pool."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture

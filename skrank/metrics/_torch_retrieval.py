@@ -18,6 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..utils._memory import available_host_bytes, chunk_rows, working_memory_bytes
+from ..utils._threads import torch_threads
 from . import _ranks, _tiled_ranks
 from ._ranks import Workspace, positive_statistics, rank_scores
 
@@ -336,19 +337,13 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     # beside the loop would slow it down).
     # While it runs, torch's intra-op thread count in this process is 1.
     bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
-    with _THREAD_COUNT_LOCK:
-        n_threads = torch.get_num_threads()
-        try:
-            torch.set_num_threads(1)
-            starts = range(0, n_items, block_size)
-            if n_threads == 1:
-                for block_start in starts:
-                    rank_block(block_start)
-            else:
-                with ThreadPoolExecutor(n_threads) as pool:
-                    for _ in pool.map(rank_block, starts):
-                        pass
-        finally:
-            torch.set_num_threads(n_threads)
-            bar.close()
+    with bar, _THREAD_COUNT_LOCK, torch_threads(1) as n_threads:
+        starts = range(0, n_items, block_size)
+        if n_threads == 1:
+            for block_start in starts:
+                rank_block(block_start)
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                for _ in pool.map(rank_block, starts):
+                    pass
     return n_positives, query_auprc, r_precision, map_at_r, positives_in_top_k

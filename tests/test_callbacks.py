@@ -13,6 +13,10 @@ from skrank.nn import Checkpoint, EarlyStopping, LRScheduler
         (lambda: EarlyStopping(tol=-1.0), "tol must be a non-negative number, got -1.0"),
         (lambda: EarlyStopping(patience=0), "patience must be a positive integer, got 0"),
         (
+            lambda: EarlyStopping(monitor="loss", score_start=True),
+            "score_start=True needs monitor='validation_score'",
+        ),
+        (
             lambda: LRScheduler(torch.optim.lr_scheduler.StepLR, step_every="step"),
             "'epoch' or 'batch'",
         ),

@@ -341,6 +341,33 @@ def test_early_stopping_keeps_the_best_validation_weights():
         LinearTorchRegressor(callbacks=[EarlyStopping()]).fit(X, y)
 
 
+def test_early_stopping_that_scores_the_start_keeps_an_unbeaten_start(monkeypatch):
+    X, y = _regression(n=300)
+    params = dict(max_epochs=6, validation_fraction=0.2, learning_rate=0.02, random_state=0)
+
+    class RecordStart(Callback):
+        def on_train_begin(self, estimator, X, y, validation):
+            self.weights = [p.detach().clone() for p in estimator.module_.parameters()]
+
+    # every epoch scores below the untrained model: its weights come back, without a warning
+    scores = iter([1.0] + [0.0] * 10)
+    monkeypatch.setattr(LinearTorchRegressor, "validation_score", lambda self, X, y: next(scores))
+    stopper = EarlyStopping(tol=0.0, patience=10, score_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = LinearTorchRegressor(**params, callbacks=[RecordStart(), stopper]).fit(X, y)
+    start, stopper = model.callbacks_  # the fit's copies
+    assert stopper.kept_start and model.converged_ and model.n_iter_ == 6
+    for kept, initial in zip(model.module_.parameters(), start.weights, strict=True):
+        torch.testing.assert_close(kept, initial, rtol=0, atol=0)
+    # an epoch that beats the start is kept instead, and running to max_epochs warns
+    scores = iter([1.0, 2.0] + [0.0] * 10)
+    stopper = EarlyStopping(tol=0.0, patience=10, score_start=True)
+    with pytest.warns(ConvergenceWarning, match="max_epochs=6"):
+        model = LinearTorchRegressor(**params, callbacks=[stopper]).fit(X, y)
+    assert not model.callbacks_[0].kept_start
+
+
 def test_divergence_keeps_last_finite_weights():
     X, y = _regression()
     with pytest.warns(DivergenceWarning, match="non-finite"):

@@ -358,8 +358,7 @@ default="hinge"
 
     def _kept_start(self):
         """Whether early stopping kept the untrained model (no epoch beat it)."""
-        stoppers = [c for c in self.callbacks_ if isinstance(c, _EarlyStoppingFromStart)]
-        return bool(stoppers) and stoppers[0].kept_start
+        return any(getattr(c, "kept_start", False) for c in self.callbacks_)
 
     def _check_label_parameters(self, n_labels):
         """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
@@ -416,21 +415,13 @@ default="hinge"
     # ------------------------------------------------------------------ engine steps
     def get_default_callbacks(self):
         callbacks = super().get_default_callbacks()
-        if self.label_init != "centroid" or tuple(self.hidden_layer_sizes):
-            return callbacks
-        # Early stopping also scores the start (the input-space centroid rule of a linear
-        # encoder): training that never beats it on the validation rows keeps it.
-        return [
-            _EarlyStoppingFromStart(
-                monitor=c.monitor,
-                tol=c.tol,
-                patience=c.patience,
-                restore_best_weights=c.restore_best_weights,
-            )
-            if type(c) is EarlyStopping
-            else c
-            for c in callbacks
-        ]
+        if self.label_init == "centroid" and not tuple(self.hidden_layer_sizes):
+            # Early stopping also scores the start (the input-space centroid rule of a linear
+            # encoder): training that never beats it on the validation rows keeps it.
+            for callback in callbacks:
+                if isinstance(callback, EarlyStopping) and callback.monitor == "validation_score":
+                    callback.score_start = True
+        return callbacks
 
     def initialize_module(self, n_features):
         network = LabelEmbeddingNetwork(
@@ -708,26 +699,6 @@ default="hinge"
         tags.input_tags.sparse = True
         tags.classifier_tags.multi_label = True
         return tags
-
-
-class _EarlyStoppingFromStart(EarlyStopping):
-    """EarlyStopping whose first best is the validation score of the untrained model."""
-
-    def on_train_begin(self, estimator, X, y, validation):
-        super().on_train_begin(estimator, X, y, validation)
-        self.kept_start = False
-        if self.monitor == "validation_score" and not estimator.history_:
-            self._best = float(estimator.validation_score(*validation))
-            if self.restore_best_weights:
-                self._best_weights = estimator.snapshot_weights()
-
-    def on_train_end(self, estimator, interrupted):
-        self.kept_start = self._best_weights is not None and self._waited >= estimator.n_iter_
-        if self._waited >= estimator.n_iter_ > 0:
-            # No epoch beat the start: running longer would not have helped.
-            self._stopped = True
-            estimator.converged_ = True
-        super().on_train_end(estimator, interrupted)
 
 
 # ---------------------------------------------------------------------- target handling

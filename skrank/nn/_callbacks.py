@@ -127,11 +127,34 @@ class EarlyStopping(Callback):
     restore_best_weights : bool, default=True
         At the end of training, restore the weights (module and criterion state) of the best
         epoch.
+    score_start : bool, default=False
+        Also score the untrained model (at the start of a fit that is not a warm start) as the
+        best so far: training in which no epoch beats it ends without a ``ConvergenceWarning``,
+        with the start's weights restored (``restore_best_weights``), and ``kept_start`` True.
+        Needs ``monitor="validation_score"``.
+
+    Attributes
+    ----------
+    kept_start : bool
+        After training with ``score_start``: whether no epoch beat the untrained model and its
+        weights were restored.
     """
 
-    def __init__(self, monitor="validation_score", tol=1e-4, patience=5, restore_best_weights=True):
+    def __init__(
+        self,
+        monitor="validation_score",
+        tol=1e-4,
+        patience=5,
+        restore_best_weights=True,
+        score_start=False,
+    ):
         if monitor not in ("validation_score", "loss"):
             raise ValueError(f"monitor must be 'validation_score' or 'loss', got {monitor!r}.")
+        if score_start and monitor != "validation_score":
+            raise ValueError(
+                "score_start=True needs monitor='validation_score' (the training loss has no "
+                "value before the first epoch)."
+            )
         if not isinstance(tol, Real) or tol < 0:
             raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
         check_positive_int(patience, "patience")
@@ -139,6 +162,7 @@ class EarlyStopping(Callback):
         self.tol = tol
         self.patience = patience
         self.restore_best_weights = restore_best_weights
+        self.score_start = score_start
 
     def on_train_begin(self, estimator, X, y, validation):
         if self.monitor == "validation_score" and validation is None:
@@ -147,6 +171,11 @@ class EarlyStopping(Callback):
                 "validation_fraction, e.g. 0.1, or monitor='loss'."
             )
         self._best, self._best_weights, self._waited, self._stopped = None, None, 0, False
+        self.kept_start = False
+        if self.score_start and not estimator.history_:
+            self._best = float(estimator.validation_score(*validation))
+            if self.restore_best_weights:
+                self._best_weights = estimator.snapshot_weights()
 
     def on_epoch_end(self, estimator, epoch, record):
         # Higher is better for a score, lower for a loss: compare signed values.
@@ -166,6 +195,12 @@ class EarlyStopping(Callback):
             )
 
     def on_train_end(self, estimator, interrupted):
+        if self.score_start:
+            self.kept_start = self._best_weights is not None and self._waited >= estimator.n_iter_
+            if self._waited >= estimator.n_iter_ > 0:
+                # No epoch beat the start: running longer would not have helped.
+                self._stopped = True
+                estimator.converged_ = True
         if self.restore_best_weights and self._best_weights is not None:
             estimator.restore_weights(self._best_weights)
         if not (self._stopped or interrupted) and estimator.n_iter_ >= estimator.max_epochs:

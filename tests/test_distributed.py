@@ -58,6 +58,7 @@ def _rank(rank, name, directory):
                             world_size=WORLD)  # fmt: skip
     try:
         torch.save(_fit(name, BATCH), f"{directory}/rank{rank}.pt")
+        dist.barrier()  # no rank tears the group down while the other still uses it
     finally:
         dist.destroy_process_group()
 

@@ -6,8 +6,9 @@ A new estimator on the training engine (contrastive)
 :class:`skrank.nn.BaseTorchEstimator` is the engine of skrank's torch estimators. Overriding two
 of its steps, ``initialize_module`` and ``get_loss``, gives a scikit-learn estimator with
 everything the built-in ones have: class-balanced batches drawn on the device, callbacks,
-validation scores in ``history_``, early stopping, checkpoints, GPUs, pickling. Here, an
-embedder trained with the contrastive loss of pairs in a batch.
+validation scores in ``history_``, early stopping, checkpoints, GPUs, pickling, and the
+engine's parameters (``learning_rate``, ``max_epochs``, ``device``, ...) in its signature beside
+its own. Here, an embedder trained with the contrastive loss of pairs in a batch.
 """
 
 import matplotlib.pyplot as plt
@@ -27,11 +28,9 @@ from skrank.sampling import ClassBalancedBatchSampler
 class ContrastiveEmbedder(TransformerMixin, BaseTorchEstimator):
     _parameter_constraints = dict(BaseTorchEstimator._torch_parameter_constraints)
 
-    def __init__(self, margin=0.5, n_components=32, batch_size=128, optimizer="adam",
-                 learning_rate=1e-3, momentum=0.9, weight_decay=0.0, lr_milestones=None,
-                 lr_decay=0.1, max_epochs=10, tol=None, n_iter_no_change=5, early_stopping=False,
-                 validation_fraction=None, warm_start=False, callbacks=None, precision="float32",
-                 compile=False, device="auto", verbose=0, random_state=None):  # fmt: skip
+    engine_defaults = {"batch_size": 128, "max_epochs": 10}  # the engine's other defaults stay
+
+    def __init__(self, margin=0.5, n_components=32, **engine_parameters):
         store_parameters(self, locals())
 
     def fit(self, X, y):

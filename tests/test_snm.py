@@ -336,7 +336,7 @@ def test_warm_start_continues_and_checks_labels():
     module = clf.module_
     clf.fit(X, y)
     assert clf.module_ is module and len(clf.history_) == 4
-    with pytest.raises(ValueError, match="same labels"):
+    with pytest.raises(ValueError, match="classes of the previous fit"):
         clf.fit(X, (y + 1) % 21)
 
 

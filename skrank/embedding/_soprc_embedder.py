@@ -23,7 +23,7 @@ from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
-from ..utils._params import store_parameters
+from ..utils._params import parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
@@ -142,6 +142,13 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "class_weights": [StrOptions({"proportional", "uniform"})],
     }
 
+    engine_defaults = {
+        "optimizer": "sgd",
+        "learning_rate": 0.05,
+        "weight_decay": 4e-4,
+        "batch_size": 224,
+    }
+
     def __init__(
         self,
         module=None,
@@ -158,25 +165,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         tpr_source="batch",
         samples_per_class=4,
         class_weights="proportional",
-        batch_size=224,
-        optimizer="sgd",
-        learning_rate=0.05,
-        momentum=0.9,
-        weight_decay=4e-4,
-        lr_milestones=None,
-        lr_decay=0.1,
-        max_epochs=20,
-        tol=None,
-        n_iter_no_change=5,
-        early_stopping=False,
-        validation_fraction=None,
-        warm_start=False,
-        callbacks=None,
-        precision="float32",
-        compile=False,
-        device="auto",
-        verbose=0,
-        random_state=None,
+        **engine_parameters,
     ):
         store_parameters(self, locals())
 
@@ -205,15 +194,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         check_float32_range(X, estimator="SOPRCEmbedder")
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
-        if (
-            self.warm_start
-            and hasattr(self, "classes_")
-            and not np.array_equal(classes, self.classes_)
-        ):
-            raise ValueError(
-                "warm_start=True needs the classes of the previous fit; got different classes."
-            )
-        self.classes_ = classes
+        self._set_classes(classes)
         stratify = codes if counts.min() >= 2 else None
         X_train, codes_train, validation = self._split_validation(X, codes, stratify=stratify)
         check_class_counts(
@@ -248,17 +229,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         # A class absent from the training part (possible without stratification) gets a
         # count of 1: it never forms a positive pair.
         counts = np.bincount(y, minlength=self.classes_.shape[0])
-        return SOPRCLoss(
-            np.maximum(counts, 1),
-            tau1=self.tau1,
-            tau2=self.tau2,
-            beta=self.beta,
-            lambda_pos=self.lambda_pos,
-            lambda_neg=self.lambda_neg,
-            max_auxiliary_length=self.max_auxiliary_length,
-            prior=self.prior,
-            tpr_source=self.tpr_source,
-        )
+        return SOPRCLoss(np.maximum(counts, 1), **parameters_for(self, SOPRCLoss))
 
     def get_batch_sampler(self, y, device, random_state):
         # Data-parallel: the global batch holds world_size equal parts of whole groups.

@@ -29,7 +29,7 @@ from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import available_host_bytes, chunk_rows
-from ..utils._params import store_parameters
+from ..utils._params import parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
     LabelEmbeddingNetwork,
@@ -244,6 +244,13 @@ default="hinge"
         "search": [StrOptions({"exact", "faiss"})],
     }
 
+    engine_defaults = {
+        "max_epochs": 50,
+        "tol": 0.0,
+        "early_stopping": True,
+        "validation_fraction": 0.1,
+    }
+
     def __init__(
         self,
         loss="bowl",
@@ -268,25 +275,7 @@ default="hinge"
         label_learning_rate=None,
         score_k=1,
         search="exact",
-        optimizer="adam",
-        learning_rate=1e-3,
-        momentum=0.9,
-        weight_decay=0.0,
-        lr_milestones=None,
-        lr_decay=0.1,
-        batch_size=256,
-        max_epochs=50,
-        tol=0.0,
-        n_iter_no_change=5,
-        early_stopping=True,
-        validation_fraction=0.1,
-        warm_start=False,
-        callbacks=None,
-        precision="float32",
-        compile=False,
-        device="auto",
-        verbose=0,
-        random_state=None,
+        **engine_parameters,
     ):
         store_parameters(self, locals())
 
@@ -321,13 +310,7 @@ default="hinge"
         check_float32_range(X, estimator="SNMClassifier")
         X = self._normalize_inputs(X, fitting=True)
         classes, positives, self._multilabel_output = _encode_targets(y)
-        if (
-            self.warm_start
-            and hasattr(self, "classes_")
-            and not np.array_equal(classes, self.classes_)
-        ):
-            raise ValueError("warm_start=True needs the same labels as the previous fit.")
-        self.classes_ = classes
+        self._set_classes(classes)
         X, positives = _drop_rows_without_positives(X, positives)
         self._check_label_parameters(len(classes))
         if not (self.warm_start and hasattr(self, "embedding_dim_")):
@@ -427,14 +410,12 @@ default="hinge"
         network = LabelEmbeddingNetwork(
             n_features,
             len(self.classes_),
-            embedding_dim=self.embedding_dim_,
-            hidden_layer_sizes=tuple(self.hidden_layer_sizes),
-            activation=self.activation,
-            dropout=self.dropout,
-            input_dropout=self.input_dropout,
-            scores=self.scores,
-            score_scale=self.score_scale,
-            learn_score_scale=self.learn_score_scale,
+            **parameters_for(
+                self,
+                LabelEmbeddingNetwork,
+                embedding_dim=self.embedding_dim_,
+                hidden_layer_sizes=tuple(self.hidden_layer_sizes),
+            ),
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)

@@ -7,7 +7,8 @@
   :class:`LRScheduler`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`MLP`, the default network; :func:`resolve_device`;
-  :func:`store_parameters`, the one-line ``__init__`` of an estimator.
+  :func:`store_parameters`, the one-line ``__init__`` of an estimator; :data:`ENGINE_DEFAULTS`,
+  the engine's parameters and their defaults.
 """
 
 from ..utils._deprecation import moved_attributes
@@ -16,6 +17,7 @@ from ._callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler, Progre
 from ._data import Batch, TrainingInputs
 from ._device import resolve_device
 from ._engine import (
+    ENGINE_DEFAULTS,
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
     TORCH_PARAMETER_DOCS,
@@ -24,6 +26,7 @@ from ._engine import (
 from ._modules import MLP
 
 __all__ = [
+    "ENGINE_DEFAULTS",
     "MLP",
     "TORCH_ATTRIBUTE_DOCS",
     "TORCH_INPUT_DOCS",

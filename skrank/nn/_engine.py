@@ -22,12 +22,19 @@ from .._compat import Interval, StrOptions
 from ..exceptions import DivergenceWarning
 from ..sampling import ShuffledBatchSampler
 from ..utils._docstrings import render_entries
+from ..utils._params import add_keyword_parameters
 from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
 from ._data import TrainingInputs
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
 
-__all__ = ["TORCH_ATTRIBUTE_DOCS", "TORCH_INPUT_DOCS", "TORCH_PARAMETER_DOCS", "BaseTorchEstimator"]
+__all__ = [
+    "ENGINE_DEFAULTS",
+    "TORCH_ATTRIBUTE_DOCS",
+    "TORCH_INPUT_DOCS",
+    "TORCH_PARAMETER_DOCS",
+    "BaseTorchEstimator",
+]
 
 _PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 
@@ -130,6 +137,30 @@ TORCH_ATTRIBUTE_DOCS = {
     "callbacks_": ("list of skrank.nn.Callback", "The callbacks of the last fit."),
 }
 
+#: The engine's parameters with their defaults, in signature order. A subclass changes
+#: defaults with a class attribute ``engine_defaults`` (a dict of some of these names).
+ENGINE_DEFAULTS = {
+    "optimizer": "adam",
+    "learning_rate": 1e-3,
+    "momentum": 0.9,
+    "weight_decay": 0.0,
+    "lr_milestones": None,
+    "lr_decay": 0.1,
+    "batch_size": 256,
+    "max_epochs": 20,
+    "tol": None,
+    "n_iter_no_change": 5,
+    "early_stopping": False,
+    "validation_fraction": None,
+    "warm_start": False,
+    "callbacks": None,
+    "precision": "float32",
+    "compile": False,
+    "device": "auto",
+    "verbose": 0,
+    "random_state": None,
+}
+
 _TORCH_PARAMETER_CONSTRAINTS = {
     "optimizer": [StrOptions({"sgd", "adam", "adamw"})],
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -185,9 +216,14 @@ class BaseTorchEstimator(BaseEstimator):
     complete epoch, with a warning: the estimator is fitted and usable. Models pickle, and a
     model fitted on a GPU unpickles on a CPU-only machine.
 
-    Subclasses declare the shared parameters in their ``__init__`` (scikit-learn needs explicit
-    signatures), merge ``_torch_parameter_constraints`` into their ``_parameter_constraints`` and
-    document them with :data:`TORCH_PARAMETER_DOCS`:
+    A subclass's ``__init__`` declares its own parameters and ends with ``**engine_parameters``
+    (its body ``store_parameters(self, locals())``): the engine adds the shared parameters below
+    to its signature, where scikit-learn's ``get_params``, ``clone`` and ``repr``, ``help`` and
+    the docs read them, with the defaults of :data:`ENGINE_DEFAULTS` updated by the class
+    attribute ``engine_defaults`` (e.g. ``engine_defaults = {"batch_size": 128}``). An
+    ``__init__`` may instead list every parameter itself. Subclasses merge
+    ``_torch_parameter_constraints`` into their ``_parameter_constraints`` and document the
+    shared parameters with ``{shared_parameters}`` (:data:`TORCH_PARAMETER_DOCS`):
 
     {shared_parameters}
 
@@ -201,6 +237,19 @@ class BaseTorchEstimator(BaseEstimator):
     """
 
     _torch_parameter_constraints = _TORCH_PARAMETER_CONSTRAINTS
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        defaults = dict(ENGINE_DEFAULTS)
+        for klass in reversed(cls.__mro__):
+            defaults.update(vars(klass).get("engine_defaults", {}))
+        unknown = sorted(set(defaults) - set(ENGINE_DEFAULTS))
+        if unknown:
+            raise TypeError(
+                f"{cls.__name__}.engine_defaults names {unknown}, which are not parameters of "
+                f"the engine; those are {list(ENGINE_DEFAULTS)}."
+            )
+        add_keyword_parameters(cls, defaults)
 
     # ------------------------------------------------------------------ extension points
     def initialize_module(self, n_features):
@@ -441,6 +490,18 @@ class BaseTorchEstimator(BaseEstimator):
                 callback.load_state_dict(saved)
 
     # ------------------------------------------------------------------ the loop
+    def _set_classes(self, classes):
+        """Set ``classes_``; a warm start must see the previous fit's classes."""
+        if (
+            self.warm_start
+            and hasattr(self, "classes_")
+            and not np.array_equal(classes, self.classes_)
+        ):
+            raise ValueError(
+                "warm_start=True needs the classes of the previous fit; got different classes."
+            )
+        self.classes_ = classes
+
     def _check_training_parameters(self):
         if self.early_stopping and self.validation_fraction is None:
             raise ValueError(

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
-from ..utils._params import store_parameters
+from ..utils._params import parameters_for, store_parameters
 from ..utils._validation import (
     check_finite_product,
     naming_inputs,
@@ -246,16 +246,13 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         fit = fit_function(
             X,
             y,
-            diagonal=self.diagonal,
-            negatives=self.negatives,
-            n_samples=self.n_samples,
-            init=self.init,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            scatter_ridge=self.scatter_ridge,
-            min_rank=self._min_rank(X.shape[1]),
-            random_state=check_random_state(self.random_state),
-            verbose=bool(self.verbose),
+            **parameters_for(
+                self,
+                fit_mmc,
+                min_rank=self._min_rank(X.shape[1]),
+                random_state=check_random_state(self.random_state),
+                verbose=bool(self.verbose),
+            ),
         )
         if fit.unbounded:
             warnings.warn(

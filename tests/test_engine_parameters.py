@@ -1,0 +1,206 @@
+"""The engine's parameters in a subclass's signature (``**engine_parameters``)."""
+
+import inspect
+import re
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.estimator_checks import (
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_parameters_default_constructible,
+    check_set_params,
+)
+
+from skrank import MMC, SNMClassifier, SOPRCEmbedder
+from skrank.losses import SOPRCLoss
+from skrank.multilabel import LabelEmbeddingNetwork
+from skrank.nn import ENGINE_DEFAULTS, TORCH_PARAMETER_DOCS, BaseTorchEstimator, store_parameters
+from skrank.similarity._mmc_solver import fit_mmc
+from skrank.utils._params import add_keyword_parameters, parameters_for
+
+
+class _Packed(BaseTorchEstimator):
+    engine_defaults = {"batch_size": 8, "device": "cpu"}
+
+    def __init__(self, width=3, *, scale=1.0, **engine_parameters):
+        store_parameters(self, locals())
+
+
+class _Child(_Packed):
+    """No ``__init__`` of its own: gets one with its own defaults."""
+
+    engine_defaults = {"max_epochs": 2}
+
+
+class _Shadowing(BaseTorchEstimator):
+    def __init__(self, batch_size=5, **engine_parameters):
+        store_parameters(self, locals())
+
+
+def _defaults(cls):
+    return {
+        name: parameter.default
+        for name, parameter in inspect.signature(cls).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+
+
+def test_signature_lists_own_then_engine_parameters_with_class_defaults():
+    parameters = inspect.signature(_Packed).parameters
+    assert list(parameters) == ["width", "scale", *ENGINE_DEFAULTS]
+    assert parameters["width"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ENGINE_DEFAULTS)
+    assert _defaults(_Packed) == {
+        "width": 3,
+        "scale": 1.0,
+        **ENGINE_DEFAULTS,
+        "batch_size": 8,
+        "device": "cpu",
+    }
+
+
+def test_parameters_are_stored_as_given_or_at_their_defaults():
+    estimator = _Packed(4, learning_rate=0.5, callbacks=[])
+    expected = {**_defaults(_Packed), "width": 4, "learning_rate": 0.5, "callbacks": []}
+    assert estimator.get_params() == expected
+    assert vars(estimator) == expected
+
+
+def test_unknown_keyword_raises_python_type_error():
+    with pytest.raises(
+        TypeError, match=r"_Packed.__init__\(\) got an unexpected keyword argument 'lr'"
+    ):
+        _Packed(lr=0.1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lr'"):
+        SOPRCEmbedder(lr=0.1)
+
+
+def test_clone_set_params_and_repr():
+    estimator = _Packed(width=2, max_epochs=7)
+    copy = clone(estimator)
+    assert copy.get_params() == estimator.get_params()
+    copy.set_params(batch_size=32, scale=2.0)
+    assert (copy.batch_size, copy.scale, estimator.batch_size) == (32, 2.0, 8)
+    assert repr(copy) == "_Packed(batch_size=32, max_epochs=7, scale=2.0, width=2)"
+    with pytest.raises(ValueError, match="Invalid parameter 'lr'"):
+        copy.set_params(lr=1.0)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        check_parameters_default_constructible,
+        check_no_attributes_set_in_init,
+        check_get_params_invariance,
+        check_set_params,
+    ],
+)
+def test_scikit_learn_parameter_checks(check):
+    check("_Packed", _Packed())
+
+
+def test_subclass_without_init_gets_its_own_defaults_and_parent_keeps_its():
+    assert _defaults(_Child)["max_epochs"] == 2
+    assert _defaults(_Child)["batch_size"] == 8  # inherited from _Packed's engine_defaults
+    assert _defaults(_Packed)["max_epochs"] == ENGINE_DEFAULTS["max_epochs"]
+    assert _Child().max_epochs == 2 and _Packed().max_epochs == ENGINE_DEFAULTS["max_epochs"]
+    assert _Child(width=9).width == 9
+
+
+def test_explicit_parameter_shadows_the_engine_one():
+    parameters = inspect.signature(_Shadowing).parameters
+    assert list(parameters).count("batch_size") == 1 and parameters["batch_size"].default == 5
+    assert _Shadowing().batch_size == 5 and _Shadowing(batch_size=2).batch_size == 2
+
+
+def test_unknown_engine_default_is_refused_at_class_creation():
+    with pytest.raises(
+        TypeError, match=r"engine_defaults names \['lr'\], which are not parameters"
+    ):
+
+        class _Wrong(BaseTorchEstimator):
+            engine_defaults = {"lr": 0.1}
+
+            def __init__(self, **engine_parameters):
+                store_parameters(self, locals())
+
+
+def test_explicit_init_is_left_alone():
+    class Explicit(BaseEstimator):
+        def __init__(self, alpha=1.0):
+            store_parameters(self, locals())
+
+    before = inspect.signature(Explicit)
+    add_keyword_parameters(Explicit, {"beta": 2})
+    assert inspect.signature(Explicit) == before
+    assert Explicit(alpha=3).get_params() == {"alpha": 3}
+
+
+def test_every_engine_parameter_is_documented_once():
+    assert list(TORCH_PARAMETER_DOCS) == list(ENGINE_DEFAULTS)
+
+
+@pytest.mark.parametrize(
+    "estimator, own",
+    [
+        (
+            SOPRCEmbedder,
+            {"optimizer": "sgd", "learning_rate": 0.05, "weight_decay": 4e-4, "batch_size": 224},
+        ),
+        (
+            SNMClassifier,
+            {"max_epochs": 50, "tol": 0.0, "early_stopping": True, "validation_fraction": 0.1},
+        ),
+    ],
+)
+def test_torch_estimators_take_the_engine_defaults_and_document_the_actual_ones(estimator, own):
+    defaults = _defaults(estimator)
+    assert {name: defaults[name] for name in ENGINE_DEFAULTS} == {**ENGINE_DEFAULTS, **own}
+    for name, value in {**ENGINE_DEFAULTS, **own}.items():
+        documented = re.search(rf"^    {name} : .*, default=(.*)$", estimator.__doc__, re.MULTILINE)
+        assert documented is not None, name
+        assert documented.group(1) == (f'"{value}"' if isinstance(value, str) else repr(value))
+    assert np.isclose(estimator().learning_rate, defaults["learning_rate"])
+
+
+def test_parameters_for_forwards_shared_names_and_overrides():
+    def loss(class_counts, *, tau1=0.1, beta=0.5, exact=False):
+        return class_counts, tau1, beta, exact
+
+    estimator = SOPRCEmbedder(tau1=0.3, beta=0.2)
+    assert parameters_for(estimator, loss) == {"tau1": 0.3, "beta": 0.2}
+    assert parameters_for(estimator, loss, beta=0.9, exact=True) == {
+        "tau1": 0.3,
+        "beta": 0.9,
+        "exact": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "estimator, receiver, expected",
+    [
+        (
+            SOPRCEmbedder(),
+            SOPRCLoss,
+            {"tau1", "tau2", "beta", "lambda_pos", "lambda_neg", "max_auxiliary_length", "prior"}
+            | {"tpr_source"},
+        ),
+        (
+            SNMClassifier(),
+            LabelEmbeddingNetwork,
+            {"embedding_dim", "hidden_layer_sizes", "activation", "dropout", "input_dropout"}
+            | {"scores", "score_scale", "learn_score_scale"},
+        ),
+        (
+            MMC(),
+            fit_mmc,
+            {"diagonal", "negatives", "n_samples", "init", "max_iter", "tol", "scatter_ridge"}
+            | {"min_rank", "random_state", "verbose"},
+        ),
+    ],
+)
+def test_estimators_forward_these_parameters_by_name(estimator, receiver, expected):
+    # A parameter renamed on one side only would silently stop being forwarded.
+    assert set(parameters_for(estimator, receiver)) == expected

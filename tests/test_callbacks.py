@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from skrank.nn import Checkpoint, EarlyStopping, LRScheduler
+from skrank.nn import Checkpoint, EarlyStopping, LRScheduler, WeightAveraging
 
 
 @pytest.mark.parametrize(
@@ -21,6 +21,12 @@ from skrank.nn import Checkpoint, EarlyStopping, LRScheduler
             "'epoch' or 'batch'",
         ),
         (lambda: Checkpoint("x.ckpt", every=True), "every must be a positive integer, got True"),
+        (
+            lambda: WeightAveraging(decay=1.0),
+            r"in \[0, 1\) or None, got 1.0",
+        ),
+        (lambda: WeightAveraging(decay="ema"), "decay must be a number"),
+        (lambda: WeightAveraging(start_epoch=0), "start_epoch must be a positive integer, got 0"),
     ],
 )
 def test_invalid_callback_arguments_are_named(make, message):
@@ -32,3 +38,9 @@ def test_lr_scheduler_repr_names_the_scheduler_and_its_arguments():
     schedule = LRScheduler(torch.optim.lr_scheduler.StepLR, step_size=3, gamma=0.5)
     assert repr(schedule) == "LRScheduler(StepLR, step_every='epoch', step_size=3, gamma=0.5)"
     assert repr(LRScheduler(print, step_every="batch")) == "LRScheduler(print, step_every='batch')"
+
+
+def test_callback_repr_shows_parameters_not_fitted_attributes():
+    averaging = WeightAveraging(decay=0.9, start_epoch=2)
+    averaging.averaged_model_ = torch.nn.Linear(2, 2)
+    assert repr(averaging) == "WeightAveraging(decay=0.9, start_epoch=2)"

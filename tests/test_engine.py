@@ -1,5 +1,6 @@
 """The training engine (skrank.nn) through the smallest estimator built on its public steps."""
 
+import copy
 import pickle
 import warnings
 
@@ -21,6 +22,7 @@ from skrank.nn import (
     EarlyStopping,
     LRScheduler,
     TrainingInputs,
+    WeightAveraging,
     resolve_device,
 )
 from skrank.nn import _engine as engine_module
@@ -108,6 +110,9 @@ class Recorder(Callback):
     def on_batch_end(self, estimator, batch, loss):
         self.calls.append("batch_end")
 
+    def on_train_epoch_end(self, estimator, epoch):
+        self.calls.append(f"train_epoch_end {epoch}")
+
     def on_epoch_end(self, estimator, epoch, record):
         assert estimator.history_[-1] is record and record["epoch"] == epoch
         record["recorded"] = True
@@ -137,9 +142,11 @@ def test_callbacks_are_called_in_order_and_may_write_the_history():
         "train_begin",
         "epoch_begin 1",
         *batch_calls,
+        "train_epoch_end 1",
         "epoch_end 1",
         "epoch_begin 2",
         *batch_calls,
+        "train_epoch_end 2",
         "epoch_end 2",
         "train_end interrupted=False",
     ]
@@ -283,6 +290,140 @@ def test_a_checkpoint_of_another_estimator_is_refused(tmp_path):
     torch.save(state, path)
     with pytest.raises(RuntimeError, match="written by SOPRCEmbedder"):
         LinearTorchRegressor(max_epochs=2, warm_start=True, callbacks=[Checkpoint(path)]).fit(X, y)
+
+
+class BatchNormRegressor(LinearTorchRegressor):
+    """A hidden layer with batch normalisation: buffers to average besides parameters."""
+
+    def initialize_module(self, n_features):
+        return nn.Sequential(
+            nn.Linear(n_features, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 1)
+        )
+
+
+class RecordSteps(Callback):
+    """The network's state (parameters and buffers) after every step, with its epoch."""
+
+    def on_train_begin(self, estimator, X, y, validation):
+        self.states, self.validation = [], validation
+
+    def on_epoch_begin(self, estimator, epoch):
+        self.epoch = epoch
+
+    def on_batch_end(self, estimator, batch, loss):
+        state = {k: v.detach().clone() for k, v in estimator.network_.state_dict().items()}
+        self.states.append((self.epoch, state))
+
+
+def _hand_average(states, decay):
+    """Exponential (or, with decay None, equal) average of a list of state dicts, by formula;
+    integer entries (batch counts) are the last state's."""
+    average = dict(states[0])
+    for n, state in enumerate(states[1:], start=1):
+        for key, value in state.items():
+            if not value.is_floating_point():
+                average[key] = value
+            elif decay is None:
+                average[key] = average[key] + (value - average[key]) / (n + 1)
+            else:
+                average[key] = decay * average[key] + (1 - decay) * value
+    return average
+
+
+@pytest.mark.parametrize("decay", [0.7, None])
+def test_weight_averaging_evaluates_and_keeps_a_hand_computed_average(decay):
+    X, y = _regression(n=120)
+    params = dict(max_epochs=4, batch_size=16, validation_fraction=0.25, random_state=0)
+    averaging = WeightAveraging(decay=decay, start_epoch=2)
+    plain = BatchNormRegressor(**params, callbacks=[RecordSteps()]).fit(X, y)
+    model = BatchNormRegressor(**params, callbacks=[RecordSteps(), averaging]).fit(X, y)
+    recorder = model.callbacks_[0]
+    # averaging never changes the training trajectory
+    for (_, a), (_, b) in zip(plain.callbacks_[0].states, recorder.states, strict=True):
+        for key in a:
+            assert torch.equal(a[key], b[key])
+    X_val, y_val = recorder.validation
+    reference = copy.deepcopy(model.module_)
+    for epoch, record in enumerate(model.history_, start=1):
+        steps = [state for e, state in recorder.states if e <= epoch]
+        if epoch < 2:  # before start_epoch: the training weights
+            expected = steps[-1]
+        else:
+            expected = _hand_average([s for e, s in recorder.states if 2 <= e <= epoch], decay)
+        reference.load_state_dict(expected)
+        reference.eval()
+        with torch.no_grad():
+            predicted = reference(torch.as_tensor(X_val, dtype=torch.float32)).numpy().ravel()
+        # the validation score is that of the averaged weights (buffers included)
+        assert record["validation_score"] == pytest.approx(-np.mean((predicted - y_val) ** 2))
+    kept = model.module_.state_dict()
+    assert kept["1.num_batches_tracked"] == recorder.states[-1][1]["1.num_batches_tracked"]
+    for key, value in expected.items():
+        torch.testing.assert_close(kept[key], value, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(kept["0.weight"], recorder.states[-1][1]["0.weight"])
+
+
+def test_early_stopping_keeps_the_best_averaged_weights(monkeypatch):
+    class RecordEpochs(RecordSteps):
+        def on_epoch_end(self, estimator, epoch, record):
+            self.kept = getattr(self, "kept", []) + [_weights(estimator)]
+
+    X, y = _regression(n=200)
+    scores = iter([1.0, 3.0, 2.0, 0.0, 0.0])  # the second epoch is the best
+    monkeypatch.setattr(LinearTorchRegressor, "validation_score", lambda self, X, y: next(scores))
+    model = LinearTorchRegressor(
+        max_epochs=5,
+        tol=0.0,
+        n_iter_no_change=5,
+        early_stopping=True,
+        validation_fraction=0.2,
+        random_state=0,
+        callbacks=[WeightAveraging(decay=0.9), RecordEpochs()],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    recorder = model.callbacks_[-1]
+    best_average = _hand_average([state for e, state in recorder.states if e <= 2], 0.9)
+    for kept, seen, key in zip(_weights(model), recorder.kept[1], ("weight", "bias"), strict=True):
+        assert torch.equal(kept, seen)  # the weights scored at the best epoch, and they are
+        torch.testing.assert_close(kept, best_average[key])  # the average of its steps
+    last_step = [state for e, state in recorder.states if e == 2][-1]
+    assert not torch.allclose(_weights(model)[0], last_step["weight"])
+
+
+@pytest.mark.parametrize("checkpoint_first", [True, False])
+def test_a_resumed_averaging_run_equals_an_uninterrupted_run(tmp_path, checkpoint_first):
+    X, y = _regression(n=120)
+    path = tmp_path / "run.ckpt"
+    params = dict(max_epochs=5, batch_size=16, optimizer="adam", random_state=3)
+
+    def callbacks():
+        both = [Checkpoint(path), WeightAveraging(decay=0.8, start_epoch=2)]
+        return both if checkpoint_first else both[::-1]
+
+    straight = BatchNormRegressor(**params, callbacks=[WeightAveraging(0.8, 2)]).fit(X, y)
+    BatchNormRegressor(**{**params, "max_epochs": 3}, callbacks=callbacks()).fit(X, y)
+    resumed = BatchNormRegressor(**params, warm_start=True, callbacks=callbacks()).fit(X, y)
+    for key, value in straight.module_.state_dict().items():
+        assert torch.equal(value, resumed.module_.state_dict()[key])  # bitwise on the CPU
+    assert [r["loss"] for r in resumed.history_] == [r["loss"] for r in straight.history_]
+
+
+def test_warm_start_with_weight_averaging_trains_on_from_the_kept_average():
+    class RecordStart(Callback):
+        def on_train_begin(self, estimator, X, y, validation):
+            self.weights = [p.detach().clone() for p in estimator.module_.parameters()]
+
+    X, y = _regression()
+    model = LinearTorchRegressor(
+        max_epochs=2, warm_start=True, random_state=0, callbacks=[WeightAveraging(decay=0.9)]
+    ).fit(X, y)
+    kept = _weights(model)
+    model.set_params(callbacks=[RecordStart(), WeightAveraging(decay=0.9)]).fit(X, y)
+    for start, previous in zip(model.callbacks_[0].weights, kept, strict=True):
+        assert torch.equal(start, previous)
+    assert len(model.history_) == 4 and model.callbacks_[1].averaged_model_.n_averaged > 0
 
 
 def test_keyboard_interrupt_leaves_a_fitted_usable_model():

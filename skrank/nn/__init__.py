@@ -4,7 +4,7 @@
   :class:`~skrank.SNMClassifier`, with public, overridable steps (``initialize_module``,
   ``get_loss``, ``train_step``, ``run_single_epoch``, ...).
 - Callbacks: :class:`Callback` (the base class), :class:`ProgressBar`, :class:`EarlyStopping`,
-  :class:`LRScheduler`, :class:`Checkpoint`.
+  :class:`LRScheduler`, :class:`WeightAveraging`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`MLP`, the default network; :func:`resolve_device`;
   :func:`store_parameters`, the one-line ``__init__`` of an estimator; :data:`ENGINE_DEFAULTS`,
@@ -13,7 +13,14 @@
 
 from ..utils._deprecation import moved_attributes
 from ..utils._params import store_parameters
-from ._callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler, ProgressBar
+from ._callbacks import (
+    Callback,
+    Checkpoint,
+    EarlyStopping,
+    LRScheduler,
+    ProgressBar,
+    WeightAveraging,
+)
 from ._data import Batch, TrainingInputs
 from ._device import resolve_device
 from ._engine import (
@@ -39,6 +46,7 @@ __all__ = [
     "LRScheduler",
     "ProgressBar",
     "TrainingInputs",
+    "WeightAveraging",
     "resolve_device",
     "store_parameters",
 ]

@@ -1,5 +1,5 @@
-"""Callbacks of the training engine: progress bar, early stopping, learning-rate schedules and
-checkpoints, and the :class:`Callback` base class to write your own.
+"""Callbacks of the training engine: progress bar, early stopping, learning-rate schedules,
+weight averaging and checkpoints, and the :class:`Callback` base class to write your own.
 
 A callback is handed to a torch estimator with ``callbacks=[...]``; the estimator also builds
 the callbacks its own parameters ask for (``verbose``, ``tol``, ``lr_milestones``), see
@@ -8,6 +8,7 @@ the callbacks its own parameters ask for (``verbose``, ``tol``, ``lr_milestones`
     on_train_begin
         on_epoch_begin
             on_batch_begin, on_batch_end      (once per batch)
+        on_train_epoch_end                     (after the steps, before the validation score)
         on_epoch_end                           (after history_[-1] is written)
     on_train_end                               (also after an interruption or a divergence)
 
@@ -26,11 +27,19 @@ from pathlib import Path
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
 from ..utils._validation import check_positive_int
 
-__all__ = ["Callback", "Checkpoint", "EarlyStopping", "LRScheduler", "ProgressBar"]
+__all__ = [
+    "Callback",
+    "Checkpoint",
+    "EarlyStopping",
+    "LRScheduler",
+    "ProgressBar",
+    "WeightAveraging",
+]
 
 
 class Callback:
@@ -44,6 +53,13 @@ class Callback:
     - ``on_epoch_begin(estimator, epoch)``: ``epoch`` counts from 1.
     - ``on_batch_begin(estimator, batch)`` and ``on_batch_end(estimator, batch, loss)``: the
       :class:`~skrank.nn.Batch` and its loss (a tensor on the device).
+    - ``on_train_epoch_end(estimator, epoch)``: after the epoch's training steps and the
+      engine's check that loss and weights are finite, before the validation score and the
+      history record. The weights the network holds from here to the next ``on_epoch_begin``
+      are the ones evaluated (validation score), snapshotted (early stopping, checkpoints) and,
+      after the last epoch, kept by the fitted estimator: a callback may put other weights in
+      (copying into the parameters, never replacing them) if it puts the training weights back
+      at the next ``on_epoch_begin``, as :class:`~skrank.nn.WeightAveraging` does.
     - ``on_epoch_end(estimator, epoch, record)``: ``record`` is ``estimator.history_[-1]``.
     - ``on_train_end(estimator, interrupted)``: whether training ended on a ``KeyboardInterrupt``
       or a divergence.
@@ -71,6 +87,9 @@ class Callback:
     def on_batch_end(self, estimator, batch, loss):
         """Called after each training step."""
 
+    def on_train_epoch_end(self, estimator, epoch):
+        """Called after each epoch's training steps, before its validation score."""
+
     def on_epoch_end(self, estimator, epoch, record):
         """Called after each epoch, once its history record is written."""
 
@@ -79,7 +98,9 @@ class Callback:
 
     def __repr__(self):
         arguments = ", ".join(
-            f"{key}={value!r}" for key, value in vars(self).items() if not key.startswith("_")
+            f"{key}={value!r}"
+            for key, value in vars(self).items()
+            if not key.startswith("_") and not key.endswith("_")  # nor fitted attributes
         )
         return f"{type(self).__name__}({arguments})"
 
@@ -273,6 +294,114 @@ class LRScheduler(Callback):
     def load_state_dict(self, state):
         for scheduler, saved in zip(self.schedulers_, state["schedulers"], strict=True):
             scheduler.load_state_dict(saved)
+
+
+class WeightAveraging(Callback):
+    """Evaluate and keep a running average of the network's weights (EMA or SWA).
+
+    After every training step from ``start_epoch`` on, the average of the network's parameters
+    and floating-point buffers (e.g. batch normalisation's running statistics) is updated by
+    :class:`torch.optim.swa_utils.AveragedModel`: an exponential moving average
+    (``averaged = decay * averaged + (1 - decay) * current``) or, with ``decay=None``, the
+    equal average of the weights after each step (stochastic weight averaging). Integer buffers
+    (batch counts) are copied. The average starts as a copy of the weights after the first
+    averaged step.
+
+    At the end of each epoch the network holds the averaged weights: the validation score,
+    :class:`EarlyStopping`'s best weights, :class:`Checkpoint` and the fitted estimator all see
+    them; training itself continues from the training weights, put back at the start of the
+    next epoch. A checkpoint stores both, so a resumed run equals an uninterrupted one. With
+    ``warm_start`` (and no checkpoint), the next fit trains on from the averaged weights it
+    kept, and its average starts anew.
+
+    Parameters
+    ----------
+    decay : float or None, default=0.999
+        Decay of the exponential moving average per training step, in [0, 1); about
+        ``1 / (1 - decay)`` recent steps count. None: the equal average of every step since
+        ``start_epoch``.
+    start_epoch : int, default=1
+        The first epoch (counted from 1 in each fit, resumed epochs included) whose steps are
+        averaged; before it, the training weights are evaluated and kept.
+
+    Attributes
+    ----------
+    averaged_model_ : torch.optim.swa_utils.AveragedModel
+        The average during a fit (``averaged_model_.module`` holds its weights and
+        ``averaged_model_.n_averaged`` counts the averaged steps).
+
+    Notes
+    -----
+    ``AveragedModel`` reads its step count on the host at each update: on a GPU, one
+    synchronisation per step.
+
+    Examples
+    --------
+    >>> from skrank import SOPRCEmbedder
+    >>> from skrank.nn import WeightAveraging
+    >>> embedder = SOPRCEmbedder(callbacks=[WeightAveraging(decay=0.99, start_epoch=2)])
+    """
+
+    def __init__(self, decay=0.999, start_epoch=1):
+        if decay is not None and (not isinstance(decay, Real) or not 0 <= decay < 1):
+            raise ValueError(f"decay must be a number in [0, 1) or None, got {decay!r}.")
+        check_positive_int(start_epoch, "start_epoch")
+        self.decay = decay
+        self.start_epoch = start_epoch
+
+    def on_train_begin(self, estimator, X, y, validation):
+        multi_avg_fn = None if self.decay is None else get_ema_multi_avg_fn(self.decay)
+        self.averaged_model_ = AveragedModel(
+            estimator.network_, multi_avg_fn=multi_avg_fn, use_buffers=True
+        )
+        self._epoch = 0
+        self._training_weights = None  # while the network holds the average
+        pending = getattr(self, "_pending_state", None)
+        if pending is not None:  # a Checkpoint listed before this callback loaded it
+            self._pending_state = None
+            self.load_state_dict(pending)
+
+    def on_epoch_begin(self, estimator, epoch):
+        self._epoch = epoch
+        if self._training_weights is not None:
+            estimator.network_.load_state_dict(self._training_weights)
+            self._training_weights = None
+
+    def on_batch_end(self, estimator, batch, loss):
+        if self._epoch < self.start_epoch:
+            return
+        network = estimator.network_
+        self.averaged_model_.update_parameters(network)
+        with torch.no_grad():
+            for averaged, current in zip(
+                self.averaged_model_.module.buffers(), network.buffers(), strict=True
+            ):
+                if not averaged.is_floating_point():
+                    averaged.copy_(current)
+
+    def on_train_epoch_end(self, estimator, epoch):
+        if self._epoch < self.start_epoch or int(self.averaged_model_.n_averaged) == 0:
+            return
+        network = estimator.network_
+        self._training_weights = _cloned_state(network)
+        network.load_state_dict(self.averaged_model_.module.state_dict())
+
+    def state_dict(self):
+        return {
+            "averaged": _cloned_state(self.averaged_model_),
+            "training_weights": self._training_weights,
+        }
+
+    def load_state_dict(self, state):
+        if not hasattr(self, "averaged_model_"):
+            self._pending_state = state
+            return
+        self.averaged_model_.load_state_dict(state["averaged"])
+        self._training_weights = state["training_weights"]
+
+
+def _cloned_state(module):
+    return {key: value.detach().clone() for key, value in module.state_dict().items()}
 
 
 class Checkpoint(Callback):

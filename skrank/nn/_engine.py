@@ -629,6 +629,7 @@ class BaseTorchEstimator(BaseEstimator):
                     )
                     break
                 self.n_iter_ += 1
+                self._notify("on_train_epoch_end", epoch=self.n_iter_)
                 record = {"epoch": len(self.history_) + 1, "loss": loss}
                 record["learning_rate"] = learning_rate
                 if validation is not None:

@@ -18,7 +18,7 @@ from skrank.metrics import get_scorer, top_k_inner_products
 from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _snm as snm_module
 from skrank.multilabel._label_embedding import principal_input_directions
-from skrank.nn import Batch
+from skrank.nn import Batch, Callback, WeightAveraging
 from skrank.sampling._labels import _draws_for_distinct
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -542,3 +542,44 @@ def test_auto_embedding_dim_is_the_one_fitted(monkeypatch):
     clf = SNMClassifier(max_epochs=1, tol=None, n_negatives=4, random_state=0).fit(X, y)
     assert clf.embedding_dim_ == 20
     assert clf.module_.label_embeddings.weight.shape == (6, 20)
+
+
+def test_weight_averaging_averages_the_label_table_and_the_network():
+    # The label table is updated by the row-sparse optimiser, outside autograd: the average of
+    # WeightAveraging must still cover it (and the encoder, and the learned score scale).
+    X, y = clustered(n_samples=128, n_labels=10)
+    decay = 0.6
+
+    class Record(Callback):
+        def on_train_begin(self, estimator, X, y, validation):
+            self.states = []
+
+        def on_batch_end(self, estimator, batch, loss):
+            self.states.append(
+                {k: v.detach().clone() for k, v in estimator.network_.state_dict().items()}
+            )
+
+    clf = SNMClassifier(
+        callbacks=[Record(), WeightAveraging(decay=decay)],
+        early_stopping=False,
+        validation_fraction=None,
+        tol=None,
+        random_state=0,
+        **dict(FAST, max_epochs=2, batch_size=32),
+    ).fit(X, y)
+    (record,) = [c for c in clf.callbacks_ if isinstance(c, Record)]
+    states = record.states
+    assert len(states) == 8  # 4 steps an epoch, 2 epochs
+    expected = dict(states[0])
+    for state in states[1:]:
+        expected = {k: decay * v + (1 - decay) * state[k] for k, v in expected.items()}
+    fitted = clf.network_.state_dict()
+    for name in ("label_embeddings.weight", "log_scale", "encoder.layers.0.weight"):
+        torch.testing.assert_close(fitted[name], expected[name])
+        assert not torch.equal(fitted[name], states[-1][name])  # not the last training step
+    table = expected["label_embeddings.weight"]
+    scores = normalize(clf.network_(torch.tensor(X[:5], dtype=torch.float32)).detach().numpy())
+    assert np.array_equal(
+        clf.predict(X[:5]),
+        clf.classes_[np.argmax(scores @ normalize(table.numpy()).T, axis=1)],
+    )

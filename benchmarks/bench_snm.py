@@ -26,6 +26,9 @@ EMA or SWA), fewer or more mined negatives, label smoothing of the top-16 weight
 full softmax, each over the same seeds; P@1 and P@5 on the held-out rows, and the paired P@1
 difference to the defaults seed by seed.
 
+Part ``curves``: training and validation P@1 after each epoch of the defaults and of the full
+softmax, early stopping off (seed 0, the same validation splits): under- or over-fitting.
+
 Part ``search``: top-10 search over 10^5 label embeddings at prediction, the exact chunked scan
 against a faiss HNSW index (build time, search time, recall of the approximate result).
 
@@ -36,6 +39,7 @@ Usage::
         --neural "SNM defaults (top-16)"         # the other neural methods take long here
     python benchmarks/bench_snm.py --part scaling
     python benchmarks/bench_snm.py --part validation --data bibtex corel5k
+    python benchmarks/bench_snm.py --part curves --data bibtex corel5k
     python benchmarks/bench_snm.py --quick          # smoke run
 """
 
@@ -69,7 +73,7 @@ from skrank.metrics import (
     top_k_psp_score,
     top_k_recall_score,
 )
-from skrank.nn import WeightAveraging
+from skrank.nn import Callback, WeightAveraging
 from skrank.sampling._labels import draw_from_positive_table
 
 COLUMNS = ["P@1", "P@3", "P@5", "nDCG@3", "nDCG@5", "PSP@5", "R@5"]
@@ -326,6 +330,66 @@ def run_validation(args, results):
         results.add_figure(f"{name} validation P@1", {k: list(v) for k, v in p1.items()})
 
 
+class EpochPrecision(Callback):
+    """P@1 of the model after each epoch on some training rows and on the validation rows."""
+
+    def __init__(self, X_train, Y_train, X_val, Y_val):
+        self.data = (X_train, Y_train, X_val, Y_val)
+
+    def on_train_begin(self, estimator, X, y, validation):
+        self.rows = []
+
+    def on_epoch_end(self, estimator, epoch, record):
+        X_train, Y_train, X_val, Y_val = self.data
+        training = estimator.module_.training
+        estimator.module_.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # rows without labels are excluded
+            self.rows.append(
+                [
+                    top_k_precision_score(Y, estimator.decision_function(X), k=1)
+                    for X, Y in ((X_train, Y_train), (X_val, Y_val))
+                ]
+            )
+        estimator.module_.train(training)
+
+
+def run_curves(args, results):
+    """Training and validation P@1 after each epoch, early stopping off (25 epochs, seed 0):
+    where the defaults and the full softmax start to overfit."""
+    epochs = 5 if args.quick else 25
+    for name in args.data:
+        X_train, Y_train, _, _ = load(name, args.quick)
+        fit, val = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
+        X_fit, Y_fit, X_val, Y_val = X_train[fit], Y_train[fit], X_train[val], Y_train[val]
+        curves = {}
+        methods = {"SNM defaults": SNMClassifier, "full softmax": FullSoftmaxClassifier}
+        for method, cls in methods.items():
+            recorder = EpochPrecision(X_fit[:1500], Y_fit[:1500], X_val, Y_val)
+            model = cls(
+                max_epochs=epochs, n_iter_no_change=epochs, callbacks=[recorder], random_state=0
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # ConvergenceWarning: no early stop, by design
+                model.fit(X_fit, Y_fit)
+            (recorder,) = [c for c in model.callbacks_ if isinstance(c, EpochPrecision)]
+            curves[method] = np.array(recorder.rows)
+        rows = [
+            [epoch + 1, *(f"{curves[m][epoch, j]:.3f}" for m in curves for j in (0, 1))]
+            for epoch in range(epochs)
+        ]
+        results.add_table(
+            f"{name}: P@1 after each epoch, training rows (first 1,500 of the fit rows) and "
+            "validation rows",
+            ["epoch", "SNM train", "SNM validation", "softmax train", "softmax validation"],
+            rows,
+            notes="Seed 0, early stopping off (patience = max_epochs; the 10 % the fit holds "
+            "out is still held out); the 20 % validation split of the training set, "
+            "random_state=0.",
+        )
+        results.add_figure(f"{name} curves", {m: c.tolist() for m, c in curves.items()})
+
+
 # ------------------------------------------------------------------------------ scaling
 class TimedSNM(SNMClassifier):
     """SNMClassifier recording when each step's loss is computed (public ``get_loss`` hook)."""
@@ -455,7 +519,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument(
-        "--part", choices=["accuracy", "scaling", "search", "validation"], default="accuracy"
+        "--part",
+        choices=["accuracy", "scaling", "search", "validation", "curves"],
+        default="accuracy",
     )
     parser.add_argument("--data", nargs="+", default=["bibtex", "corel5k", "generator"])
     parser.add_argument(
@@ -471,9 +537,9 @@ def main(argv=None):
     args.batch_size = 256
     args.scaling_dim = 128
     args.search_labels = [10**4] if args.quick else [10**5]
-    if args.part == "validation" and args.data == parser.get_default("data"):
+    if args.part in ("validation", "curves") and args.data == parser.get_default("data"):
         args.data = ["bibtex", "corel5k"]
-    per_data = args.part in ("accuracy", "validation")
+    per_data = args.part in ("accuracy", "validation", "curves")
     suffix = ("_" + "_".join(args.data) if per_data else "") + ("_quick" if args.quick else "")
     results = Results(f"bench_snm_{args.part}{suffix}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
@@ -482,6 +548,7 @@ def main(argv=None):
         "scaling": run_scaling,
         "search": run_search,
         "validation": run_validation,
+        "curves": run_curves,
     }
     parts[args.part](args, results)
     results.save()

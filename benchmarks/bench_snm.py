@@ -297,6 +297,8 @@ def run_validation(args, results):
         print(f"\n{name}: {len(fit)} rows fit, {len(val)} validation rows", flush=True)
         p1, rows = {}, []
         for setting, make in VALIDATION_SETTINGS.items():
+            if args.settings and setting != "defaults" and setting not in args.settings:
+                continue
             runs, epochs = [], []
             for seed in args.seeds:
                 scores, n_epochs = fit_predict_neural(
@@ -527,9 +529,20 @@ def main(argv=None):
     parser.add_argument(
         "--neural", nargs="+", choices=list(NEURAL), help="neural methods to run (default: all)"
     )
+    parser.add_argument(
+        "--seeds", nargs="+", type=int, help="seeds of the neural methods (default: 0 1 2)"
+    )
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        choices=list(VALIDATION_SETTINGS),
+        help="settings of --part validation to run (default: all; 'defaults' always runs)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    args.seeds = [0] if args.quick else [0, 1, 2]
+    seeds_given = args.seeds is not None
+    if not seeds_given:
+        args.seeds = [0] if args.quick else [0, 1, 2]
     args.max_softmax_labels = 5000
     args.n_labels = [10**3, 10**4] if args.quick else [10**3, 10**4, 10**5, 10**6]
     args.steps = 5 if args.quick else 20
@@ -541,6 +554,8 @@ def main(argv=None):
         args.data = ["bibtex", "corel5k"]
     per_data = args.part in ("accuracy", "validation", "curves")
     suffix = ("_" + "_".join(args.data) if per_data else "") + ("_quick" if args.quick else "")
+    if seeds_given:
+        suffix += "_seeds_" + "_".join(map(str, args.seeds))
     results = Results(f"bench_snm_{args.part}{suffix}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     parts = {

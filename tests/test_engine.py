@@ -423,7 +423,7 @@ def test_warm_start_with_weight_averaging_trains_on_from_the_kept_average():
     model.set_params(callbacks=[RecordStart(), WeightAveraging(decay=0.9)]).fit(X, y)
     for start, previous in zip(model.callbacks_[0].weights, kept, strict=True):
         assert torch.equal(start, previous)
-    assert len(model.history_) == 4 and model.callbacks_[1].averaged_model_.n_averaged > 0
+    assert len(model.history_) == 4 and model.callbacks_[1].n_averaged_ == 2 * 13
 
 
 def test_keyboard_interrupt_leaves_a_fitted_usable_model():

@@ -327,8 +327,10 @@ class WeightAveraging(Callback):
     Attributes
     ----------
     averaged_model_ : torch.optim.swa_utils.AveragedModel
-        The average during a fit (``averaged_model_.module`` holds its weights and
-        ``averaged_model_.n_averaged`` counts the averaged steps).
+        The average, during a fit only (``averaged_model_.module`` holds its weights): at the
+        end of training the network holds them, and it is dropped.
+    n_averaged_ : int
+        After training: the number of steps averaged.
 
     Notes
     -----
@@ -350,6 +352,12 @@ class WeightAveraging(Callback):
         self.start_epoch = start_epoch
 
     def on_train_begin(self, estimator, X, y, validation):
+        others = [c for c in estimator.callbacks_ if isinstance(c, WeightAveraging)]
+        if len(others) > 1:
+            raise ValueError(
+                "Only one WeightAveraging callback can run in a fit (each would average the "
+                f"other's weights); got {len(others)}."
+            )
         multi_avg_fn = None if self.decay is None else get_ema_multi_avg_fn(self.decay)
         self.averaged_model_ = AveragedModel(
             estimator.network_, multi_avg_fn=multi_avg_fn, use_buffers=True
@@ -385,6 +393,14 @@ class WeightAveraging(Callback):
         network = estimator.network_
         self._training_weights = _cloned_state(network)
         network.load_state_dict(self.averaged_model_.module.state_dict())
+
+    def on_train_end(self, estimator, interrupted):
+        # The network holds the averaged weights (or, after an interruption or a divergence,
+        # the engine restored those of the last complete epoch): the copies can go, and the
+        # callback, which the fitted estimator keeps in callbacks_, pickles.
+        self.n_averaged_ = int(self.averaged_model_.n_averaged)
+        del self.averaged_model_
+        self._training_weights = None
 
     def state_dict(self):
         return {

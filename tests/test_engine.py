@@ -532,6 +532,22 @@ def test_the_training_step_never_waits_for_the_host():
     assert not syncing & set(names), sorted(syncing & set(names))
 
 
+@pytest.mark.parametrize("decay", [0.9, None])
+def test_weight_averaging_adds_no_host_synchronisation(decay):
+    """The averaging step keeps its count on the host: a fit with it reads back from the
+    device exactly as often as one without it."""
+    X, y = _regression(n=320)
+
+    def syncs(callbacks):
+        model = LinearTorchRegressor(max_epochs=3, batch_size=16, callbacks=callbacks)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            model.fit(X, y)
+        names = [event.name for event in profile.events()]
+        return sum(name in {"aten::_local_scalar_dense", "aten::item"} for name in names)
+
+    assert syncs([WeightAveraging(decay=decay)]) == syncs(None)
+
+
 def test_bfloat16_precision_trains():
     X, y = _regression()
     model = LinearTorchRegressor(max_epochs=20, precision="bfloat16", random_state=0).fit(X, y)

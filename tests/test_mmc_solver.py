@@ -20,6 +20,7 @@ from skrank.similarity._mmc_solver import (
     maximize_mean_distance,
     project_capped_simplex,
 )
+from skrank.similarity._neighbor_pairs import nearest_pairs, pair_difference_scatter
 
 
 def _problem(seed=0, n=30, d=4, n_classes=3):
@@ -233,6 +234,54 @@ def _loop_nearest_pairs(X, y, k, same_class):
         pairs.update((min(i, j), max(i, j)) for j in others[:k])
     first, second = np.array(sorted(pairs)).T
     return PairSample(first, second, np.full(len(pairs), 1.0 / len(pairs)))
+
+
+def _labelled_points(seed=0, n=40, d=3):
+    """Random points in three classes, plus a class of two items and a class of one."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    y = rng.randint(3, size=n)
+    y[:2] = 3
+    y[2] = 4
+    return X, y
+
+
+@pytest.mark.parametrize("same_class", [True, False])
+@pytest.mark.parametrize("k", [1, 3, 50])
+def test_nearest_pairs_match_a_pair_loop(same_class, k):
+    X, y = _labelled_points()
+    sample = nearest_pairs(X, y, k, same_class=same_class)
+    expected = _loop_nearest_pairs(X, y, k, same_class)
+    np.testing.assert_array_equal(sample.first, expected.first)
+    np.testing.assert_array_equal(sample.second, expected.second)
+    np.testing.assert_allclose(sample.weight, expected.weight)
+
+
+def test_nearest_pairs_with_every_neighbour_are_all_pairs_of_the_kind():
+    X, y = _labelled_points(seed=1)
+    for same_class in (True, False):
+        sample = nearest_pairs(X, y, len(y), same_class=same_class)
+        expected = [
+            (i, j)
+            for i, j in itertools.combinations(range(len(y)), 2)
+            if (y[i] == y[j]) == same_class
+        ]
+        assert list(zip(sample.first.tolist(), sample.second.tolist(), strict=True)) == expected
+
+
+def test_duplicate_items_are_neighbours_of_each_other_not_of_themselves():
+    X = np.array([[0.0], [0.0], [5.0], [1.0]])
+    sample = nearest_pairs(X, [0, 0, 0, 1], n_neighbors=1)
+    pairs = set(zip(sample.first.tolist(), sample.second.tolist(), strict=True))
+    # 0 and 1 are each other's neighbour (one pair); 2 is at the same distance from both.
+    assert (0, 1) in pairs and len(pairs) == 2 and pairs < {(0, 1), (0, 2), (1, 2)}
+
+
+def test_pair_difference_scatter_matches_a_pair_loop():
+    X, y = _labelled_points(seed=2)
+    sample = nearest_pairs(X, y, 2)
+    expected = sum(w * np.outer(X[i] - X[j], X[i] - X[j]) for i, j, w in zip(*sample, strict=True))
+    np.testing.assert_allclose(pair_difference_scatter(X, sample), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("diagonal", [False, True])

@@ -58,6 +58,11 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     Euclidean) and the rank control (``k = d`` gives ``A = S_r^{-1}``, hence the Euclidean
     metric when ``rho`` is large too).
 
+    ``positives="nearest"`` and ``negatives="nearest"`` replace the similar and dissimilar pairs
+    by local ones (each item with its ``n_neighbors`` nearest same-class items, and with its
+    nearest items of other classes, as LMNN's target neighbours and impostors): the same
+    problem over other pair sets, for nearest-neighbour rules.
+
     The similar-pair constraint is computed exactly from the within-class scatter in
     ``O(n d^2)``; the dissimilar-pair objective is averaged over all negative pairs (in blocks of
     bounded memory, ``O(n^2 d)`` per iteration) or estimated from a sample of pairs or K-tuples
@@ -394,7 +399,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         On held-out data these measure generalisation (Figure 4 of Vogel, Bellet & Clémençon,
         2018); on the training data the constraint is at most one and the objective is the
-        optimum when ``negatives="all"``.
+        optimum when ``negatives="all"`` and ``positives="all"``.
 
         {evaluation_parameters}
 

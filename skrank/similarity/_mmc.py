@@ -94,7 +94,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         metric, its *target neighbours* as in LMNN, equally weighted. With ``"nearest"`` the
         metric keeps each item close to its own neighbourhood instead of pulling whole classes
         together, which is what a nearest-neighbour rule needs.
-    n_neighbors : int, default=5
+    n_neighbors : int, default=10
         Neighbours per item of the ``"nearest"`` pair sets (a class with fewer items gives all
         of them). Ignored unless ``positives`` or ``negatives`` is ``"nearest"``.
     max_iter : int, default=1000
@@ -222,7 +222,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         negatives="all",
         n_samples=None,
         positives="all",
-        n_neighbors=5,
+        n_neighbors=10,
         max_iter=1000,
         tol=1e-5,
         init="identity",

@@ -719,7 +719,7 @@ def fit_mmc(
     negatives="all",
     n_samples=None,
     positives="all",
-    n_neighbors=5,
+    n_neighbors=10,
     init="identity",
     max_iter=1000,
     tol=1e-5,
@@ -750,7 +750,7 @@ def fit_mmc(
     positives : {"all", "nearest"}, default="all"
         Similar pairs of the constraint: all same-class pairs, or each item with its
         ``n_neighbors`` nearest same-class items in the input metric, equally weighted.
-    n_neighbors : int, default=5
+    n_neighbors : int, default=10
         Neighbours per item of the ``"nearest"`` pair sets.
     init : {"identity", "covariance"} or ndarray, default="identity"
         Starting metric (see :func:`initial_metric`); it is rescaled onto the constraint.

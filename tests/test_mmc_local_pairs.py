@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
+from sklearn.utils.estimator_checks import check_estimator
 
 from skrank import MMC
 from skrank.similarity._neighbor_pairs import nearest_pairs
@@ -32,3 +33,12 @@ def test_local_pairs_on_a_dask_array_are_refused():
     for params in ({"positives": "nearest"}, {"negatives": "nearest"}):
         with pytest.raises(ValueError, match="nearest neighbours among all items"):
             MMC(**params).fit(da.from_array(X, chunks=10), y)
+
+
+def test_local_pairs_pass_scikit_learn_estimator_checks():
+    # Tiny data sets (one item of a class, fewer items than n_neighbors) go through the samplers.
+    results = check_estimator(
+        MMC(positives="nearest", negatives="nearest", n_neighbors=3), on_fail=None
+    )
+    failed = [(r["check_name"], r["exception"]) for r in results if r["status"] == "failed"]
+    assert not failed

@@ -8,8 +8,10 @@ split of ``python -m skrank``'s MMC row, seed 0 there), compared side by side on
   (``scatter_ridge=1e-8, min_rank=None``) and with options selected on validation folds of the
   training part by ``python -m skrank``'s procedure (``skrank.__main__.mmc_search``: a Pipeline
   with ``KNeighborsClassifier(5)`` scored by accuracy on 5 stratified folds repeated 3 times;
-  candidates: no metric learning, and ``scatter_ridge`` x ``min_rank`` in {1, 10, 100} x
-  {0.25, 0.5, 0.75, 1}; the one-standard-error rule falls back to the Euclidean metric unless
+  candidates: no metric learning; ``scatter_ridge`` x ``min_rank`` in {1, 10, 100} x
+  {0.25, 0.5, 0.75, 1} with all pairs; and local pairs, ``positives="nearest",
+  negatives="nearest"`` with ``n_neighbors`` x ``scatter_ridge`` x ``min_rank`` in {10, 20} x
+  {1, 10} x {0.25, 0.5}; the one-standard-error rule falls back to the Euclidean metric unless
   the best candidate beats it by more than one standard error); scikit-learn's
   ``NeighborhoodComponentsAnalysis``; metric-learn's ``ITML_Supervised`` and ``LMNN``.
 * **pair task** (features: the first 32 principal axes of the training part, not centred, as in

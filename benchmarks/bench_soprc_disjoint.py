@@ -44,12 +44,13 @@ import torch
 from _results import Results
 from pytorch_metric_learning import losses as pml
 from sklearn.model_selection import GroupShuffleSplit
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from skrank import SOPRCEmbedder
 from skrank.datasets import load_mnist, make_composite_digits
 from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
-from skrank.nn import MLP
+from skrank.nn import MLP, WeightAveraging
 
 EPOCHS, LR, HIDDEN, DIMS, CLASSES_PER_BATCH, PER_CLASS = 10, 0.05, (512,), 128, 50, 4
 ESTIMATOR_BUDGET = dict(
@@ -153,8 +154,13 @@ def evaluate(embedding, y):
     )
 
 
-def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS):
-    """Train the MLP with a loss in a plain torch loop; returns the embedding function."""
+def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None):
+    """Train the MLP with a loss in a plain torch loop; returns the embedding function.
+
+    ``averaging=(decay, start_epoch)`` embeds with torch's ``AveragedModel`` of the weights
+    after every step from ``start_epoch`` on (EMA, or SWA with decay None), as
+    ``skrank.nn.WeightAveraging`` does for the estimator.
+    """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     classes, codes = np.unique(y, return_inverse=True)
@@ -165,7 +171,12 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS):
     loss_fn = loss_factory(np.bincount(codes), **setting)
     optimizer = torch.optim.SGD(module.parameters(), lr=LR, momentum=0.9, weight_decay=4e-4)
     X_t, codes_t = torch.from_numpy(X), torch.from_numpy(codes)
-    for _ in range(epochs):
+    averaged = None
+    if averaging is not None:
+        decay, start_epoch = averaging
+        multi_avg_fn = None if decay is None else get_ema_multi_avg_fn(decay)
+        averaged = AveragedModel(module, multi_avg_fn=multi_avg_fn, use_buffers=True)
+    for epoch in range(1, epochs + 1):
         for _ in range(X.shape[0] // batch):
             chosen = rng.choice(classes.shape[0], per_batch, replace=False)
             rows = np.concatenate(
@@ -178,6 +189,10 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS):
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            if averaged is not None and epoch >= averaging[1]:
+                averaged.update_parameters(module)
+    if averaged is not None:
+        module = averaged.module
     module.eval()
 
     def embed(X_new):
@@ -386,18 +401,28 @@ SWEEP = {
     "samples_per_class=2": dict(samples_per_class=2),
     "samples_per_class=8": dict(samples_per_class=8),
     "prior=batch": dict(prior="batch"),
+    # Weight averaging (issue 14, fourth stop): skrank.nn.WeightAveraging; ~25 steps per epoch.
+    "EMA decay=0.98": dict(averaging=(0.98, 1)),
+    "EMA decay=0.99": dict(averaging=(0.99, 1)),
+    "EMA decay=0.995": dict(averaging=(0.995, 1)),
+    "SWA from epoch 6": dict(averaging=(None, 6)),
+    "weight_averaging=0.4 (the new default)": dict(weight_averaging=0.4),
 }
 
 
 def _sweep_setting(setting):
-    """Estimator parameters of a sweep setting (a cosine schedule becomes a callback)."""
-    setting = dict(setting)
+    """Estimator parameters of a sweep setting (a cosine schedule becomes a callback), as
+    changes to the defaults before the sweeps (no weight averaging unless named)."""
+    setting = {"weight_averaging": None, **setting}
     if setting.pop("schedule", None) == "cosine":
         from torch.optim.lr_scheduler import CosineAnnealingLR
 
         from skrank.nn import LRScheduler
 
         setting["callbacks"] = [LRScheduler(CosineAnnealingLR, T_max=EPOCHS)]
+    if "averaging" in setting:
+        decay, start_epoch = setting.pop("averaging")
+        setting["callbacks"] = [WeightAveraging(decay=decay, start_epoch=start_epoch)]
     return setting
 
 
@@ -418,6 +443,42 @@ def sweep(seeds, splits, results, names=None, split="validation"):
         notes=f"Fitted on 30 training classes, scored on the 20 others"
         f"{'; ' + images if split != 'validation' else ''}; seeds {seeds}; budget as in the "
         "comparison (samples_per_class rows change the batch to that many per class).",
+    )
+
+
+# Weight averaging of the plain loops: the EMA the estimator's default weight_averaging=0.4
+# gives over their 250 steps (decay 1 - 1 / (0.4 * 250)).
+AVERAGING = (0.99, 1)
+
+
+def averaging_table(seeds, splits, results, averaging=AVERAGING):
+    """The estimator, SOPRCLoss in the plain loop and tuned MultiSimilarity, each with and
+    without the same weight averaging, on the test classes: the trick's gain beside the loss's."""
+    decay, start_epoch = averaging
+    label = f"EMA decay={decay}" if decay is not None else f"SWA from epoch {start_epoch}"
+    rows = []
+    for setting in ({"weight_averaging": None}, {}):  # {}: the defaults, weight_averaging=0.4
+        scores, seconds = run(partial(estimator_fit, setting), splits["test"], seeds)
+        rows.append(row("SOPRCEmbedder", setting, scores, seconds))
+    peers = [
+        ("SOPRCLoss (plain loop)", dict(tpr_source="batch")),
+        ("MultiSimilarity", dict(alpha=2, beta=40, base=0.7)),
+    ]
+    for name, setting in peers:
+        factory = LOSSES[name][0]
+        for averaged in (False, True):
+            fit = partial(plain_loop, factory, setting, averaging=averaging if averaged else None)
+            scores, seconds = run(fit, splits["test"], seeds)
+            shown = {**setting, "averaging": label} if averaged else setting
+            rows.append(row(name, shown, scores, seconds))
+    results.add_table(
+        "Weight averaging on the test classes: the estimator and the peers, with and without",
+        COLUMNS,
+        rows,
+        notes=f"The comparison's protocol; the estimator's default weight_averaging=0.4 is an "
+        "EMA of the weights after every step with decay 1 - 1 / (0.4 x 260 steps) = 0.990 "
+        f"(skrank.nn.WeightAveraging), the plain loops' {label} (torch's AveragedModel, "
+        f"250 steps), chosen on the validation classes; seeds {seeds}.",
     )
 
 
@@ -481,8 +542,11 @@ def step_times(results, commit="33f545c", repeats=200):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--part", choices=["compare", "causes", "table2", "sweep", "step"], default="compare"
+        "--part",
+        choices=["compare", "causes", "table2", "sweep", "step", "averaging"],
+        default="compare",
     )
+    parser.add_argument("--name", help="name of the results file (default: from the part)")
     parser.add_argument("--only", nargs="+", help="--part sweep: only these settings")
     parser.add_argument(
         "--image-disjoint",
@@ -510,7 +574,7 @@ def main():
     if args.image_disjoint:
         suffix += "_image_disjoint"
     results = Results(
-        "bench_soprc_disjoint" + suffix + ("_quick" if args.quick else ""),
+        args.name or "bench_soprc_disjoint" + suffix + ("_quick" if args.quick else ""),
         packages=["pytorch-metric-learning"],
     )
     results.add_figure("raw_pixels", {"mauprc": raw[0], "recall@1": raw[1]})
@@ -523,6 +587,8 @@ def main():
         sweep(seeds, splits, results, args.only, split)
     elif args.part == "step":
         step_times(results)
+    elif args.part == "averaging":
+        averaging_table(seeds, splits, results)
     else:
         table2(seeds, splits, results)
     results.save()

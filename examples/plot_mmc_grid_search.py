@@ -19,6 +19,10 @@ Here they are chosen by the measure a k-NN user reads: the accuracy of a
   the grid holds the defaults and settings close to the Euclidean metric (large ridges,
   ``min_rank=1``);
 - 5 stratified folds repeated 3 times average out the partition of a small training set;
+- the grid also holds MMC on *local pairs* (``positives="nearest", negatives="nearest"``):
+  Xing et al.'s criterion with each item's 10 nearest same-class items as the similar pairs and
+  its 10 nearest items of other classes as the dissimilar pairs, as LMNN's target neighbours
+  and impostors, so the metric keeps neighbourhoods together instead of whole classes;
 - :func:`~skrank.similarity.one_standard_error_rule` refits the Euclidean metric unless the
   best candidate beats it by more than one standard error of its mean validation score.
 """
@@ -62,9 +66,11 @@ def pipeline(mmc):
 
 ridges = [1.0, 10.0] if quick else [1.0, 10.0, 100.0]
 min_ranks = [0.25, 0.5, 0.75, 1.0]
+local = {"mmc__positives": ["nearest"], "mmc__negatives": ["nearest"], "mmc__n_neighbors": [10]}
 param_grid = [
     {"mmc": ["passthrough"]},
     {"mmc__scatter_ridge": ridges, "mmc__min_rank": min_ranks},
+    {**local, "mmc__scatter_ridge": [1.0], "mmc__min_rank": [0.25, 0.5]},
 ]
 
 # %%
@@ -90,17 +96,19 @@ print("chosen by the one-standard-error rule:", search.best_params_)
 standard_errors = results["std_test_score"] / np.sqrt(5 * n_repeats - 1)  # std is ddof=0
 euclidean_cv = results["mean_test_score"][0]
 fig, (ax_cv, ax_rank) = plt.subplots(1, 2, figsize=(11, 4))
-for ridge in ridges:
+for ridge, positives in [*((r, None) for r in ridges), (1.0, "nearest")]:
     rows = [
-        i for i, params in enumerate(results["params"]) if params.get("mmc__scatter_ridge") == ridge
+        i
+        for i, params in enumerate(results["params"])
+        if params.get("mmc__scatter_ridge") == ridge and params.get("mmc__positives") == positives
     ]
     ax_cv.errorbar(
         [results["params"][i]["mmc__min_rank"] for i in rows],
         results["mean_test_score"][rows],
         yerr=standard_errors[rows],
-        marker="o",
+        marker="o" if positives is None else "s",
         capsize=3,
-        label=f"scatter_ridge={ridge:g}",
+        label=f"scatter_ridge={ridge:g}" + (", local pairs (10)" if positives else ""),
     )
 ax_cv.axhline(euclidean_cv, color="k", linestyle="--", label="Euclidean (passthrough)")
 ax_cv.set(xlabel="min_rank (fraction of the features)", ylabel="cross-validated 5-NN accuracy")

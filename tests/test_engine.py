@@ -423,7 +423,7 @@ def test_warm_start_with_weight_averaging_trains_on_from_the_kept_average():
     model.set_params(callbacks=[RecordStart(), WeightAveraging(decay=0.9)]).fit(X, y)
     for start, previous in zip(model.callbacks_[0].weights, kept, strict=True):
         assert torch.equal(start, previous)
-    assert len(model.history_) == 4 and model.callbacks_[1].averaged_model_.n_averaged > 0
+    assert len(model.history_) == 4 and model.callbacks_[1].n_averaged_ == 2 * 13
 
 
 def test_keyboard_interrupt_leaves_a_fitted_usable_model():
@@ -530,6 +530,22 @@ def test_the_training_step_never_waits_for_the_host():
     syncing = {"aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::item"}
     names = [event.name for event in profile.events()]
     assert not syncing & set(names), sorted(syncing & set(names))
+
+
+@pytest.mark.parametrize("decay", [0.9, None])
+def test_weight_averaging_adds_no_host_synchronisation(decay):
+    """The averaging step keeps its count on the host: a fit with it reads back from the
+    device exactly as often as one without it."""
+    X, y = _regression(n=320)
+
+    def syncs(callbacks):
+        model = LinearTorchRegressor(max_epochs=3, batch_size=16, callbacks=callbacks)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            model.fit(X, y)
+        names = [event.name for event in profile.events()]
+        return sum(name in {"aten::_local_scalar_dense", "aten::item"} for name in names)
+
+    assert syncs([WeightAveraging(decay=decay)]) == syncs(None)
 
 
 def test_bfloat16_precision_trains():

@@ -196,8 +196,8 @@ def test_parameters_for_forwards_shared_names_and_overrides():
         (
             MMC(),
             fit_mmc,
-            {"diagonal", "negatives", "n_samples", "init", "max_iter", "tol", "scatter_ridge"}
-            | {"min_rank", "random_state", "verbose"},
+            {"diagonal", "negatives", "n_samples", "positives", "n_neighbors", "init", "max_iter"}
+            | {"tol", "scatter_ridge", "min_rank", "random_state", "verbose"},
         ),
     ],
 )

@@ -20,6 +20,7 @@ from skrank.similarity._mmc_solver import (
     maximize_mean_distance,
     project_capped_simplex,
 )
+from skrank.similarity._neighbor_pairs import nearest_pairs, pair_difference_scatter
 
 
 def _problem(seed=0, n=30, d=4, n_classes=3):
@@ -53,15 +54,16 @@ def _random_spectraplex_point(d, seed):
     return SpectraplexGeometry().point(matrix / np.trace(matrix))
 
 
-def _cvxpy_mmc(X, y, sample=None, diagonal=False, ridge=0.0, min_rank=None):
+def _cvxpy_mmc(X, y, sample=None, diagonal=False, ridge=0.0, min_rank=None, similar=None):
     """The same convex problem with the objective in DCP form: sum of w * sqrt(affine in A).
 
     ``ridge`` adds the trace penalty ``ridge tr(S) / d tr(A)`` to the constraint; ``min_rank``
-    caps the eigenvalues of ``S_r^{1/2} A S_r^{1/2}`` at ``1 / min_rank``.
+    caps the eigenvalues of ``S_r^{1/2} A S_r^{1/2}`` at ``1 / min_rank``; ``similar`` replaces
+    the scatter ``S`` of all similar pairs.
     """
     sample = _negative_pairs(y) if sample is None else sample
     differences = X[sample.first] - X[sample.second]
-    similar = similar_pair_scatter(X, y)[0]
+    similar = similar_pair_scatter(X, y)[0] if similar is None else similar
     d = X.shape[1]
     similar = similar + ridge * np.trace(similar) / d * np.eye(d)
     if diagonal:
@@ -221,6 +223,104 @@ def test_sampled_fit_matches_cvxpy_on_the_same_sample(negatives):
     assert sampled_objective == pytest.approx(_cvxpy_mmc(X, y, sample=sample), rel=1e-3)
     assert fit.objective[-1] == pytest.approx(sampled_objective, rel=1e-9)
     assert figure_of_merit(Z, y)[2] <= 1 + 1e-9
+
+
+def _loop_nearest_pairs(X, y, k, same_class):
+    """Each item with its k nearest items of its class (or of the others), by a pair loop."""
+    pairs = set()
+    for i in range(len(y)):
+        others = [j for j in range(len(y)) if j != i and (y[j] == y[i]) == same_class]
+        others.sort(key=lambda j: np.sum((X[i] - X[j]) ** 2))
+        pairs.update((min(i, j), max(i, j)) for j in others[:k])
+    first, second = np.array(sorted(pairs)).T
+    return PairSample(first, second, np.full(len(pairs), 1.0 / len(pairs)))
+
+
+def _labelled_points(seed=0, n=40, d=3):
+    """Random points in three classes, plus a class of two items and a class of one."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    y = rng.randint(3, size=n)
+    y[:2] = 3
+    y[2] = 4
+    return X, y
+
+
+@pytest.mark.parametrize("same_class", [True, False])
+@pytest.mark.parametrize("k", [1, 3, 50])
+def test_nearest_pairs_match_a_pair_loop(same_class, k):
+    X, y = _labelled_points()
+    sample = nearest_pairs(X, y, k, same_class=same_class)
+    expected = _loop_nearest_pairs(X, y, k, same_class)
+    np.testing.assert_array_equal(sample.first, expected.first)
+    np.testing.assert_array_equal(sample.second, expected.second)
+    np.testing.assert_allclose(sample.weight, expected.weight)
+
+
+def test_nearest_pairs_with_every_neighbour_are_all_pairs_of_the_kind():
+    X, y = _labelled_points(seed=1)
+    for same_class in (True, False):
+        sample = nearest_pairs(X, y, len(y), same_class=same_class)
+        expected = [
+            (i, j)
+            for i, j in itertools.combinations(range(len(y)), 2)
+            if (y[i] == y[j]) == same_class
+        ]
+        assert list(zip(sample.first.tolist(), sample.second.tolist(), strict=True)) == expected
+
+
+def test_duplicate_items_are_neighbours_of_each_other_not_of_themselves():
+    X = np.array([[0.0], [0.0], [5.0], [1.0]])
+    sample = nearest_pairs(X, [0, 0, 0, 1], n_neighbors=1)
+    pairs = set(zip(sample.first.tolist(), sample.second.tolist(), strict=True))
+    # 0 and 1 are each other's neighbour (one pair); 2 is at the same distance from both.
+    assert (0, 1) in pairs and len(pairs) == 2 and pairs < {(0, 1), (0, 2), (1, 2)}
+
+
+def test_pair_difference_scatter_matches_a_pair_loop():
+    X, y = _labelled_points(seed=2)
+    sample = nearest_pairs(X, y, 2)
+    expected = sum(w * np.outer(X[i] - X[j], X[i] - X[j]) for i, j, w in zip(*sample, strict=True))
+    np.testing.assert_allclose(pair_difference_scatter(X, sample), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("ridge, min_rank", [(1e-8, None), (1.0, 2)])
+def test_nearest_pair_sets_match_cvxpy_with_loop_pairs(diagonal, ridge, min_rank):
+    # Xing et al.'s problem with local pair sets: the similar scatter of each item's 3 nearest
+    # same-class items and the objective over its 3 nearest items of other classes.
+    X, y = _problem(seed=5)
+    options = dict(diagonal=diagonal, scatter_ridge=ridge, min_rank=min_rank, tol=1e-7)
+    fit = fit_mmc(X, y, positives="nearest", negatives="nearest", n_neighbors=3, **options)
+    assert fit.converged
+    positive = _loop_nearest_pairs(X, y, 3, same_class=True)
+    negative = _loop_nearest_pairs(X, y, 3, same_class=False)
+    differences = X[positive.first] - X[positive.second]
+    similar = differences.T @ differences / len(differences)
+    Z = X @ fit.components.T
+    objective = SampledPairs(negative, X.shape[0]).value(Z)
+    assert fit.objective[-1] == pytest.approx(objective, rel=1e-9)
+    expected = _cvxpy_mmc(
+        X, y, sample=negative, diagonal=diagonal, ridge=ridge, min_rank=min_rank, similar=similar
+    )
+    assert objective == pytest.approx(expected, rel=1e-4)
+    # The constraint holds on the local similar pairs (active: the objective grows with A).
+    local = np.sum((Z[positive.first] - Z[positive.second]) ** 2) / len(differences)
+    assert local + ridge * np.trace(similar) / X.shape[1] * np.sum(fit.components**2) == (
+        pytest.approx(1.0, rel=1e-6)
+    )
+
+
+def test_nearest_pair_sets_with_enough_neighbours_are_all_pairs():
+    X, y = _problem(seed=6)
+    every = fit_mmc(X, y, tol=1e-8)
+    nearest = fit_mmc(X, y, positives="nearest", negatives="nearest", n_neighbors=len(y), tol=1e-8)
+    np.testing.assert_allclose(nearest.objective[-1], every.objective[-1], rtol=1e-10)
+    np.testing.assert_allclose(
+        nearest.components.T @ nearest.components,
+        every.components.T @ every.components,
+        atol=1e-6 * np.abs(every.components).max() ** 2,
+    )
 
 
 def test_duality_gap_bounds_the_suboptimality_of_early_iterates():

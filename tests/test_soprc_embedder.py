@@ -15,6 +15,7 @@ from torch import nn
 from skrank import SOPRCEmbedder
 from skrank.exceptions import DivergenceWarning
 from skrank.metrics import mean_auprc_score
+from skrank.nn import WeightAveraging
 
 # These tiny models train faster on one thread than on a busy thread pool.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -235,3 +236,22 @@ def test_pickle_and_joblib_round_trips(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert restored.score(X, y) == pytest.approx(model.score(X, y))
+
+
+def test_default_weight_averaging_is_an_ema_over_a_fraction_of_the_steps():
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    (averaging,) = [c for c in model.callbacks_ if isinstance(c, WeightAveraging)]
+    steps = FAST["max_epochs"] * len(model.sampler_)
+    assert averaging.decay == pytest.approx(1 - 1 / (0.4 * steps))
+    assert averaging.n_averaged_ == steps
+    # the kept weights are the average, not the last step's: a plain fit differs only there
+    plain = SOPRCEmbedder(**FAST, weight_averaging=None, random_state=0).fit(X, y)
+    assert not any(isinstance(c, WeightAveraging) for c in plain.callbacks_)
+    assert [r["loss"] for r in plain.history_] == [r["loss"] for r in model.history_]
+    assert not np.allclose(model.transform(X), plain.transform(X))
+    # a WeightAveraging in callbacks replaces the default; None turns it off
+    own = SOPRCEmbedder(**FAST, callbacks=[WeightAveraging(decay=0.5)], random_state=0).fit(X, y)
+    assert [c.decay for c in own.callbacks_ if isinstance(c, WeightAveraging)] == [0.5]
+    with pytest.raises(RuntimeError, match="Only one WeightAveraging callback"):
+        SOPRCEmbedder(**FAST, callbacks=[WeightAveraging(), WeightAveraging()]).fit(X, y)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, get_swa_multi_avg_fn
 from tqdm.auto import tqdm
 
 from ..utils._validation import check_positive_int
@@ -327,13 +327,17 @@ class WeightAveraging(Callback):
     Attributes
     ----------
     averaged_model_ : torch.optim.swa_utils.AveragedModel
-        The average during a fit (``averaged_model_.module`` holds its weights and
-        ``averaged_model_.n_averaged`` counts the averaged steps).
+        The average, during a fit only (``averaged_model_.module`` holds its weights): at the
+        end of training the network holds them, and it is dropped.
+    n_averaged_ : int
+        After training: the number of steps averaged.
 
     Notes
     -----
-    ``AveragedModel`` reads its step count on the host at each update: on a GPU, one
-    synchronisation per step.
+    The update is one fused ``torch._foreach_lerp_`` over the weights per step, with the step
+    count kept on the host: it adds no host synchronisation to the training step (an
+    :class:`~torch.optim.swa_utils.AveragedModel` holds the average, but its own
+    ``update_parameters`` reads its count back from the device twice per step).
 
     Examples
     --------
@@ -350,10 +354,20 @@ class WeightAveraging(Callback):
         self.start_epoch = start_epoch
 
     def on_train_begin(self, estimator, X, y, validation):
-        multi_avg_fn = None if self.decay is None else get_ema_multi_avg_fn(self.decay)
-        self.averaged_model_ = AveragedModel(
-            estimator.network_, multi_avg_fn=multi_avg_fn, use_buffers=True
+        others = [c for c in estimator.callbacks_ if isinstance(c, WeightAveraging)]
+        if len(others) > 1:
+            raise ValueError(
+                "Only one WeightAveraging callback can run in a fit (each would average the "
+                f"other's weights); got {len(others)}."
+            )
+        self.averaged_model_ = AveragedModel(estimator.network_, use_buffers=True)
+        # Updated here, not by AveragedModel.update_parameters, which reads its step count
+        # back from the device twice per step; the count is kept on the host.
+        self._update = (
+            get_swa_multi_avg_fn() if self.decay is None else get_ema_multi_avg_fn(self.decay)
         )
+        self._pairs = _averaged_pairs(self.averaged_model_.module, estimator.network_)
+        self._n_averaged = 0
         self._epoch = 0
         self._training_weights = None  # while the network holds the average
         pending = getattr(self, "_pending_state", None)
@@ -370,23 +384,33 @@ class WeightAveraging(Callback):
     def on_batch_end(self, estimator, batch, loss):
         if self._epoch < self.start_epoch:
             return
-        network = estimator.network_
-        self.averaged_model_.update_parameters(network)
+        averaged, current, averaged_other, current_other = self._pairs
         with torch.no_grad():
-            for averaged, current in zip(
-                self.averaged_model_.module.buffers(), network.buffers(), strict=True
-            ):
-                if not averaged.is_floating_point():
-                    averaged.copy_(current)
+            if self._n_averaged == 0:
+                _copy(averaged, current)
+            elif averaged:
+                self._update(averaged, current, self._n_averaged)
+            _copy(averaged_other, current_other)  # integer buffers: copied
+        self._n_averaged += 1
 
     def on_train_epoch_end(self, estimator, epoch):
-        if self._epoch < self.start_epoch or int(self.averaged_model_.n_averaged) == 0:
+        if self._epoch < self.start_epoch or self._n_averaged == 0:
             return
+        self.averaged_model_.n_averaged.fill_(self._n_averaged)
         network = estimator.network_
         self._training_weights = _cloned_state(network)
         network.load_state_dict(self.averaged_model_.module.state_dict())
 
+    def on_train_end(self, estimator, interrupted):
+        # The network holds the averaged weights (or, after an interruption or a divergence,
+        # the engine restored those of the last complete epoch): the copies can go, and the
+        # callback, which the fitted estimator keeps in callbacks_, pickles.
+        self.n_averaged_ = self._n_averaged
+        del self.averaged_model_, self._pairs, self._update
+        self._training_weights = None
+
     def state_dict(self):
+        self.averaged_model_.n_averaged.fill_(self._n_averaged)
         return {
             "averaged": _cloned_state(self.averaged_model_),
             "training_weights": self._training_weights,
@@ -397,7 +421,33 @@ class WeightAveraging(Callback):
             self._pending_state = state
             return
         self.averaged_model_.load_state_dict(state["averaged"])
+        self._n_averaged = int(self.averaged_model_.n_averaged)  # once, at resume
         self._training_weights = state["training_weights"]
+
+
+def _averaged_pairs(averaged, current):
+    """The averaged module's floating-point parameters and buffers beside the network's, then
+    its other (integer) buffers beside the network's."""
+    pairs = list(
+        zip(
+            [*averaged.parameters(), *averaged.buffers()],
+            [*current.parameters(), *current.buffers()],
+            strict=True,
+        )
+    )
+    floating = [(a.detach(), c.detach()) for a, c in pairs if a.is_floating_point()]
+    other = [(a.detach(), c.detach()) for a, c in pairs if not a.is_floating_point()]
+    return (
+        [a for a, _ in floating],
+        [c for _, c in floating],
+        [a for a, _ in other],
+        [c for _, c in other],
+    )
+
+
+def _copy(targets, sources):
+    for target, source in zip(targets, sources, strict=True):
+        target.copy_(source)
 
 
 def _cloned_state(module):

@@ -58,6 +58,11 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     Euclidean) and the rank control (``k = d`` gives ``A = S_r^{-1}``, hence the Euclidean
     metric when ``rho`` is large too).
 
+    ``positives="nearest"`` and ``negatives="nearest"`` replace the similar and dissimilar pairs
+    by local ones (each item with its ``n_neighbors`` nearest same-class items, and with its
+    nearest items of other classes, as LMNN's target neighbours and impostors): the same
+    problem over other pair sets, for nearest-neighbour rules.
+
     The similar-pair constraint is computed exactly from the within-class scatter in
     ``O(n d^2)``; the dissimilar-pair objective is averaged over all negative pairs (in blocks of
     bounded memory, ``O(n^2 d)`` per iteration) or estimated from a sample of pairs or K-tuples
@@ -74,14 +79,24 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     ----------
     diagonal : bool, default=False
         Learn a diagonal ``A`` (a weight per feature) instead of a full matrix.
-    negatives : {"all", "pairs", "tuples"}, default="all"
+    negatives : {"all", "pairs", "tuples", "nearest"}, default="all"
         Dissimilar pairs of the objective: ``"all"`` of them (exact, quadratic in the number of
-        items), ``n_samples`` pairs drawn uniformly with replacement, or ``n_samples`` K-tuples
+        items), ``n_samples`` pairs drawn uniformly with replacement, ``n_samples`` K-tuples
         (one random item per class, all their pairs, weighted to be unbiased; best when classes
-        are few).
+        are few), or each item with its ``n_neighbors`` nearest items of other classes in the
+        input metric (local "impostors", as in LMNN), equally weighted.
     n_samples : int or None, default=None
         Number ``B`` of pairs or tuples drawn when ``negatives`` is ``"pairs"`` or ``"tuples"``;
-        ``None`` means as many as training items. Ignored when ``negatives="all"``.
+        ``None`` means as many as training items. Ignored otherwise.
+    positives : {"all", "nearest"}, default="all"
+        Similar pairs of the constraint: ``"all"`` same-class pairs (Xing et al.), or each item
+        with its ``n_neighbors`` nearest items of the same class in the input (Euclidean)
+        metric, its *target neighbours* as in LMNN, equally weighted. With ``"nearest"`` the
+        metric keeps each item close to its own neighbourhood instead of pulling whole classes
+        together, which is what a nearest-neighbour rule needs.
+    n_neighbors : int, default=10
+        Neighbours per item of the ``"nearest"`` pair sets (a class with fewer items gives all
+        of them). Ignored unless ``positives`` or ``negatives`` is ``"nearest"``.
     max_iter : int, default=1000
         Maximum number of solver iterations (each a projected gradient or a minorize-maximize
         step, alternately).
@@ -184,8 +199,10 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "diagonal": ["boolean"],
-        "negatives": [StrOptions({"all", "pairs", "tuples"})],
+        "negatives": [StrOptions({"all", "pairs", "tuples", "nearest"})],
         "n_samples": [Interval(Integral, 1, None, closed="left"), None],
+        "positives": [StrOptions({"all", "nearest"})],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "init": [StrOptions({"identity", "covariance"}), "array-like"],
@@ -204,6 +221,8 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         diagonal=False,
         negatives="all",
         n_samples=None,
+        positives="all",
+        n_neighbors=10,
         max_iter=1000,
         tol=1e-5,
         init="identity",
@@ -238,6 +257,13 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         fit_function = fit_mmc
         if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
             X, y = check_dask_data(self, X, y, ensure_min_samples=2)
+            if "nearest" in (self.positives, self.negatives):
+                raise ValueError(
+                    'MMC(positives="nearest") and MMC(negatives="nearest") need nearest '
+                    "neighbours among all items, which a dask array does not hold in memory: "
+                    'use "all" (positives) and "pairs" or "tuples" (negatives), or fit on '
+                    "X.compute()."
+                )
             fit_function = fit_mmc_dask
         else:
             with naming_inputs("X", "y"):
@@ -368,7 +394,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         On held-out data these measure generalisation (Figure 4 of Vogel, Bellet & Clémençon,
         2018); on the training data the constraint is at most one and the objective is the
-        optimum when ``negatives="all"``.
+        optimum when ``negatives="all"`` and ``positives="all"``.
 
         {evaluation_parameters}
 

@@ -81,6 +81,7 @@ from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_ne
 from ..sampling._pairs import class_codes
 from ..utils._memory import chunk_rows
 from ..utils._validation import power_of_two_scale
+from ._neighbor_pairs import nearest_pairs, pair_difference_scatter
 from ._pair_statistics import _symmetrize, dissimilar_pair_scatter, similar_pair_scatter
 
 __all__ = [
@@ -717,6 +718,8 @@ def fit_mmc(
     diagonal=False,
     negatives="all",
     n_samples=None,
+    positives="all",
+    n_neighbors=10,
     init="identity",
     max_iter=1000,
     tol=1e-5,
@@ -737,11 +740,18 @@ def fit_mmc(
         Class labels (at least two classes, one with two items).
     diagonal : bool, default=False
         Learn a diagonal ``A``.
-    negatives : {"all", "pairs", "tuples"}, default="all"
+    negatives : {"all", "pairs", "tuples", "nearest"}, default="all"
         All negative pairs, or ``n_samples`` pairs drawn uniformly from them, or ``n_samples``
-        K-tuples (one item per class) with unbiased weights.
+        K-tuples (one item per class) with unbiased weights, or each item with its
+        ``n_neighbors`` nearest items of other classes in the input metric
+        (:func:`~skrank.similarity._neighbor_pairs.nearest_pairs`), equally weighted.
     n_samples : int or None, default=None
         Number of pairs or tuples drawn; ``None`` means the number of training items.
+    positives : {"all", "nearest"}, default="all"
+        Similar pairs of the constraint: all same-class pairs, or each item with its
+        ``n_neighbors`` nearest same-class items in the input metric, equally weighted.
+    n_neighbors : int, default=10
+        Neighbours per item of the ``"nearest"`` pair sets.
     init : {"identity", "covariance"} or ndarray, default="identity"
         Starting metric (see :func:`initial_metric`); it is rescaled onto the constraint.
     max_iter : int, default=1000
@@ -785,14 +795,20 @@ def fit_mmc(
             raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
         cap = None if min_rank in (None, 1) else 1.0 / min_rank
         geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
-        whitening, spread, unbounded = _whitening(
-            data.similar, data.dissimilar, scatter_ridge, diagonal
-        )
+        similar, dissimilar = data.similar, data.dissimilar
+        if positives == "nearest":  # local similar pairs: the scatter of target neighbours
+            similar = pair_difference_scatter(rows, nearest_pairs(rows, y, n_neighbors))
+        if negatives == "nearest":
+            negative_sample = nearest_pairs(rows, y, n_neighbors, same_class=False)
+            dissimilar = pair_difference_scatter(rows, negative_sample)
+        whitening, spread, unbounded = _whitening(similar, dissimilar, scatter_ridge, diagonal)
         metric = initial_metric(rows, init, diagonal, data.covariance)
         start = _to_whitened(metric, whitening, diagonal)
         start = geometry.point(start) if cap is None else geometry.project(start)
         if negatives == "all":
             pairs, touched = AllNegativePairs(y, max_block_entries), slice(None)
+        elif negatives == "nearest":
+            pairs, touched = _touched_pairs(negative_sample, max_block_entries)
         else:
             draws = n if n_samples is None else n_samples
             sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples

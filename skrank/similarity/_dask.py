@@ -329,7 +329,7 @@ def mmc_statistics_dask(X, y):
     )
 
 
-def fit_mmc_dask(X, y, *, negatives="all", **options):
+def fit_mmc_dask(X, y, *, negatives="all", positives="all", **options):
     """:func:`~skrank.similarity._mmc_solver.fit_mmc` on a dask array, with sampled negatives.
 
     The scatters of the constraint (and the covariance of ``init="covariance"``) are exact
@@ -337,12 +337,21 @@ def fit_mmc_dask(X, y, *, negatives="all", **options):
     as in memory (same ``random_state``, same sample); only the rows they touch are read (at
     most ``2 n_samples`` rows for pairs, ``K n_samples`` for tuples) and the solver runs on them
     in memory. ``negatives="all"`` is refused: it needs every negative pair at every iteration.
-    ``options`` are the other keyword arguments of ``fit_mmc``.
+    ``options`` are the other keyword arguments of ``fit_mmc``. Local pair sets
+    (``"nearest"``) are refused: they need nearest neighbours among all items.
     """
+    if "nearest" in (positives, negatives):
+        raise ValueError(
+            'MMC(positives="nearest") and MMC(negatives="nearest") need nearest neighbours '
+            'among all items, which a dask array does not hold in memory: use "all" (positives) '
+            'and "pairs" or "tuples" (negatives), or fit on X.compute().'
+        )
     if negatives == "all":
         raise ValueError(
             'MMC(negatives="all") on a dask array would read every negative pair at every solver '
             'iteration (O(n^2) pairs): use negatives="pairs" or "tuples" with n_samples (only the '
             "rows of the sampled pairs are read into memory), or fit on X.compute()."
         )
-    return fit_mmc(X, y, negatives=negatives, statistics=mmc_statistics_dask, **options)
+    return fit_mmc(
+        X, y, negatives=negatives, positives=positives, statistics=mmc_statistics_dask, **options
+    )

@@ -257,13 +257,6 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         fit_function = fit_mmc
         if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
             X, y = check_dask_data(self, X, y, ensure_min_samples=2)
-            if "nearest" in (self.positives, self.negatives):
-                raise ValueError(
-                    'MMC(positives="nearest") and MMC(negatives="nearest") need nearest '
-                    "neighbours among all items, which a dask array does not hold in memory: "
-                    'use "all" (positives) and "pairs" or "tuples" (negatives), or fit on '
-                    "X.compute()."
-                )
             fit_function = fit_mmc_dask
         else:
             with naming_inputs("X", "y"):

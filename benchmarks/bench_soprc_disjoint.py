@@ -407,6 +407,16 @@ SWEEP = {
     "EMA decay=0.995": dict(averaging=(0.995, 1)),
     "SWA from epoch 6": dict(averaging=(None, 6)),
     "weight_averaging=0.4 (the new default)": dict(weight_averaging=0.4),
+    # Candidates from the same-class MNIST validation split (bench_soprc.py --validation),
+    # on top of the weight averaging default.
+    "weight_averaging=0.4, tau1=0.2": dict(weight_averaging=0.4, tau1=0.2),
+    "weight_averaging=0.4, tau2=0.01": dict(weight_averaging=0.4, tau2=0.01),
+    "weight_averaging=0.4, lambda=(10, 2)": dict(
+        weight_averaging=0.4, lambda_pos=10.0, lambda_neg=2.0
+    ),
+    "weight_averaging=0.4, tau2=0.01, lambda=(10, 2)": dict(
+        weight_averaging=0.4, tau2=0.01, lambda_pos=10.0, lambda_neg=2.0
+    ),
 }
 
 

@@ -232,7 +232,7 @@ def row(name, setting, scores, seconds):
     label = ", ".join(f"{k}={v}" for k, v in setting.items()) or "defaults"
     print(
         f"  {name:<34} {label:<44} mAUPRC {mean[0]:.4f} +- {sd[0]:.4f}  R@1 {mean[1]:.4f}"
-        f"  {seconds:5.1f} s/fit",
+        f"  {seconds:5.1f} s/fit  (per seed: {' '.join(f'{v:.4f}' for v in scores[:, 0])})",
         flush=True,
     )
     return [
@@ -407,13 +407,27 @@ SWEEP = {
     "EMA decay=0.995": dict(averaging=(0.995, 1)),
     "SWA from epoch 6": dict(averaging=(None, 6)),
     "weight_averaging=0.4 (the new default)": dict(weight_averaging=0.4),
+    # Candidates from the same-class MNIST validation split (bench_soprc.py --validation),
+    # on top of the weight averaging default.
+    "weight_averaging=0.4, tau1=0.2": dict(weight_averaging=0.4, tau1=0.2),
+    "weight_averaging=0.4, tau2=0.01": dict(weight_averaging=0.4, tau2=0.01),
+    "weight_averaging=0.4, lambda=(10, 2)": dict(
+        weight_averaging=0.4, lambda_pos=10.0, lambda_neg=2.0
+    ),
+    "weight_averaging=0.4, lambda=(20, 4)": dict(
+        weight_averaging=0.4, lambda_pos=20.0, lambda_neg=4.0
+    ),
+    "weight_averaging=0.4, tau2=0.01, lambda=(10, 2)": dict(
+        weight_averaging=0.4, tau2=0.01, lambda_pos=10.0, lambda_neg=2.0
+    ),
 }
 
 
 def _sweep_setting(setting):
     """Estimator parameters of a sweep setting (a cosine schedule becomes a callback), as
-    changes to the defaults before the sweeps (no weight averaging unless named)."""
-    setting = {"weight_averaging": None, **setting}
+    changes to the defaults before the sweeps (no weight averaging unless named, the
+    regulariser's weights (5, 1) of those defaults unless named)."""
+    setting = {"weight_averaging": None, "lambda_pos": 5.0, "lambda_neg": 1.0, **setting}
     if setting.pop("schedule", None) == "cosine":
         from torch.optim.lr_scheduler import CosineAnnealingLR
 

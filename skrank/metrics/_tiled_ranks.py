@@ -37,7 +37,8 @@ CELLS_PER_POSITIVE = 8  # grid cells per positive of the widest row (at least MI
 MIN_CELLS = 1024
 USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
-SHARED_WIDTH = 4  # without numba, cells of at most this many positives: one vector comparison
+SHARED_WIDTH = 4  # without numba, cells of at most this many positives (1, 2, 4 or 8) are
+# compared with an item in one vector step
 
 
 class _Grid:
@@ -93,26 +94,31 @@ class _Grid:
             counts[row_cells] = 1
             counts.index_add_(0, positive_cells, _ones(len(positive_cells), torch.int32))
             torch.cumsum(counts, 0, dtype=torch.int32, out=lookup).sub_(counts)
-            last_in_cell = torch.from_numpy(self.more[: len(positive_cells)] == 0)
-            lookup.numpy()[positive_cells[last_in_cell].numpy()] += n_bins
+            # Cells holding positives: plus n_bins, or 2 n_bins beyond SHARED_WIDTH of them.
+            positive_cells = positive_cells.numpy()
+            first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
+            crowded = self.more[: len(positive_cells)][first_in_cell] >= SHARED_WIDTH
+            lookup.numpy()[positive_cells[first_in_cell]] += n_bins * (1 + crowded)
             self._tables(n_positives)
         self.lookup = lookup
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
         # Counts fit in int32: fewer than 2^31 items.
-        self.histogram = workspace.get("histogram", (2 * n_bins,), torch.int32, "cpu").zero_()
+        self.histogram = workspace.get("histogram", (3 * n_bins,), torch.int32, "cpu").zero_()
         shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
         self.shared_at_least, self.shared_before = shared.numpy()
 
     def _tables(self, n_positives):
-        """The torch path's tables: bin -> the cell's first positive, and each positive's
-        cell-mates' scores (+inf past the cell)."""
+        """The torch path's tables: bin -> the cell's first positive, and bin -> the scores
+        of the cell's positives when it is the bin below them (+inf past the cell's last)."""
         rows = np.repeat(np.arange(self.n_rows), n_positives.numpy() + 1)
-        self.positive_of_bin = np.arange(self.n_bins) - np.concatenate([[0], rows]) - 1
-        n = len(self.more) - self.width
-        self.cell_scores = np.full((SHARED_WIDTH, n), np.inf, dtype=np.float32)
-        for offset, row in enumerate(self.cell_scores[: self.width]):
-            in_cell = self.more[:n] >= offset
-            row[in_cell] = self.positive_scores[offset : offset + n][in_cell]
+        first = np.arange(self.n_bins) - np.concatenate([[0], rows]) - 1
+        self.positive_of_bin = first
+        self.cell_scores = np.full((self.n_bins, SHARED_WIDTH), np.inf, dtype=np.float32)
+        padded = len(self.positive_scores) - 1
+        for offset in range(min(SHARED_WIDTH, self.width)):
+            in_cell = self.more[first] >= offset
+            mate = np.minimum(first[in_cell] + offset, padded)
+            self.cell_scores[in_cell, offset] = self.positive_scores[mate]
 
     def cells(self, scores, work, out):
         """Flat cells of ``scores`` (a monotone map in each row, see the class docstring)."""
@@ -153,27 +159,30 @@ class _Grid:
 
     def _compare_shared(self, shared, scores, index, flat_bins):
         """Exact bins of the negatives sharing a cell with positives (flat ``shared``)."""
-        score = scores[shared]
         first_bin = flat_bins[shared] - self.n_bins
-        first = self.positive_of_bin[first_bin]  # the cell's first positive, in bin order
-        more = self.more[first]
-        n_compared = min(int(more.max()) + 1, SHARED_WIDTH)
-        at_least = first_bin.astype(np.int64)
-        for offset in range(n_compared):  # +inf past the cell's last positive
-            at_least += self.cell_scores[offset][first] <= score
-        # Exact comparisons one positive at a time where the cell holds more positives, or
-        # where the score may tie with one (the highest positive at most the score; with none,
-        # the positive before the cell: a spurious match is harmless).
-        last_below = at_least + (first - first_bin - 1)
-        slow = np.flatnonzero((self.positive_scores[last_below] == score) | (more >= n_compared))
-        if len(slow):
-            self._compare_many(shared[slow], score[slow], first_bin[slow], first[slow], index)
-            at_least[slow] = 0  # counted by _compare_many; bin 0 belongs to no row
+        score = scores[shared]
+        crowded = np.flatnonzero(first_bin >= self.n_bins)  # more than SHARED_WIDTH positives
+        if len(crowded):
+            self._compare_many(
+                shared[crowded], score[crowded], first_bin[crowded] - self.n_bins, index
+            )
+            few = np.flatnonzero(first_bin < self.n_bins)
+            shared, first_bin, score = shared[few], first_bin[few], score[few]
+        # The cell's positives by increasing (score, -index), +inf past its last: one vector
+        # comparison, exact but for ties (compared one positive at a time).
+        thresholds = self.cell_scores.view(_ROW_DTYPES[SHARED_WIDTH])[first_bin, 0]
+        thresholds = thresholds.view(np.float32).reshape(-1, SHARED_WIDTH)
+        at_least = first_bin + _count_true(thresholds <= score[:, None])
+        tied = np.flatnonzero(_count_true(thresholds == score[:, None]))
+        if len(tied):
+            self._compare_many(shared[tied], score[tied], first_bin[tied], index)
+            at_least[tied] = 0  # counted by _compare_many; bin 0 belongs to no row
         self.histogram.index_add_(0, torch.from_numpy(at_least), _ones(len(at_least), torch.int32))
 
-    def _compare_many(self, shared, score, first_bin, first, index):
-        """:meth:`_compare_shared` for cells of many positives: one positive at a time."""
+    def _compare_many(self, shared, score, first_bin, index):
+        """:meth:`_compare_shared` one positive at a time (crowded cells, ties)."""
         columns = shared % len(index)
+        first = self.positive_of_bin[first_bin]  # the cell's first positive, in bin order
         at_least, before = first_bin.astype(np.int64), first_bin.astype(np.int64)
         active = np.arange(len(shared))
         for offset in range(self.width):  # the positives of the cell, by increasing score
@@ -191,8 +200,8 @@ class _Grid:
             active = active[np.flatnonzero(at_most & (self.more[positive] > 0))]
             if not len(active):
                 break
-        np.add.at(self.shared_at_least, at_least, 1)
-        np.add.at(self.shared_before, before, 1)
+        for counts, bins in ((self.shared_at_least, at_least), (self.shared_before, before)):
+            torch.from_numpy(counts).index_add_(0, torch.from_numpy(bins), _ones(len(bins)))
 
     def negatives_above(self, n_positives):
         """Per positive ``j`` (c, width): negatives scored ``>= t_j``, and ranked before it."""
@@ -206,6 +215,18 @@ class _Grid:
             at_most = torch.cumsum(clear + torch.from_numpy(shared), 0)
             results.append(at_most[last] - at_most[bins])
         return results
+
+
+_ROW_DTYPES = {1: np.float32, 2: np.float64, 4: np.complex128, 8: np.dtype("V32")}
+
+
+def _count_true(mask):
+    """The true entries of each row of a C-contiguous boolean ``mask`` of 1, 2, 4 or 8
+    columns: its bytes read as one unsigned integer, whose top byte gets their sum."""
+    dtype = np.dtype(f"u{mask.shape[1]}")
+    multiplier = dtype.type(int("01" * mask.shape[1], 16))
+    total = (mask.view(dtype)[:, 0] * multiplier) >> dtype.type(8 * mask.shape[1] - 8)
+    return total.view(f"i{mask.shape[1]}")  # signed: sums with int32 stay integers
 
 
 def _run_remainders(values):

@@ -56,7 +56,7 @@ class _Grid:
         n_cells = int(
             min(max(MIN_CELLS, CELLS_PER_POSITIVE * width), max(MAX_FLAT_CELLS // n_rows, 8))
         )
-        valid = torch.arange(width) < n_positives[:, None]
+        valid = (np.arange(width) < n_positives.numpy()[:, None]).reshape(-1)
         lowest = thresholds[:, :1].double()
         highest = thresholds.gather(1, (n_positives - 1)[:, None]).double()
         span = (highest - lowest).clamp(min=1e-300)
@@ -80,22 +80,27 @@ class _Grid:
             cells = np.empty(thresholds.shape, dtype=np.int64)
             compiled.cells(thresholds.numpy(), *self.row_terms, cells)
             compiled.build_lookup(cells, n_positives.numpy(), n_cells, n_bins, lookup.numpy())
-            positive_cells = torch.from_numpy(cells)[valid]
         else:
-            positive_cells = self.cells(thresholds, torch.empty_like(thresholds), None)[valid]
+            cells = self.cells(thresholds, torch.empty_like(thresholds), None).numpy()
+        positive_cells = cells.reshape(-1)[valid]
         # The positives in bin order, for the exact comparisons, padded for the scan of a cell.
-        self.positive_scores = np.append(thresholds[valid].numpy(), np.zeros(width, np.float32))
-        self.positive_index = np.append(positive_index[valid].numpy(), np.zeros(width, np.int64))
+        self.positive_scores = np.append(
+            thresholds.numpy().reshape(-1)[valid], np.zeros(width, np.float32)
+        )
+        self.positive_index = np.append(
+            positive_index.numpy().reshape(-1)[valid], np.zeros(width, np.int64)
+        )
         # Positives after each one in its cell.
-        self.more = np.append(_run_remainders(positive_cells.numpy()), np.zeros(width, np.int64))
+        self.more = np.append(_run_remainders(positive_cells), np.zeros(width, np.int64))
         if self.kernel is None:
             # Lookup: exclusive running count of positives, the spacers counting one each.
             counts = workspace.get("counts", (n_flat,), torch.int32, "cpu").zero_()
             counts[row_cells] = 1
-            counts.index_add_(0, positive_cells, _ones(len(positive_cells), torch.int32))
+            counts.index_add_(
+                0, torch.from_numpy(positive_cells), _ones(len(positive_cells), torch.int32)
+            )
             torch.cumsum(counts, 0, dtype=torch.int32, out=lookup).sub_(counts)
             # Cells holding positives: plus n_bins, or 2 n_bins beyond SHARED_WIDTH of them.
-            positive_cells = positive_cells.numpy()
             first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
             crowded = self.more[: len(positive_cells)][first_in_cell] >= SHARED_WIDTH
             lookup.numpy()[positive_cells[first_in_cell]] += n_bins * (1 + crowded)
@@ -114,11 +119,11 @@ class _Grid:
         first = np.arange(self.n_bins) - np.concatenate([[0], rows]) - 1
         self.positive_of_bin = first
         self.cell_scores = np.full((self.n_bins, SHARED_WIDTH), np.inf, dtype=np.float32)
+        more = self.more[first]
         padded = len(self.positive_scores) - 1
         for offset in range(min(SHARED_WIDTH, self.width)):
-            in_cell = self.more[first] >= offset
-            mate = np.minimum(first[in_cell] + offset, padded)
-            self.cell_scores[in_cell, offset] = self.positive_scores[mate]
+            mate = self.positive_scores[np.minimum(first + offset, padded)]
+            self.cell_scores[:, offset] = np.where(more >= offset, mate, np.float32(np.inf))
 
     def cells(self, scores, work, out):
         """Flat cells of ``scores`` (a monotone map in each row, see the class docstring)."""

@@ -20,8 +20,14 @@ those positives (their scores, ties broken by the smaller item index). Then, for
   of the rank bins above ``j``.
 
 Exact for any finite float32 scores, ties included. With numba installed, one compiled loop
-(:mod:`skrank.metrics._tiled_kernel`) does all of this per tile in one pass; else torch and
-numpy operations do it in about ten passes (slower; the same bins).
+(:mod:`skrank.metrics._tiled_kernel`) does all of this per tile in one pass. Without numba,
+torch and numpy operations give the same bins: the cells (five elementwise passes), the bins
+(one ``index_select`` from the lookup table), the histogram (one int32 ``index_add_``), and
+the list of the items sharing a cell with positives (one comparison, ``flatnonzero``); such an
+item is compared with the up to ``SHARED_WIDTH`` positives of its cell in one vector step (a
+per-bin table row of their scores, +inf past the cell's last), only ties and crowded cells
+one positive at a time. Work arrays are kept from block to block in a ``Workspace`` (fresh
+MiB allocations cost page faults).
 """
 
 import numpy as np

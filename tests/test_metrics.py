@@ -699,16 +699,24 @@ def test_float32_paths_are_exact_on_ties_and_awkward_scores(torch_path):
         assert scores == pytest.approx(expected, abs=1e-12, rel=0), metric
 
 
-@pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize(
+    ("use_numba", "shared_width"),
+    [(True, 4), (False, 1), (False, 4)],
+    ids=["numba", "torch-1", "torch-4"],
+)
 @pytest.mark.parametrize("cells_per_positive", [1, 64])
-def test_tiled_ranks_equal_whole_row_ranks(use_numba, cells_per_positive, monkeypatch):
+def test_tiled_ranks_equal_whole_row_ranks(
+    use_numba, shared_width, cells_per_positive, monkeypatch
+):
     # Scores rounded to a few values (ties within and across tiles of uneven widths), items in
-    # a shuffled order: the tile-by-tile counts equal those of the whole rows.
+    # a shuffled order: the tile-by-tile counts equal those of the whole rows. Without numba,
+    # negatives in cells of up to ``shared_width`` positives are compared in one vector step.
     import torch
 
     from skrank.metrics import _ranks, _tiled_ranks
 
     monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", use_numba)
+    monkeypatch.setattr(_tiled_ranks, "SHARED_WIDTH", shared_width)
     monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 4)
     monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", cells_per_positive)
     monkeypatch.setattr(_tiled_ranks, "TILE_ITEMS", 6)
@@ -748,6 +756,58 @@ def test_tiled_ranks_equal_whole_row_ranks(use_numba, cells_per_positive, monkey
     )
     np.testing.assert_array_equal(ranks.numpy(), expected_ranks.numpy())
     np.testing.assert_allclose(auprc.numpy(), expected_auprc.numpy(), rtol=0, atol=1e-15)
+
+
+def test_stable_argsort_rows_equals_torch_stable_sort():
+    # Ties, signed zeros (equal scores), infinities, subnormals and huge values.
+    import torch
+
+    from skrank.metrics._tiled_ranks import stable_argsort_rows
+
+    rng = np.random.default_rng(3)
+    special = np.array(
+        [0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3e38, -3e38, 1.5, -1.5], dtype=np.float32
+    )
+    scores = rng.choice(special, size=(40, 33))
+    scores[:20] = np.round(rng.normal(size=(20, 33)), 1)
+    scores = torch.from_numpy(scores.astype(np.float32))
+    expected = torch.sort(scores, dim=1, stable=True).indices
+    np.testing.assert_array_equal(stable_argsort_rows(scores).numpy(), expected.numpy())
+
+
+def test_positives_scored_at_least_equals_searchsorted():
+    import torch
+
+    from skrank.metrics._ranks import positives_scored_at_least
+
+    rng = np.random.default_rng(4)
+    thresholds = np.sort(np.round(rng.normal(size=(30, 12)), 0), axis=1)
+    thresholds[:, -3:] = np.inf  # padding
+    thresholds[0] = -0.0
+    thresholds[0, ::2] = 0.0  # equal scores
+    thresholds = torch.from_numpy(thresholds)
+    n_positives = torch.full((30,), 9)
+    expected = n_positives[:, None] - torch.searchsorted(thresholds, thresholds)
+    result = positives_scored_at_least(thresholds, n_positives)
+    np.testing.assert_array_equal(result.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_count_true(width):
+    from skrank.metrics._tiled_ranks import _count_true
+
+    mask = np.random.default_rng(width).random((50, width)) < 0.5
+    mask[0], mask[1] = True, False
+    np.testing.assert_array_equal(_count_true(mask), mask.sum(axis=1))
+
+
+def test_run_remainders():
+    from skrank.metrics._tiled_ranks import _run_remainders
+
+    values = np.array([1, 1, 1, 4, 5, 5, 9])
+    np.testing.assert_array_equal(_run_remainders(values), [2, 1, 0, 0, 1, 0, 0])
+    expected = [np.sum(values[i + 1 :] == values[i]) for i in range(len(values))]
+    np.testing.assert_array_equal(_run_remainders(values), expected)
 
 
 def test_map_at_r_and_r_precision_equal_pytorch_metric_learning():

@@ -186,7 +186,12 @@ def positive_statistics(similarity, positive_columns, n_positives, workspace=Non
 def positives_scored_at_least(thresholds, n_positives):
     """Per sorted positive score ``t_j`` (c, w): the positives scored ``>= t_j`` (the padding,
     ``+inf``, sorts last and is never counted)."""
-    return n_positives[:, None] - torch.searchsorted(thresholds, thresholds)
+    slots = torch.arange(thresholds.shape[1], device=thresholds.device)
+    run_start = torch.ones_like(thresholds, dtype=torch.bool)
+    run_start[:, 1:] = thresholds[:, 1:] != thresholds[:, :-1]
+    # The first index of each entry's run of equal scores (searchsorted's left side).
+    first = torch.where(run_start, slots, 0).cummax(dim=1).values
+    return n_positives[:, None] - first
 
 
 def _auprc(positives_at_least, n_at_least, valid, n_positives):

@@ -20,14 +20,20 @@ those positives (their scores, ties broken by the smaller item index). Then, for
   of the rank bins above ``j``.
 
 Exact for any finite float32 scores, ties included. With numba installed, one compiled loop
-(:mod:`skrank.metrics._tiled_kernel`) does all of this per tile in one pass; else torch and
-numpy operations do it in about ten passes (slower; the same bins).
+(:mod:`skrank.metrics._tiled_kernel`) does all of this per tile in one pass. Without numba,
+torch and numpy operations give the same bins: the cells (five elementwise passes), the bins
+(one ``index_select`` from the lookup table), the histogram (one int32 ``index_add_``), and
+the list of the items sharing a cell with positives (one comparison, ``flatnonzero``); such an
+item is compared with the up to ``SHARED_WIDTH`` positives of its cell in one vector step (a
+per-bin table row of their scores, +inf past the cell's last), only ties and crowded cells
+one positive at a time. Work arrays are kept from block to block in a ``Workspace`` (fresh
+MiB allocations cost page faults).
 """
 
 import numpy as np
 import torch
 
-from ._ranks import _auprc, positives_scored_at_least
+from ._ranks import Workspace, _auprc, positives_scored_at_least
 
 # Queries per block and items per tile: a (64, 4096) float32 tile is 1 MiB, so that the tile
 # and its rows' bins stay in the L2 cache (2 MiB here; sizes chosen on a timed sweep, N = 10^5).
@@ -37,6 +43,8 @@ CELLS_PER_POSITIVE = 8  # grid cells per positive of the widest row (at least MI
 MIN_CELLS = 1024
 USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
+SHARED_WIDTH = 4  # without numba, cells of at most this many positives (1, 2, 4 or 8) are
+# compared with an item in one vector step
 
 
 class _Grid:
@@ -48,13 +56,13 @@ class _Grid:
     in lower cells, plus ``n_bins`` when the cell holds positives.
     """
 
-    def __init__(self, thresholds, n_positives, positive_index):
+    def __init__(self, thresholds, n_positives, positive_index, workspace):
         n_rows, width = thresholds.shape
         self.n_rows, self.width = n_rows, width
         n_cells = int(
             min(max(MIN_CELLS, CELLS_PER_POSITIVE * width), max(MAX_FLAT_CELLS // n_rows, 8))
         )
-        valid = torch.arange(width) < n_positives[:, None]
+        valid = (np.arange(width) < n_positives.numpy()[:, None]).reshape(-1)
         lowest = thresholds[:, :1].double()
         highest = thresholds.gather(1, (n_positives - 1)[:, None]).double()
         span = (highest - lowest).clamp(min=1e-300)
@@ -63,10 +71,12 @@ class _Grid:
         cap = 1e36 / torch.maximum(lowest.abs(), highest.abs()).clamp(min=1.0)
         self.scale = torch.minimum((n_cells - 4) / span, cap).float()
         self.shift = (lowest * self.scale.double() - 1.5).float()
-        row_cells = torch.arange(n_rows, dtype=torch.float32) * (n_cells + 1)
-        self.offsets = (row_cells + 1)[:, None]
+        row_cells = torch.arange(n_rows) * (n_cells + 1)
+        self.offsets = (row_cells + 1).float()[:, None]
         self.top = float(n_cells - 1)
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
+        n_flat = n_rows * (n_cells + 1)
+        lookup = workspace.get("lookup", (n_flat,), torch.int32, "cpu")
         compiled = _numba_kernels() if USE_NUMBA else None
         self.kernel = None if compiled is None else compiled.count_tile
         if self.kernel is not None:
@@ -75,32 +85,51 @@ class _Grid:
             ] + [np.float32(self.top)]
             cells = np.empty(thresholds.shape, dtype=np.int64)
             compiled.cells(thresholds.numpy(), *self.row_terms, cells)
-            cells = torch.from_numpy(cells)
-            lookup = np.empty(n_rows * (n_cells + 1), dtype=np.int32)
-            compiled.build_lookup(cells.numpy(), n_positives.numpy(), n_cells, n_bins, lookup)
-            positive_cells = cells[valid]
+            compiled.build_lookup(cells, n_positives.numpy(), n_cells, n_bins, lookup.numpy())
         else:
-            positive_cells = self.cells(thresholds, torch.empty_like(thresholds), None)[valid]
+            cells = self.cells(thresholds, torch.empty_like(thresholds), None).numpy()
+        positive_cells = cells.reshape(-1)[valid]
+        # The positives in bin order, for the exact comparisons, padded for the scan of a cell.
+        self.positive_scores = np.append(
+            thresholds.numpy().reshape(-1)[valid], np.zeros(width, np.float32)
+        )
+        self.positive_index = np.append(
+            positive_index.numpy().reshape(-1)[valid], np.zeros(width, np.int64)
+        )
+        # Positives after each one in its cell.
+        self.more = np.append(_run_remainders(positive_cells), np.zeros(width, np.int64))
+        if self.kernel is None:
             # Lookup: exclusive running count of positives, the spacers counting one each.
-            counts = torch.zeros(n_rows * (n_cells + 1), dtype=torch.int32)
-            counts[row_cells.long()] = 1
-            counts.index_add_(0, positive_cells, _ones(len(positive_cells), torch.int32))
-            lookup = torch.cumsum(counts, 0, dtype=torch.int32).sub_(counts)
-            lookup[positive_cells] = lookup[positive_cells] + n_bins
-            lookup = lookup.numpy()
+            counts = workspace.get("counts", (n_flat,), torch.int32, "cpu").zero_()
+            counts[row_cells] = 1
+            counts.index_add_(
+                0, torch.from_numpy(positive_cells), _ones(len(positive_cells), torch.int32)
+            )
+            torch.cumsum(counts, 0, dtype=torch.int32, out=lookup).sub_(counts)
+            # Cells holding positives: plus n_bins, or 2 n_bins beyond SHARED_WIDTH of them.
+            first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
+            crowded = self.more[: len(positive_cells)][first_in_cell] >= SHARED_WIDTH
+            lookup.numpy()[positive_cells[first_in_cell]] += n_bins * (1 + crowded)
+            self._tables(n_positives)
         self.lookup = lookup
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
-        # The positives in bin order, for the exact comparisons, padded for the scan of a cell.
-        positive_cells = positive_cells.numpy()
-        self.positive_scores = np.append(thresholds[valid].numpy(), np.zeros(width, np.float32))
-        self.positive_index = np.append(positive_index[valid].numpy(), np.zeros(width, np.int64))
-        # Positives after each one in its cell.
-        run_end = np.searchsorted(positive_cells, positive_cells, side="right")
-        self.more = np.append(run_end - 1 - np.arange(len(run_end)), np.zeros(width, np.int64))
-        self.histogram = torch.zeros(2 * n_bins, dtype=torch.int64)
-        self.shared_bins = []
-        self.shared_at_least = np.zeros(n_bins, dtype=np.int64)  # from the fused loop
-        self.shared_before = np.zeros(n_bins, dtype=np.int64)
+        # Counts fit in int32: fewer than 2^31 items.
+        self.histogram = workspace.get("histogram", (3 * n_bins,), torch.int32, "cpu").zero_()
+        shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
+        self.shared_at_least, self.shared_before = shared.numpy()
+
+    def _tables(self, n_positives):
+        """The torch path's tables: bin -> the cell's first positive, and bin -> the scores
+        of the cell's positives when it is the bin below them (+inf past the cell's last)."""
+        rows = np.repeat(np.arange(self.n_rows), n_positives.numpy() + 1)
+        first = np.arange(self.n_bins) - np.concatenate([[0], rows]) - 1
+        self.positive_of_bin = first
+        self.cell_scores = np.full((self.n_bins, SHARED_WIDTH), np.inf, dtype=np.float32)
+        more = self.more[first]
+        padded = len(self.positive_scores) - 1
+        for offset in range(min(SHARED_WIDTH, self.width)):
+            mate = self.positive_scores[np.minimum(first + offset, padded)]
+            self.cell_scores[:, offset] = np.where(more >= offset, mate, np.float32(np.inf))
 
     def cells(self, scores, work, out):
         """Flat cells of ``scores`` (a monotone map in each row, see the class docstring)."""
@@ -110,14 +139,17 @@ class _Grid:
             return work.to(torch.int64)
         return out.copy_(work)
 
-    def count(self, scores, index, work, cells, bins):
-        """Count the negatives of one tile: ``scores`` (c, m), their item ``index`` (m,)."""
+    def count(self, scores, index, work, cells):
+        """Count the negatives of one tile: ``scores`` (c, m), their item ``index`` (m,).
+
+        ``work`` (float32) and ``cells`` (int32) are work arrays of the tile's shape.
+        """
         if self.kernel is not None:
             self.kernel(
                 scores.numpy(),
                 index,
                 *self.row_terms,
-                self.lookup,
+                self.lookup.numpy(),
                 self.n_bins,
                 self.histogram.numpy(),
                 self.positive_scores,
@@ -128,23 +160,42 @@ class _Grid:
             )
             return
         self.cells(scores, work, cells)
-        flat_bins = bins.view(-1)
-        np.take(self.lookup, cells.view(-1).numpy(), out=flat_bins.numpy(), mode="wrap")
-        self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel()))
-        shared = np.flatnonzero(flat_bins.numpy() >= self.n_bins)
+        flat_bins = work.view(torch.int32).view(-1)  # the scaled scores are not needed again
+        torch.index_select(self.lookup, 0, cells.view(-1), out=flat_bins)
+        self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
+        flat_bins = flat_bins.numpy()
+        shared = np.flatnonzero(flat_bins >= self.n_bins)
         if len(shared):
-            self._compare_shared(shared, scores, index, flat_bins)
+            self._compare_shared(shared, scores.numpy().reshape(-1), index, flat_bins)
 
     def _compare_shared(self, shared, scores, index, flat_bins):
-        """Exact bins of the negatives sharing a cell with positives."""
-        n_columns = scores.shape[1]
-        rows = shared // n_columns
-        score = scores.reshape(-1).numpy()[shared]
-        first_bin = flat_bins.numpy()[shared].astype(np.int64) - self.n_bins
-        first = first_bin - rows - 1  # the cell's first positive, in bin order
-        # Bins: after the positives scored <= the negative, and after those it ranks before.
-        at_least, before = first_bin, first_bin.copy()
-        active = slice(None)
+        """Exact bins of the negatives sharing a cell with positives (flat ``shared``)."""
+        first_bin = flat_bins[shared] - self.n_bins
+        score = scores[shared]
+        crowded = np.flatnonzero(first_bin >= self.n_bins)  # more than SHARED_WIDTH positives
+        if len(crowded):
+            self._compare_many(
+                shared[crowded], score[crowded], first_bin[crowded] - self.n_bins, index
+            )
+            few = np.flatnonzero(first_bin < self.n_bins)
+            shared, first_bin, score = shared[few], first_bin[few], score[few]
+        # The cell's positives by increasing (score, -index), +inf past its last: one vector
+        # comparison, exact but for ties (compared one positive at a time).
+        thresholds = self.cell_scores.view(_ROW_DTYPES[SHARED_WIDTH])[first_bin, 0]
+        thresholds = thresholds.view(np.float32).reshape(-1, SHARED_WIDTH)
+        at_least = first_bin + _count_true(thresholds <= score[:, None])
+        tied = np.flatnonzero(_count_true(thresholds == score[:, None]))
+        if len(tied):
+            self._compare_many(shared[tied], score[tied], first_bin[tied], index)
+            at_least[tied] = 0  # counted by _compare_many; bin 0 belongs to no row
+        self.histogram.index_add_(0, torch.from_numpy(at_least), _ones(len(at_least), torch.int32))
+
+    def _compare_many(self, shared, score, first_bin, index):
+        """:meth:`_compare_shared` one positive at a time (crowded cells, ties)."""
+        columns = shared % len(index)
+        first = self.positive_of_bin[first_bin]  # the cell's first positive, in bin order
+        at_least, before = first_bin.astype(np.int64), first_bin.astype(np.int64)
+        active = np.arange(len(shared))
         for offset in range(self.width):  # the positives of the cell, by increasing score
             positive = first[active] + offset
             threshold = self.positive_scores[positive]
@@ -155,14 +206,13 @@ class _Grid:
             before[active] += below
             tied = np.flatnonzero(at_most != below)
             if len(tied):  # tied: the negative ranks before positives of larger index
-                where = np.arange(len(shared))[active][tied]
-                columns = shared[where] - rows[where] * n_columns
-                before[where] += self.positive_index[positive[tied]] > index[columns]
-            next_active = np.flatnonzero(at_most & (self.more[positive] > 0))
-            if not len(next_active):
+                where = active[tied]
+                before[where] += self.positive_index[positive[tied]] > index[columns[where]]
+            active = active[np.flatnonzero(at_most & (self.more[positive] > 0))]
+            if not len(active):
                 break
-            active = next_active if offset == 0 else active[next_active]
-        self.shared_bins.append((at_least, before))
+        for counts, bins in ((self.shared_at_least, at_least), (self.shared_before, before)):
+            torch.from_numpy(counts).index_add_(0, torch.from_numpy(bins), _ones(len(bins)))
 
     def negatives_above(self, n_positives):
         """Per positive ``j`` (c, width): negatives scored ``>= t_j``, and ranked before it."""
@@ -170,15 +220,32 @@ class _Grid:
         first = self.row_start + rows + 1
         bins = (first[:, None] + torch.arange(self.width)).clamp_(max=self.n_bins - 1)
         last = (first + n_positives)[:, None]
-        clear = self.histogram[: self.n_bins]
+        clear = self.histogram[: self.n_bins].to(torch.int64)
         results = []
-        lists = zip(*self.shared_bins, strict=True) if self.shared_bins else ((), ())
-        for fused, shared in zip((self.shared_at_least, self.shared_before), lists, strict=True):
-            if shared:
-                fused = fused + np.bincount(np.concatenate(shared), minlength=self.n_bins)
-            at_most = torch.cumsum(clear + torch.from_numpy(fused), 0)
+        for shared in (self.shared_at_least, self.shared_before):
+            at_most = torch.cumsum(clear + torch.from_numpy(shared), 0)
             results.append(at_most[last] - at_most[bins])
         return results
+
+
+_ROW_DTYPES = {1: np.float32, 2: np.float64, 4: np.complex128, 8: np.dtype("V32")}
+
+
+def _count_true(mask):
+    """The true entries of each row of a C-contiguous boolean ``mask`` of 1, 2, 4 or 8
+    columns: its bytes read as one unsigned integer, whose top byte gets their sum."""
+    dtype = np.dtype(f"u{mask.shape[1]}")
+    multiplier = dtype.type(int("01" * mask.shape[1], 16))
+    total = (mask.view(dtype)[:, 0] * multiplier) >> dtype.type(8 * mask.shape[1] - 8)
+    return total.view(f"i{mask.shape[1]}")  # signed: sums with int32 stay integers
+
+
+def _run_remainders(values):
+    """For each entry of the sorted ``values``, how many entries after it are equal to it."""
+    n = len(values)
+    last_of_run = np.flatnonzero(np.append(values[1:] != values[:-1], True))
+    run_end = np.repeat(last_of_run, np.diff(last_of_run, prepend=-1))
+    return run_end - np.arange(n)
 
 
 def _numba_kernels():
@@ -190,18 +257,22 @@ def _numba_kernels():
     return _tiled_kernel
 
 
-_ONES = torch.ones(0, dtype=torch.int64)
-_WORK_DTYPES = (torch.float32, torch.int32, torch.int32)  # scaled scores, cells, bins
+_ONES = {}
 
 
 def _ones(n, dtype=torch.int64):
-    global _ONES  # noqa: PLW0603 (one shared read-only buffer of ones)
-    if len(_ONES) < n:
-        _ONES = torch.ones(max(n, 2 * len(_ONES)), dtype=torch.int64)
-    return _ONES[:n] if dtype == torch.int64 else _ONES[:n].to(dtype)
+    """A read-only tensor of ``n`` ones (one shared buffer per dtype, grown as needed)."""
+    ones = _ONES.get(dtype)
+    if ones is None or len(ones) < n:
+        ones = _ONES[dtype] = torch.ones(
+            max(n, 2 * len(ones if ones is not None else ())), dtype=dtype
+        )
+    return ones[:n]
 
 
-def tiled_positive_statistics(class_scores, positive_columns, n_positives, tiles, column_index):
+def tiled_positive_statistics(
+    class_scores, positive_columns, n_positives, tiles, column_index, workspace=None
+):
     """Per-query AUPRC and sorted tie-by-index ranks of the positives, tile by tile.
 
     Parameters
@@ -220,6 +291,9 @@ def tiled_positive_statistics(class_scores, positive_columns, n_positives, tiles
         no tile (it is among the columns of ``class_scores``, set to ``-inf`` by the caller).
     column_index : torch.Tensor of shape (m0,), int64
         Item indices of the columns of ``class_scores``.
+    workspace : Workspace, default=None
+        Work buffers kept from call to call (:class:`skrank.metrics._ranks.Workspace`; not
+        shared between threads); None for fresh ones.
 
     Returns
     -------
@@ -234,20 +308,20 @@ def tiled_positive_statistics(class_scores, positive_columns, n_positives, tiles
     columns = positive_columns.flip(1)
     scores = class_scores.gather(1, columns)
     scores.masked_fill_(~valid.flip(1), torch.inf)
-    thresholds, order = torch.sort(scores, dim=1, stable=True)
+    order = stable_argsort_rows(scores)
+    thresholds = scores.gather(1, order)
     columns = columns.gather(1, order)
     class_scores.scatter_(1, columns, -torch.inf)  # positives are not negatives (nor padding)
-    grid = _Grid(thresholds, n_positives, column_index[columns])
-    buffers = []  # work arrays of the torch operations, grown to the largest tile
+    workspace = workspace or Workspace()
+    grid = _Grid(thresholds, n_positives, column_index[columns], workspace)
 
     def count(tile_scores, index):
-        size, shape = tile_scores.numel(), tile_scores.shape
+        shape = tile_scores.shape
         if grid.kernel is not None:
-            grid.count(tile_scores, index, None, None, None)
+            grid.count(tile_scores, index, None, None)
             return
-        if not buffers or len(buffers[0]) < size:
-            buffers[:] = [torch.empty(size, dtype=dtype) for dtype in _WORK_DTYPES]
-        grid.count(tile_scores, index, *(buffer[:size].view(shape) for buffer in buffers))
+        work = workspace.get("work", shape, torch.float32, "cpu")
+        grid.count(tile_scores, index, work, workspace.get("cells", shape, torch.int32, "cpu"))
 
     for start in range(0, class_scores.shape[1], TILE_ITEMS):
         part = slice(start, start + TILE_ITEMS)
@@ -260,5 +334,23 @@ def tiled_positive_statistics(class_scores, positive_columns, n_positives, tiles
     positives_at_least = positives_scored_at_least(thresholds, n_positives)
     positives_before = n_positives[:, None] - 1 - torch.arange(width)  # ranked before it
     auprc = _auprc(positives_at_least, positives_at_least + negatives_at_least, valid, n_positives)
-    ranks = (1 + positives_before + negatives_before).masked_fill_(~valid, n_items + 1)
-    return auprc, ranks.sort(dim=1).values
+    ranks = 1 + positives_before + negatives_before
+    # Decreasing along each row's positives (a positive ranks after every item that ranks
+    # before a higher one): reversed, they are sorted.
+    reverse = (n_positives[:, None] - 1 - torch.arange(width)).clamp_(min=0)
+    return auprc, ranks.gather(1, reverse).masked_fill_(~valid, n_items + 1)
+
+
+def stable_argsort_rows(scores):
+    """``torch.sort(scores, dim=1, stable=True).indices`` for finite or infinite float32
+    ``scores`` (c, w) on the CPU, from one sort of int64 keys (numpy's, several times faster).
+
+    The key of an entry is its score's bits, mapped to an order-preserving int32 (``-0.0``
+    made ``+0.0`` first: they are equal scores), above its column: equal scores keep their
+    column order.
+    """
+    bits = (scores + 0.0).numpy().view(np.int32)
+    keys = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).astype(np.int64) << 32
+    keys |= np.arange(scores.shape[1])
+    keys.sort(axis=1)
+    return torch.from_numpy(keys & 0xFFFFFFFF)

@@ -277,7 +277,8 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     n_bytes = table.numel() * 4 + block_size * (
         4 * int(sizes.max()) * 3  # class tile, its scores by rank, keys
         + 4 * 2 * _tiled_ranks.CELLS_PER_POSITIVE * max(width, 64)  # lookup, counts
-        + 16 * _tiled_ranks.TILE_ITEMS  # tile, cells, bins, work
+        + 80 * max(width, 64)  # per positive: scores, indices, histograms, cell-mates' scores
+        + 16 * _tiled_ranks.TILE_ITEMS  # tile, cells (then bins), work, mask
     )
     check_block_fits(block_size, n_items, n_bytes, device)
 
@@ -289,8 +290,10 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
             scores.mul_(2).sub_(row_norms).sub_(norms[None, start:stop])
         return scores
 
-    def tiles(queries, skip_start, skip_stop):
-        buffer = torch.empty(len(queries[0]) * _tiled_ranks.TILE_ITEMS)
+    def tiles(queries, skip_start, skip_stop, workspace):
+        buffer = workspace.get(
+            "tile", (len(queries[0]) * _tiled_ranks.TILE_ITEMS,), torch.float32, "cpu"
+        )
         for first, last in ((0, skip_start), (skip_stop, n_items)):
             for start in range(first, last, _tiled_ranks.TILE_ITEMS):
                 stop = min(start + _tiled_ranks.TILE_ITEMS, last)
@@ -303,6 +306,8 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     map_at_r = np.full(n_items, np.nan)
     positives_in_top_k = np.zeros((n_items, len(ks)), dtype=np.int64)
     ks_t = torch.from_numpy(np.asarray(ks, dtype=np.int64))
+
+    workspaces = threading.local()  # one per thread
 
     def rank_block(block_start):
         block = np.arange(block_start, min(block_start + block_size, n_items))
@@ -322,8 +327,16 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
             starts,
             torch.arange(last - first),
         )
+        workspace = getattr(workspaces, "workspace", None)
+        if workspace is None:
+            workspace = workspaces.workspace = Workspace()
         auprc, ranks = _tiled_ranks.tiled_positive_statistics(
-            class_scores, columns, block_positives, tiles(rows, first, last), members_t[first:last]
+            class_scores,
+            columns,
+            block_positives,
+            tiles(rows, first, last, workspace),
+            members_t[first:last],
+            workspace,
         )
         statistics = (auprc, *rank_scores(ranks, block_positives, ks_t))
         where = members[block]

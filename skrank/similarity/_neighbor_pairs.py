@@ -13,11 +13,13 @@ from sklearn.neighbors import NearestNeighbors
 
 from ..sampling import PairSample
 from ..sampling._pairs import class_codes
-from ._pair_statistics import _symmetrize
+from ..utils._docstrings import fill_docs
+from ._pair_statistics import PAIR_STATISTICS_DOCS, _symmetrize
 
 __all__ = ["nearest_pairs", "pair_difference_scatter"]
 
 
+@fill_docs(PAIR_STATISTICS_DOCS)
 def nearest_pairs(X, y, n_neighbors, *, same_class=True):
     """Each item with its ``n_neighbors`` nearest items of its class (or of other classes).
 
@@ -29,10 +31,8 @@ def nearest_pairs(X, y, n_neighbors, *, same_class=True):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
-    y : array-like of shape (n_samples,)
-        Class labels.
+    {items}
+    {class_labels}
     n_neighbors : int
         Number of neighbours of each item.
     same_class : bool, default=True
@@ -75,6 +75,7 @@ def nearest_pairs(X, y, n_neighbors, *, same_class=True):
     return PairSample(pairs[0], pairs[1], np.full(pairs.shape[1], 1.0 / pairs.shape[1]))
 
 
+@fill_docs(PAIR_STATISTICS_DOCS)
 def pair_difference_scatter(X, sample):
     """Weighted sum of ``(x_i - x_j)(x_i - x_j)^T`` over the pairs of ``sample``.
 
@@ -83,15 +84,13 @@ def pair_difference_scatter(X, sample):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Items.
+    {items}
     sample : PairSample
         Pairs and weights.
 
     Returns
     -------
-    scatter : ndarray of shape (n_features, n_features)
-        Symmetric positive semi-definite matrix.
+    {scatter}
     """
     X = np.asarray(X, dtype=np.float64)
     differences = X[sample.first] - X[sample.second]

@@ -20,21 +20,20 @@ from ..sampling._pairs import class_codes, count_pairs
 from ..utils._docstrings import fill_docs
 from ..utils._memory import chunk_rows
 
-# The sections that the two pair scatters share (fill_docs), up to their count of pairs.
-_SCATTER_DOCS = {
-    "scatter_sections": """
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        scatter : ndarray of shape (n_features, n_features)
-            Symmetric positive semi-definite matrix.
-        """
+#: Docstring entries of the pair statistics (``fill_docs``): the items and labels they read, and
+#: the scatter they return; ``scatter_sections`` is the two scatters' Parameters and Returns.
+PAIR_STATISTICS_DOCS = {
+    "items": ("X", "ndarray of shape (n_samples, n_features)", "Items."),
+    "class_labels": ("y", "array-like of shape (n_samples,)", "Class labels."),
+    "scatter": (
+        "scatter",
+        "ndarray of shape (n_features, n_features)",
+        "Symmetric positive semi-definite matrix.",
+    ),
+}
+PAIR_STATISTICS_DOCS["scatter_sections"] = {
+    "Parameters": [PAIR_STATISTICS_DOCS["items"], PAIR_STATISTICS_DOCS["class_labels"]],
+    "Returns": [PAIR_STATISTICS_DOCS["scatter"]],
 }
 
 __all__ = [
@@ -245,7 +244,7 @@ def _as_rows(X):
     return np.asarray(X, dtype=np.float64)
 
 
-@fill_docs(_SCATTER_DOCS)
+@fill_docs(PAIR_STATISTICS_DOCS)
 def similar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the positive pairs ``i < j``.
 
@@ -310,7 +309,7 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=None):
     return _symmetrize(total)
 
 
-@fill_docs(_SCATTER_DOCS)
+@fill_docs(PAIR_STATISTICS_DOCS)
 def dissimilar_pair_scatter(X, y):
     """Mean of ``(x_i - x_j)(x_i - x_j)^T`` over the negative pairs ``i < j``.
 

@@ -18,7 +18,12 @@ from skrank.losses import SOPRCLoss
 from skrank.multilabel import LabelEmbeddingNetwork
 from skrank.nn import ENGINE_DEFAULTS, TORCH_PARAMETER_DOCS, BaseTorchEstimator, store_parameters
 from skrank.similarity._mmc_solver import fit_mmc
-from skrank.utils._params import add_keyword_parameters, parameters_for
+from skrank.utils._params import (
+    ComponentParameters,
+    add_keyword_parameters,
+    parameter_entries,
+    parameters_for,
+)
 
 
 class _Packed(BaseTorchEstimator):
@@ -204,3 +209,197 @@ def test_parameters_for_forwards_shared_names_and_overrides():
 def test_estimators_forward_these_parameters_by_name(estimator, receiver, expected):
     # A parameter renamed on one side only would silently stop being forwarded.
     assert set(parameters_for(estimator, receiver)) == expected
+
+
+# ---------------------------------------------------------------------- component parameters
+class _Component:
+    """A component.
+
+    Parameters
+    ----------
+    n_inputs : int
+        Not taken.
+    width : int, default=4
+        The width, over
+        two lines.
+    mode : {"a", "b"}, default="a"
+        The mode.
+
+    Returns
+    -------
+    nothing : None
+        Not a parameter.
+    """
+
+    def __init__(self, n_inputs, width=4, mode="a"):
+        pass
+
+
+class _WithComponent(BaseTorchEstimator):
+    component_parameters = ComponentParameters(
+        _Component,
+        ("width", "mode"),
+        defaults={"mode": "b"},
+        types={"width": "int or 'auto'"},
+        notes={"mode": "Chosen on validation data."},
+    )
+    engine_defaults = {"batch_size": 8}
+
+    def __init__(self, scale=1.0, **parameters):
+        store_parameters(self, locals())
+
+
+def test_parameter_entries_reads_a_numpydoc_parameters_section():
+    assert parameter_entries(_Component.__doc__) == {
+        "n_inputs": ("int", "Not taken."),
+        "width": ("int", "The width, over two lines."),
+        "mode": ('{"a", "b"}', "The mode."),
+    }
+    assert parameter_entries("No sections.") == {}
+
+
+def test_component_parameters_come_between_own_and_engine_ones_with_the_estimator_defaults():
+    parameters = inspect.signature(_WithComponent).parameters
+    assert list(parameters) == ["scale", "width", "mode", *ENGINE_DEFAULTS]
+    assert parameters["width"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert _defaults(_WithComponent) == {
+        "scale": 1.0,
+        "width": 4,
+        "mode": "b",
+        **ENGINE_DEFAULTS,
+        "batch_size": 8,
+    }
+    estimator = _WithComponent(width=7)
+    assert (estimator.width, estimator.mode, estimator.batch_size) == (7, "b", 8)
+    assert repr(clone(estimator).set_params(mode="a")) == "_WithComponent(mode='a', width=7)"
+    assert parameters_for(estimator, _Component) == {"width": 7, "mode": "b"}
+    assert _WithComponent.component_parameters.docs == {
+        "width": ("int or 'auto'", "The width, over two lines."),
+        "mode": ('{"a", "b"}', "The mode. Chosen on validation data."),
+    }
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        check_parameters_default_constructible,
+        check_no_attributes_set_in_init,
+        check_get_params_invariance,
+        check_set_params,
+    ],
+)
+def test_scikit_learn_parameter_checks_with_component_parameters(check):
+    check("_WithComponent", _WithComponent())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"names": ("width", "depth")},
+            r"_Component has no documented keyword parameters \['depth'\]",
+        ),
+        ({"names": ("n_inputs", "width")}, r"keyword parameters \['n_inputs'\]"),
+        ({"names": ("width",), "defaults": {"mode": "b"}}, r"defaults names \['mode'\]"),
+        ({"names": ("width",), "notes": {"mode": "x"}}, r"notes names \['mode'\]"),
+    ],
+)
+def test_component_parameters_refuse_what_the_component_lacks(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        ComponentParameters(_Component, **kwargs)
+
+
+def test_component_parameters_may_not_name_engine_parameters():
+    class _Tuned:
+        """Tuned.
+
+        Parameters
+        ----------
+        batch_size : int, default=3
+            Clashes.
+        """
+
+        def __init__(self, batch_size=3):
+            pass
+
+    with pytest.raises(TypeError, match=r"names engine parameters \['batch_size'\]"):
+
+        class _Clash(BaseTorchEstimator):
+            component_parameters = ComponentParameters(_Tuned, ("batch_size",))
+
+            def __init__(self, **parameters):
+                store_parameters(self, locals())
+
+
+_SOPRC_TAKEN = {
+    "tau1": 0.1,
+    "tau2": 0.001,
+    "beta": 0.1,
+    "lambda_pos": 10.0,
+    "lambda_neg": 2.0,
+    "max_auxiliary_length": None,
+    "prior": "dataset",
+    "tpr_source": "batch",
+}
+_SNM_TAKEN = {
+    "embedding_dim": "auto",
+    "hidden_layer_sizes": (),
+    "activation": "relu",
+    "dropout": 0.0,
+    "input_dropout": 0.2,
+    "scores": "cosine",
+    "score_scale": 10.0,
+    "learn_score_scale": True,
+}
+
+
+@pytest.mark.parametrize(
+    "estimator, component, own, taken",
+    [
+        (
+            SOPRCEmbedder,
+            SOPRCLoss,
+            ["module", "hidden_layer_sizes", "n_components"]
+            + ["samples_per_class", "class_weights", "weight_averaging"],
+            _SOPRC_TAKEN,
+        ),
+        (
+            SNMClassifier,
+            LabelEmbeddingNetwork,
+            ["loss", "surrogate", "margin", "n_negatives", "top_k_negatives", "negative_weights"]
+            + ["power_exponent", "weight_scale", "input_normalization", "label_init"]
+            + ["label_optimizer", "label_learning_rate", "score_k", "search"],
+            _SNM_TAKEN,
+        ),
+    ],
+)
+def test_estimators_take_their_component_parameters_and_document_them(
+    estimator, component, own, taken
+):
+    parameters = inspect.signature(estimator).parameters
+    assert list(parameters) == [*own, *taken, *ENGINE_DEFAULTS]
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in taken)
+    assert {name: parameters[name].default for name in taken} == taken
+    assert {name: getattr(estimator(), name) for name in taken} == taken
+    documented = parameter_entries(estimator.__doc__)
+    from_component = parameter_entries(component.__doc__)
+    for name, value in taken.items():
+        entry = re.search(rf"^    {name} : .*, default=(.*)$", estimator.__doc__, re.MULTILINE)
+        assert entry.group(1) == (f'"{value}"' if isinstance(value, str) else repr(value))
+        # The component's description, then the estimator's notes.
+        assert documented[name][1].startswith(from_component[name][1])
+    # Set, cloned and forwarded by name.
+    name, value = next(iter(taken)), 0.25
+    changed = clone(estimator(**{name: value}))
+    assert (
+        getattr(changed, name) == value and repr(changed) == f"{estimator.__name__}({name}={value})"
+    )
+
+
+def test_soprc_embedder_builds_its_loss_from_the_taken_parameters():
+    embedder = SOPRCEmbedder(lambda_pos=3.0, beta=0.5, tpr_source="auxiliary", prior="batch")
+    embedder.classes_ = np.array(["a", "b"])
+    loss = embedder.initialize_criterion(np.array([0, 0, 0, 1, 1]))
+    assert (loss.lambda_pos, loss.lambda_neg, loss.beta) == (3.0, 2.0, 0.5)
+    assert (loss.tpr_source, loss.prior) == ("auxiliary", "batch")
+    assert loss.auxiliary.shape[0] == 2 + 1 + 1  # L_c = n_c - 1, plus the scratch entry

@@ -24,7 +24,7 @@ from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
-from ..utils._params import parameters_for, store_parameters
+from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
@@ -60,33 +60,6 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     n_components : int or None, default=None
         Embedding dimension: of the default MLP (64 when None), or, with a ``module``, the
         width its output must have (None: whatever it is).
-    tau1 : float, default=0.1
-        Margin of the FPR surrogate (one-sided Huber).
-    tau2 : float, default=0.001
-        Temperature of the TPR surrogate (one-sided sigmoid).
-    beta : float, default=0.1
-        Moving-average rate of the per-class auxiliary vectors (``tpr_source="auxiliary"``
-        only).
-    lambda_pos : float, default=10.0
-        Weight of the semi-variance of positive scores below their mean (0 disables it).
-    lambda_neg : float, default=2.0
-        Weight of the semi-variance of negative scores above their mean (0 disables it).
-        ``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a validation split
-        of the MNIST training images (``benchmarks/bench_soprc.py --validation``: +0.004
-        validation mean AUPRC over 3 seeds) and level on held-out training classes
-        (``benchmarks/bench_soprc_disjoint.py``: +0.0005 over 6 seeds).
-    max_auxiliary_length : int or None, default=None
-        Cap on the length ``L_c = n_c - 1`` of the auxiliary vectors; memory per step grows as
-        ``batch_size * (samples_per_class - 1) * max L_c`` (``tpr_source="auxiliary"`` only).
-    prior : {"dataset", "batch"}, default="dataset"
-        Class prior of the estimator; ``"batch"`` is the biased AP-style ablation.
-    tpr_source : {"auxiliary", "batch"}, default="batch"
-        Where the TPR of each positive comes from: the query's other positives in the batch
-        (``"batch"``), or the per-class auxiliary vectors of the paper (``"auxiliary"``, an
-        estimate of the scores of all positives). ``"batch"`` is the default since 0.2: on
-        classes unseen in training (``benchmarks/bench_soprc_disjoint.py``, chosen on held-out
-        training classes) it gave 0.02 more validation mean AUPRC over three seeds; see the
-        :ref:`User Guide <soprc>`. With ``"batch"`` the loss keeps no auxiliary vectors.
     samples_per_class : int, default=4
         Items of each class in a batch (``M``); a batch holds ``P = batch_size // M`` classes.
     class_weights : {"proportional", "uniform"}, default="proportional"
@@ -102,6 +75,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         ``callbacks`` replaces it). None keeps the last step's weights. Added in 0.2, chosen
         on held-out training classes (``benchmarks/bench_soprc_disjoint.py``: +0.021 validation
         mean AUPRC); see the :ref:`User Guide <soprc>`.
+    {component_parameters}
     {shared_parameters}
 
     Attributes
@@ -158,6 +132,25 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "weight_averaging": [Interval(Real, 0, None, closed="neither"), None],
     }
 
+    component_parameters = ComponentParameters(
+        SOPRCLoss,
+        ("tau1", "tau2", "beta", "lambda_pos", "lambda_neg", "max_auxiliary_length", "prior")
+        + ("tpr_source",),
+        defaults={"lambda_pos": 10.0, "lambda_neg": 2.0, "tpr_source": "batch"},
+        notes={
+            "lambda_neg": "``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a "
+            "validation split of the MNIST training images (``benchmarks/bench_soprc.py "
+            "--validation``: +0.004 validation mean AUPRC over 3 seeds) and level on held-out "
+            "training classes (``benchmarks/bench_soprc_disjoint.py``: +0.0005 over 6 seeds).",
+            "max_auxiliary_length": "Memory per step grows as ``batch_size * "
+            "(samples_per_class - 1) * max L_c``.",
+            "tpr_source": '``"batch"`` is the default since 0.2: on classes unseen in training '
+            "(``benchmarks/bench_soprc_disjoint.py``, chosen on held-out training classes) it "
+            "gave 0.02 more validation mean AUPRC over three seeds; see the :ref:`User Guide "
+            "<soprc>`.",
+        },
+    )
+
     engine_defaults = {
         "optimizer": "sgd",
         "learning_rate": 0.05,
@@ -171,18 +164,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         hidden_layer_sizes=(256,),
         n_components=None,
         *,
-        tau1=0.1,
-        tau2=0.001,
-        beta=0.1,
-        lambda_pos=10.0,
-        lambda_neg=2.0,
-        max_auxiliary_length=None,
-        prior="dataset",
-        tpr_source="batch",
         samples_per_class=4,
         class_weights="proportional",
         weight_averaging=0.4,
-        **engine_parameters,
+        **parameters,
     ):
         store_parameters(self, locals())
 

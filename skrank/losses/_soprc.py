@@ -344,24 +344,29 @@ class SOPRCLoss(nn.Module):
         Number of training items ``n_c`` of each class; labels passed to the loss are class
         indices ``0..n_classes-1``.
     tau1 : float, default=0.1
-        Margin of the FPR surrogate :func:`one_sided_huber`.
+        Margin of the FPR surrogate (the one-sided Huber :func:`~skrank.losses.one_sided_huber`).
     tau2 : float, default=0.001
-        Temperature of the TPR surrogate :func:`one_sided_sigmoid`.
+        Temperature of the TPR surrogate (the one-sided sigmoid
+        :func:`~skrank.losses.one_sided_sigmoid`).
     beta : float, default=0.1
-        Moving-average rate of the auxiliary vectors, in ``(0, 1]``.
+        Moving-average rate of the per-class auxiliary vectors, in ``(0, 1]``
+        (``tpr_source="auxiliary"`` only).
     lambda_pos : float, default=5.0
-        Weight of the semi-variance of the positive scores below their mean.
+        Weight of the semi-variance of the positive scores below their mean (0 disables it).
     lambda_neg : float, default=1.0
-        Weight of the semi-variance of the negative scores above their mean.
+        Weight of the semi-variance of the negative scores above their mean (0 disables it).
     max_auxiliary_length : int or None, default=None
-        Cap on ``L_c``; ``None`` uses ``L_c = n_c - 1`` (the paper).
+        Cap on the length ``L_c`` of the auxiliary vectors; None uses ``L_c = n_c - 1`` (the
+        paper). ``tpr_source="auxiliary"`` only.
     prior : {"dataset", "batch"}, default="dataset"
-        ``"dataset"`` uses ``pi_c``; ``"batch"`` the query's batch rate ``|P_q|/(|P_q| + |N_q|)``
-        (the biased AP-style estimator, an ablation).
+        Class prior of the estimator: ``"dataset"``, the class's share ``pi_c`` of the training
+        items; ``"batch"``, the query's batch rate ``|P_q|/(|P_q| + |N_q|)`` (the biased
+        AP-style estimator, an ablation).
     tpr_source : {"auxiliary", "batch"}, default="auxiliary"
-        ``"batch"`` estimates the TPR from the query's batch positives instead of ``v_c`` (an
-        ablation; gradients then flow through them, as in an AP loss) and keeps no auxiliary
-        vectors. Fixed at construction.
+        Where the TPR of each positive comes from: the query's other positives in the batch
+        (``"batch"``; gradients then flow through them, as in an AP loss), or the per-class
+        auxiliary vectors ``v_c`` of the paper (``"auxiliary"``, an estimate of the scores of all
+        positives). With ``"batch"`` the loss keeps no auxiliary vectors.
     exact : bool, default=False
         Use exact indicators ``1{x <= 0}`` instead of the surrogates (no useful gradient; for
         evaluating the estimator).

@@ -36,11 +36,11 @@ class LabelEmbeddingNetwork(nn.Module):
     n_labels : int
         Number of labels ``K`` (rows of the table).
     embedding_dim : int, default=512
-        Dimension of both embeddings.
+        Dimension ``d`` of the input and label embeddings.
     hidden_layer_sizes : tuple of int, default=(512,)
         Hidden layers of ``g`` (the paper: one ReLU layer of 512, then a linear map to 512).
-    activation : str, default="relu"
-        Activation of the hidden layers (see :class:`MLP`).
+    activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
+        Activation of the hidden layers (see :class:`~skrank.nn.MLP`).
     dropout : float, default=0.0
         Dropout after each hidden activation.
     input_dropout : float, default=0.0
@@ -50,7 +50,8 @@ class LabelEmbeddingNetwork(nn.Module):
         Cosine similarities (normalised embeddings) times the scale, or raw inner products
         times the scale.
     score_scale : float, default=1.0
-        The scale ``s > 0`` (its initial value when ``learn_score_scale``).
+        Scale ``s > 0`` of the scores (an inverse temperature), its initial value when
+        ``learn_score_scale``.
     learn_score_scale : bool, default=False
         Learn ``s`` with the network (it is stored as ``log s``, so it stays positive).
 

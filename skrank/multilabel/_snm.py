@@ -29,7 +29,7 @@ from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels
 from ..utils._memory import available_host_bytes, chunk_rows
-from ..utils._params import parameters_for, store_parameters
+from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
     LabelEmbeddingNetwork,
@@ -103,43 +103,6 @@ default="hinge"
     weight_scale : {"normalized", "paper"}, default="normalized"
         ``"normalized"``: weights sum to 1. ``"paper"``: largest weight ``(K - 1)/(k' B)``, the
         scaling of the paper's theory.
-    embedding_dim : int or "auto", default="auto"
-        Dimension ``d`` of the input and label embeddings. ``"auto"``: the number of
-        features, at most 1024 (``embedding_dim_`` holds the value used), so that a linear
-        encoder can start as the exact input-space centroid rule (see ``label_init``), and at
-        most what keeps the parameters and their optimiser states within 1 GiB: the label
-        table and its Adagrad state take ``8 K d`` bytes, a linear encoder and its Adam
-        moments ``12 p d`` bytes (``p`` features), so ``d <= 2^30 / (8 K + 12 p)``, but at
-        least 16 (e.g. ``d = 116`` for a million labels and 100,000 features).
-    hidden_layer_sizes : tuple of int, default=()
-        Hidden layers of the input network; ``()``, a linear map to the embedding, is what
-        generalises on sparse data with few examples per label (the paper: ``(512,)``, ReLU
-        512 then linear 512, which memorises such data).
-    activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
-        Hidden activation.
-    dropout : float, default=0.0
-        Dropout after each hidden activation.
-    input_dropout : float, default=0.2
-        Dropout on the input features while training (a regulariser that also applies to a
-        linear embedding; weight decay does not regularise cosine scores, which ignore the
-        scale of the weights).
-    scores : {"cosine", "dot"}, default="cosine"
-        ``"cosine"``: the cosine of the input and label embeddings times ``score_scale``;
-        ``"dot"``: their inner product (no normalisation) times ``score_scale``.
-    score_scale : float, default=10.0
-        Scale ``s`` of the scores (an inverse temperature), its initial value when
-        ``learn_score_scale``. Cosines alone lie in [-1, 1], too narrow for the margins of the
-        surrogates: a margin loss on them cannot separate the labels (``score_scale=1`` with
-        ``learn_score_scale=False`` is the paper's unscaled model). The scale applies to the
-        hinge and logistic surrogates, whose slopes are bounded by 1. The squared hinge,
-        exponential and ramp surrogates see the unscaled scores (cosines, or raw inner
-        products): the slopes of the first two grow with the violation, so on scaled scores the
-        worst examples get gradients up to ``2 (1 + 2 s)`` (squared hinge) or ``exp(2 s)``
-        (exponential) times those of the others, a few outliers drive every step and training
-        collapses; and a growing scale would make the ramp, flat beyond its margin, flat
-        everywhere.
-    learn_score_scale : bool, default=True
-        Learn the scale with the network.
     input_normalization : {"auto", "tfidf", "l2"} or None, default="auto"
         What the network reads: ``"tfidf"``, the features reweighted by their inverse document
         frequency in the training rows, ``1 + log`` of positive values, rows scaled to unit
@@ -178,6 +141,7 @@ default="hinge"
     search : {"exact", "faiss"}, default="exact"
         Top-k search over the label table at prediction: exact (chunked), or an approximate
         faiss HNSW index (needs ``faiss``, the ``ann`` extra) for very large ``K``.
+    {component_parameters}
     {shared_parameters}
 
     Attributes
@@ -244,6 +208,43 @@ default="hinge"
         "search": [StrOptions({"exact", "faiss"})],
     }
 
+    component_parameters = ComponentParameters(
+        LabelEmbeddingNetwork,
+        ("embedding_dim", "hidden_layer_sizes", "activation", "dropout", "input_dropout")
+        + ("scores", "score_scale", "learn_score_scale"),
+        defaults={
+            "embedding_dim": "auto",
+            "hidden_layer_sizes": (),
+            "input_dropout": 0.2,
+            "score_scale": 10.0,
+            "learn_score_scale": True,
+        },
+        types={"embedding_dim": 'int or "auto"'},
+        notes={
+            "embedding_dim": '``"auto"``: the number of features, at most 1024 '
+            "(``embedding_dim_`` holds the value used), so that a linear encoder can start as "
+            "the exact input-space centroid rule (see ``label_init``), and at most what keeps "
+            "the parameters and their optimiser states within 1 GiB: the label table and its "
+            "Adagrad state take ``8 K d`` bytes, a linear encoder and its Adam moments "
+            "``12 p d`` bytes (``p`` features), so ``d <= 2^30 / (8 K + 12 p)``, but at least 16 "
+            "(e.g. ``d = 116`` for a million labels and 100,000 features).",
+            "hidden_layer_sizes": "``()``, a linear map to the embedding, is what generalises on "
+            "sparse data with few examples per label (the paper's network memorises such data).",
+            "input_dropout": "Weight decay does not regularise cosine scores, which ignore the "
+            "scale of the weights.",
+            "score_scale": "Cosines alone lie in [-1, 1], too narrow for the margins of the "
+            "surrogates: a margin loss on them cannot separate the labels (``score_scale=1`` with "
+            "``learn_score_scale=False`` is the paper's unscaled model). The scale applies to the "
+            "hinge and logistic surrogates, whose slopes are bounded by 1. The squared hinge, "
+            "exponential and ramp surrogates see the unscaled scores (cosines, or raw inner "
+            "products): the slopes of the first two grow with the violation, so on scaled scores "
+            "the worst examples get gradients up to ``2 (1 + 2 s)`` (squared hinge) or "
+            "``exp(2 s)`` (exponential) times those of the others, a few outliers drive every "
+            "step and training collapses; and a growing scale would make the ramp, flat beyond "
+            "its margin, flat everywhere.",
+        },
+    )
+
     engine_defaults = {
         "max_epochs": 50,
         "tol": 0.0,
@@ -261,21 +262,13 @@ default="hinge"
         negative_weights="topk",
         power_exponent=1.0,
         weight_scale="normalized",
-        embedding_dim="auto",
-        hidden_layer_sizes=(),
-        activation="relu",
-        dropout=0.0,
-        input_dropout=0.2,
-        scores="cosine",
-        score_scale=10.0,
-        learn_score_scale=True,
         input_normalization="auto",
         label_init="centroid",
         label_optimizer="adagrad",
         label_learning_rate=None,
         score_k=1,
         search="exact",
-        **engine_parameters,
+        **parameters,
     ):
         store_parameters(self, locals())
 

@@ -8,11 +8,12 @@
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`MLP`, the default network; :func:`resolve_device`;
   :func:`store_parameters`, the one-line ``__init__`` of an estimator; :data:`ENGINE_DEFAULTS`,
-  the engine's parameters and their defaults.
+  the engine's parameters and their defaults; :class:`ComponentParameters`, the parameters an
+  estimator takes from the loss or network it builds.
 """
 
 from ..utils._deprecation import moved_attributes
-from ..utils._params import store_parameters
+from ..utils._params import ComponentParameters, store_parameters
 from ._callbacks import (
     Callback,
     Checkpoint,
@@ -42,6 +43,7 @@ __all__ = [
     "Batch",
     "Callback",
     "Checkpoint",
+    "ComponentParameters",
     "EarlyStopping",
     "LRScheduler",
     "ProgressBar",

@@ -221,7 +221,10 @@ class BaseTorchEstimator(BaseEstimator):
     to its signature, where scikit-learn's ``get_params``, ``clone`` and ``repr``, ``help`` and
     the docs read them, with the defaults of :data:`ENGINE_DEFAULTS` updated by the class
     attribute ``engine_defaults`` (e.g. ``engine_defaults = {"batch_size": 128}``). An
-    ``__init__`` may instead list every parameter itself. Subclasses merge
+    ``__init__`` may instead list every parameter itself. A class attribute
+    ``component_parameters`` (a :class:`~skrank.nn.ComponentParameters`) adds, before
+    the engine's, the keyword parameters the estimator takes from the loss or network it builds
+    (documented by the marker ``{component_parameters}``). Subclasses merge
     ``_torch_parameter_constraints`` into their ``_parameter_constraints`` and document the
     shared parameters with ``{shared_parameters}`` (:data:`TORCH_PARAMETER_DOCS`):
 
@@ -249,7 +252,14 @@ class BaseTorchEstimator(BaseEstimator):
                 f"{cls.__name__}.engine_defaults names {unknown}, which are not parameters of "
                 f"the engine; those are {list(ENGINE_DEFAULTS)}."
             )
-        add_keyword_parameters(cls, defaults)
+        component = getattr(cls, "component_parameters", None)
+        taken = {} if component is None else component.defaults
+        if set(taken) & set(defaults):
+            raise TypeError(
+                f"{cls.__name__}.component_parameters names engine parameters "
+                f"{sorted(set(taken) & set(defaults))}."
+            )
+        add_keyword_parameters(cls, {**taken, **defaults})
 
     # ------------------------------------------------------------------ extension points
     def initialize_module(self, n_features):

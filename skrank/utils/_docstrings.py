@@ -46,8 +46,10 @@ def render_entries(entries, defaults=None, indent=4):
 
 def fill_shared_docs(parameters=None, attributes=None, methods=None):
     """Class decorator: replace the marker lines ``{shared_parameters}`` and
-    ``{shared_attributes}`` of the class docstring by the rendered entries, and the marker
-    lines of its methods' docstrings by the entries ``methods`` (as :func:`fill_docs` does).
+    ``{shared_attributes}`` of the class docstring by the rendered entries (and
+    ``{component_parameters}`` by those of the class's ``component_parameters``, a
+    :class:`~skrank.nn.ComponentParameters`), and the marker lines of its methods'
+    docstrings by the entries ``methods`` (as :func:`fill_docs` does).
 
     Parameter defaults are read from the class's ``__init__`` signature (for the methods, from
     each method's signature), so the documented default is always the actual one.
@@ -60,17 +62,24 @@ def fill_shared_docs(parameters=None, attributes=None, methods=None):
                 if inspect.isfunction(function) and _MARKER.search(function.__doc__ or ""):
                     fill_docs(methods)(function)
         doc = cls.__doc__
-        if parameters is not None:
-            signature = inspect.signature(cls.__init__).parameters
+        signature = inspect.signature(cls.__init__).parameters
+
+        def render_parameters(entries):
             defaults = {
                 name: signature[name].default
-                for name in parameters
+                for name in entries
                 if name in signature and signature[name].default is not inspect.Parameter.empty
             }
-            missing = [name for name in parameters if name not in signature]
+            missing = [name for name in entries if name not in signature]
             if missing:
                 raise TypeError(f"{cls.__name__}.__init__ lacks the shared parameters {missing}.")
-            doc = doc.replace("    {shared_parameters}", render_entries(parameters, defaults))
+            return render_entries(entries, defaults)
+
+        if parameters is not None:
+            doc = doc.replace("    {shared_parameters}", render_parameters(parameters))
+        component = getattr(cls, "component_parameters", None)
+        if component is not None:
+            doc = doc.replace("    {component_parameters}", render_parameters(component.docs))
         if attributes is not None:
             doc = doc.replace("    {shared_attributes}", render_entries(attributes))
         cls.__doc__ = doc

@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import re
 
 
 def store_parameters(estimator, arguments):
@@ -97,3 +98,110 @@ def parameters_for(estimator, function, **overrides):
     kwargs = {name: parameters[name] for name in accepted if name in parameters}
     kwargs.update(overrides)
     return kwargs
+
+
+class ComponentParameters:
+    """Keyword parameters an estimator takes from a component it builds (a loss, a network).
+
+    Set as the class attribute ``component_parameters`` of a
+    :class:`~skrank.nn.BaseTorchEstimator` subclass whose ``__init__`` ends with ``**name``:
+    the engine adds ``names`` to the estimator's signature (keyword-only, after its own
+    parameters and before the engine's), with the component's defaults updated by
+    ``defaults``, so that scikit-learn's ``get_params``, ``set_params``, ``clone`` and
+    ``repr``, ``help``, the docs and scikit-learn's checks see ordinary keyword parameters.
+    A marker line ``{component_parameters}`` in the estimator's docstring (filled by the
+    decorator that fills ``{shared_parameters}``) becomes their entries, read from the
+    component's docstring, with the estimator's defaults and types and its ``notes`` appended.
+    The estimator passes them on by name when it builds the component.
+
+    Parameters
+    ----------
+    component : callable
+        The loss or network class whose keyword parameters the estimator takes; each one
+        taken needs a default in its signature and an entry in its numpydoc docstring.
+    names : tuple of str
+        The parameters taken, in signature order.
+    defaults : dict or None, default=None
+        The estimator's defaults where they differ from the component's.
+    types : dict or None, default=None
+        The estimator's type entries where they differ (e.g. an ``"auto"`` it resolves).
+    notes : dict or None, default=None
+        Text appended to a parameter's description in the estimator's docstring.
+
+    Attributes
+    ----------
+    defaults : dict
+        Every parameter taken, with the estimator's default, in signature order.
+    docs : dict of str to (str, str)
+        Every parameter's type and description as the estimator's docstring renders them.
+
+    Examples
+    --------
+    >>> from skrank.losses import SOPRCLoss
+    >>> from skrank.nn import BaseTorchEstimator, ComponentParameters, store_parameters
+    >>> class Embedder(BaseTorchEstimator):
+    ...     component_parameters = ComponentParameters(
+    ...         SOPRCLoss, ("tau1", "lambda_pos"), defaults={"lambda_pos": 10.0}
+    ...     )
+    ...
+    ...     def __init__(self, n_components=8, **parameters):
+    ...         store_parameters(self, locals())
+    >>> Embedder(tau1=0.2)
+    Embedder(tau1=0.2)
+    >>> Embedder().lambda_pos
+    10.0
+    >>> Embedder.component_parameters.docs["tau1"][0]
+    'float'
+    """
+
+    def __init__(self, component, names, defaults=None, types=None, notes=None):
+        signature = inspect.signature(component).parameters
+        documented = parameter_entries(component.__doc__)
+        for given, what in ((defaults, "defaults"), (types, "types"), (notes, "notes")):
+            unknown = sorted(set(given or ()) - set(names))
+            if unknown:
+                raise TypeError(f"ComponentParameters {what} names {unknown}, not in {names}.")
+        missing = [
+            name
+            for name in names
+            if name not in documented
+            or getattr(signature.get(name), "default", inspect.Parameter.empty)
+            is inspect.Parameter.empty
+        ]
+        if missing:
+            raise TypeError(f"{component.__name__} has no documented keyword parameters {missing}.")
+        self.component = component
+        self.defaults = {name: signature[name].default for name in names} | dict(defaults or {})
+        self.docs = {}
+        for name in names:
+            kind, description = documented[name]
+            note = (notes or {}).get(name)
+            self.docs[name] = (
+                (types or {}).get(name, kind),
+                f"{description} {note}" if note else description,
+            )
+
+
+_ENTRY = re.compile(r"^(\w+) : (.*?)(?:, default=.*)?$")
+
+
+def parameter_entries(docstring):
+    """The entries of a numpydoc ``Parameters`` section: ``{name: (type, description)}``.
+
+    Descriptions are joined into one line (they are re-wrapped when rendered).
+    """
+    lines = inspect.cleandoc(docstring or "").splitlines()
+    if "Parameters" not in lines:
+        return {}
+    entries, name = {}, None
+    section = lines[lines.index("Parameters") + 2 :]
+    for line, following in zip(section, section[1:] + [""], strict=True):
+        if following.startswith("---"):
+            break
+        entry = _ENTRY.match(line)
+        if entry is not None:
+            name = entry.group(1)
+            entries[name] = (entry.group(2), [])
+        elif line.strip() and name is not None:
+            entries[name][1].append(line.strip())
+    return {name: (kind, " ".join(words)) for name, (kind, words) in entries.items()}

@@ -18,6 +18,7 @@ from skrank.losses import SOPRCLoss
 from skrank.multilabel import LabelEmbeddingNetwork
 from skrank.nn import ENGINE_DEFAULTS, TORCH_PARAMETER_DOCS, BaseTorchEstimator, store_parameters
 from skrank.similarity._mmc_solver import fit_mmc
+from skrank.utils._docstrings import fill_shared_docs
 from skrank.utils._params import (
     ComponentParameters,
     add_keyword_parameters,
@@ -403,3 +404,21 @@ def test_soprc_embedder_builds_its_loss_from_the_taken_parameters():
     assert (loss.lambda_pos, loss.lambda_neg, loss.beta) == (3.0, 2.0, 0.5)
     assert (loss.tpr_source, loss.prior) == ("auxiliary", "batch")
     assert loss.auxiliary.shape[0] == 2 + 1 + 1  # L_c = n_c - 1, plus the scratch entry
+
+
+def test_component_parameters_without_docstrings_as_under_python_OO():
+    # python -OO strips docstrings: the parameters still come from the component's signature.
+    class _Stripped:
+        def __init__(self, width=4):
+            pass
+
+    class _Estimator(BaseTorchEstimator):
+        component_parameters = ComponentParameters(_Stripped, ("width",), defaults={"width": 5})
+
+        def __init__(self, **parameters):
+            store_parameters(self, locals())
+
+    assert fill_shared_docs(TORCH_PARAMETER_DOCS)(_Estimator).__doc__ is None
+    assert _Estimator().width == 5 and _Estimator(width=2).width == 2
+    with pytest.raises(TypeError, match=r"no documented keyword parameters \['depth'\]"):
+        ComponentParameters(_Stripped, ("depth",))

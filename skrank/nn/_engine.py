@@ -791,6 +791,7 @@ class _SerializedTorch:
         return torch.load(io.BytesIO(self.payload), map_location="cpu", weights_only=False)
 
 
-BaseTorchEstimator.__doc__ = BaseTorchEstimator.__doc__.replace(
-    "    {shared_parameters}", render_entries(TORCH_PARAMETER_DOCS)
-).replace("    {shared_attributes}", render_entries(TORCH_ATTRIBUTE_DOCS))
+if BaseTorchEstimator.__doc__ is not None:  # None under python -OO
+    BaseTorchEstimator.__doc__ = BaseTorchEstimator.__doc__.replace(
+        "    {shared_parameters}", render_entries(TORCH_PARAMETER_DOCS)
+    ).replace("    {shared_attributes}", render_entries(TORCH_ATTRIBUTE_DOCS))

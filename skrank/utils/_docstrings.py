@@ -62,6 +62,8 @@ def fill_shared_docs(parameters=None, attributes=None, methods=None):
                 if inspect.isfunction(function) and _MARKER.search(function.__doc__ or ""):
                     fill_docs(methods)(function)
         doc = cls.__doc__
+        if doc is None:  # python -OO
+            return cls
         signature = inspect.signature(cls.__init__).parameters
 
         def render_parameters(entries):
@@ -136,7 +138,8 @@ def fill_docs(entries):
                 )
             return render_group(entry, indent)
 
-        function.__doc__ = _MARKER.sub(render, function.__doc__)
+        if function.__doc__ is not None:  # None under python -OO
+            function.__doc__ = _MARKER.sub(render, function.__doc__)
         return function
 
     return decorate

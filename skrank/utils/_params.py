@@ -164,7 +164,7 @@ class ComponentParameters:
         missing = [
             name
             for name in names
-            if name not in documented
+            if (name not in documented and component.__doc__ is not None)  # None under -OO
             or getattr(signature.get(name), "default", inspect.Parameter.empty)
             is inspect.Parameter.empty
         ]
@@ -174,7 +174,7 @@ class ComponentParameters:
         self.defaults = {name: signature[name].default for name in names} | dict(defaults or {})
         self.docs = {}
         for name in names:
-            kind, description = documented[name]
+            kind, description = documented.get(name, ("", ""))
             note = (notes or {}).get(name)
             self.docs[name] = (
                 (types or {}).get(name, kind),

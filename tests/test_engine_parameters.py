@@ -45,6 +45,14 @@ class _Shadowing(BaseTorchEstimator):
         store_parameters(self, locals())
 
 
+_PARAMETER_CHECKS = [
+    check_parameters_default_constructible,
+    check_no_attributes_set_in_init,
+    check_get_params_invariance,
+    check_set_params,
+]
+
+
 def _defaults(cls):
     return {
         name: parameter.default
@@ -94,15 +102,7 @@ def test_clone_set_params_and_repr():
         copy.set_params(lr=1.0)
 
 
-@pytest.mark.parametrize(
-    "check",
-    [
-        check_parameters_default_constructible,
-        check_no_attributes_set_in_init,
-        check_get_params_invariance,
-        check_set_params,
-    ],
-)
+@pytest.mark.parametrize("check", _PARAMETER_CHECKS)
 def test_scikit_learn_parameter_checks(check):
     check("_Packed", _Packed())
 
@@ -280,15 +280,7 @@ def test_component_parameters_come_between_own_and_engine_ones_with_the_estimato
     }
 
 
-@pytest.mark.parametrize(
-    "check",
-    [
-        check_parameters_default_constructible,
-        check_no_attributes_set_in_init,
-        check_get_params_invariance,
-        check_set_params,
-    ],
-)
+@pytest.mark.parametrize("check", _PARAMETER_CHECKS)
 def test_scikit_learn_parameter_checks_with_component_parameters(check):
     check("_WithComponent", _WithComponent())
 

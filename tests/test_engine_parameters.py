@@ -389,6 +389,14 @@ def test_estimators_take_their_component_parameters_and_document_them(
     )
 
 
+def test_snm_classifier_refuses_a_ninth_positional_argument():
+    # The network's parameters moved behind the classifier's own: a ninth positional argument
+    # (formerly embedding_dim) must fail loudly instead of landing in input_normalization.
+    assert SNMClassifier("bowl", "hinge", 1.0, "auto", "auto", "topk", 1.0, "normalized")
+    with pytest.raises(TypeError, match="positional"):
+        SNMClassifier("bowl", "hinge", 1.0, "auto", "auto", "topk", 1.0, "normalized", 64)
+
+
 def test_soprc_embedder_builds_its_loss_from_the_taken_parameters():
     embedder = SOPRCEmbedder(lambda_pos=3.0, beta=0.5, tpr_source="auxiliary", prior="batch")
     embedder.classes_ = np.array(["a", "b"])

@@ -262,6 +262,7 @@ default="hinge"
         negative_weights="topk",
         power_exponent=1.0,
         weight_scale="normalized",
+        *,
         input_normalization="auto",
         label_init="centroid",
         label_optimizer="adagrad",

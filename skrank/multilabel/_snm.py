@@ -361,6 +361,8 @@ default="hinge"
         self._initialization_data = (X_train, y_train)
         try:
             self.fit_loop(X_train, y_train, validation)
+            # The votes' weight is chosen on the model the validation rows did not shape.
+            self.neighbor_weight_ = self._choose_neighbor_weight(X_train, y_train, validation)
             if validation is not None and self._kept_start():
                 # No epoch beat the start: rebuild it from every training row (the validation
                 # rows included), with the seed the first one had.
@@ -372,7 +374,6 @@ default="hinge"
                     )
                     self.module_ = self.initialize_module(X.shape[1]).to(device).eval()
                 self.optimizers_ = self.initialize_optimizers()  # on the new parameters
-            self.neighbor_weight_ = self._choose_neighbor_weight(X_train, y_train, validation)
             if self.neighbor_weight_ > 0:
                 self._store_neighbors(X, positives)
             return self

@@ -23,8 +23,10 @@ Part ``validation``: the settings screened for the defaults, on validation split
 the Bibtex and Corel5k training rows, ``random_state=0``; the test splits are never read):
 the defaults against weight averaging of the parameters (:class:`skrank.nn.WeightAveraging`,
 EMA or SWA), fewer or more mined negatives, label smoothing of the top-16 weights, and the
-full softmax, each over the same seeds; P@1 and P@5 on the held-out rows, and the paired P@1
-difference to the defaults seed by seed.
+full softmax, the neighbours' votes off or at a fixed weight, and a residual non-linear branch
+beside the linear encoder (``ResidualBranchSNM``), each over the same seeds; P@1 and P@5 on the
+held-out rows, and the paired P@1 difference to the defaults seed by seed (``--settings`` runs a
+subset, ``--tag`` names its results file).
 
 Part ``curves``: training and validation P@1 after each epoch of the defaults and of the full
 softmax, early stopping off (seed 0, the same validation splits): under- or over-fitting.

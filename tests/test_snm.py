@@ -10,16 +10,18 @@ import torch
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.preprocessing import normalize
+from sklearn.utils import check_random_state
 
 from skrank import SNMClassifier
 from skrank.metrics import get_scorer, top_k_inner_products
 from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _snm as snm_module
 from skrank.multilabel._label_embedding import principal_input_directions
+from skrank.multilabel._neighbors import blend_dense, blended_top_k, neighbor_votes
 from skrank.nn import Batch, Callback, WeightAveraging
-from skrank.sampling._labels import _draws_for_distinct
+from skrank.sampling._labels import _draws_for_distinct, positive_table
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -472,7 +474,7 @@ def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
     monkeypatch.setattr(
         SNMClassifier, "validation_score", lambda self, X, y: 1.0 if not calls.append(1) else 0.0
     )
-    params = dict(n_negatives=8, max_epochs=3, learning_rate=0.05)
+    params = dict(n_negatives=8, max_epochs=3, learning_rate=0.05, neighbor_weight=0.0)
     clf = SNMClassifier(random_state=0, **params).fit(X, y)
     assert len(calls) == 4 and len(clf.history_) == 3  # the start, then 3 epochs
     assert clf.input_normalization_ == "tfidf" and clf.embedding_dim_ == 30  # n_features
@@ -583,3 +585,108 @@ def test_weight_averaging_averages_the_label_table_and_the_network():
         clf.predict(X[:5]),
         clf.classes_[np.argmax(scores @ normalize(table.numpy()).T, axis=1)],
     )
+
+
+# ---------------------------------------------------------------------- neighbour votes
+def brute_force_votes(queries, keys, Y_keys, n_neighbors):
+    """Dense votes: cosine top-n neighbours (ties to the smaller index), weights clipped at 0
+    and normalised, summed per label."""
+    queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    similarities = queries @ keys.T
+    votes = np.zeros((queries.shape[0], Y_keys.shape[1]))
+    for i, row in enumerate(similarities):
+        neighbors = np.argsort(-row, kind="stable")[:n_neighbors]
+        weights = np.clip(row[neighbors], 0, None)
+        weights = weights / weights.sum() if weights.sum() > 0 else weights
+        votes[i] = weights @ Y_keys[neighbors]
+    return votes
+
+
+def test_blended_top_k_matches_a_full_sort_of_the_dense_blend_with_ties():
+    rng = np.random.RandomState(0)
+    n, n_labels, dim, k = 9, 13, 3, 4
+    embeddings = torch.tensor(rng.randint(-2, 3, size=(n, dim)), dtype=torch.float32)
+    table = torch.tensor(rng.randint(-2, 3, size=(n_labels, dim)), dtype=torch.float32)
+    keys = normalize(rng.randint(-2, 3, size=(7, dim)).astype(float) + 0.01)
+    Y_keys = (rng.rand(7, n_labels) < 0.3).astype(np.int8)
+    Y_keys[:, 0] = 1  # one label every neighbour votes for
+    table_labels, counts = positive_table(sp.csr_matrix(Y_keys), n_labels)
+    votes = neighbor_votes(
+        embeddings, torch.tensor(keys, dtype=torch.float32), table_labels, counts, 3, n_labels
+    )
+    expected_votes = brute_force_votes(embeddings.numpy(), keys, Y_keys, 3)
+    np.testing.assert_allclose(votes.to_dense().numpy(), expected_votes, atol=1e-6)
+    scores = (embeddings @ table.T).numpy()
+    for weight in (0.0, 0.5, 1.0):
+        dense = (1 - weight) * scores + weight * 2.0 * votes.to_dense().numpy()
+        np.testing.assert_allclose(
+            blend_dense(torch.tensor(scores), votes, weight, 2.0).numpy(), dense, atol=1e-6
+        )
+        candidates = torch.tensor(brute_force_top_k(scores, k))
+        top_scores, top_labels = blended_top_k(
+            embeddings, lambda labels: table[labels], candidates, votes, weight, 2.0, k
+        )
+        expected = brute_force_top_k(dense.astype(np.float32), k)
+        np.testing.assert_array_equal(top_labels.numpy(), expected)
+        np.testing.assert_allclose(
+            top_scores.numpy(), np.take_along_axis(dense, expected, axis=1), atol=1e-6
+        )
+
+
+def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
+    X, Y = multilabel(n_samples=200, n_labels=12)
+    X_test = X[:40] + 0.3 * np.random.RandomState(1).normal(size=X[:40].shape)
+    params = dict(FAST, hidden_layer_sizes=(), random_state=0)
+    plain = SNMClassifier(neighbor_weight=0.0, **params).fit(X, Y)
+    assert plain.neighbor_weight_ == 0.0
+    blended = SNMClassifier(neighbor_weight=0.4, n_neighbors=5, **params).fit(X, Y)
+    assert plain.neighbor_embeddings_ is None
+    # training and early stopping see the label scores alone
+    assert [r["validation_score"] for r in plain.history_] == [
+        r["validation_score"] for r in blended.history_
+    ]
+    embeddings = plain.forward(X_test).numpy()
+    np.testing.assert_allclose(
+        blended.neighbor_embeddings_, normalize(plain.forward(X).numpy()), atol=1e-6
+    )
+    scale = plain.network_.score_scale
+    dense = 0.6 * plain.decision_function(X_test) + 0.4 * scale * brute_force_votes(
+        embeddings, blended.neighbor_embeddings_, Y, 5
+    )
+    np.testing.assert_allclose(blended.decision_function(X_test), dense, atol=1e-4)
+    for k in (1, 3):
+        labels, scores = blended.predict_top_k(X_test, k, return_scores=True)
+        np.testing.assert_array_equal(labels, brute_force_top_k(dense, k))
+        np.testing.assert_allclose(scores, np.take_along_axis(dense, labels, axis=1), atol=1e-4)
+    np.testing.assert_array_equal(
+        blended.predict(X_test).nonzero()[1], brute_force_top_k(dense, 1)[:, 0]
+    )
+    restored = pickle.loads(pickle.dumps(blended))
+    np.testing.assert_allclose(restored.decision_function(X_test), dense, atol=1e-4)
+
+
+def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
+    """``neighbor_weight="auto"``: the weight with the best validation P@1 (the smallest among
+    ties), the fitting rows voting; then every training row votes."""
+    X, y = clustered(n_samples=300, n_labels=20, noise=1.5)
+    clf = SNMClassifier(**dict(FAST, validation_fraction=0.3, random_state=0)).fit(X, y)
+    train, held_out = train_test_split(
+        np.arange(300), test_size=0.3, random_state=check_random_state(0)
+    )
+    Y = np.eye(20)[y]
+    embeddings = clf.forward(X).numpy()
+    keys = normalize(embeddings[train])
+    votes = brute_force_votes(embeddings[held_out], keys, Y[train], clf.n_neighbors)
+    scores = embeddings[held_out] @ clf.network_.label_table().numpy().T
+    precision = []
+    for weight in snm_module.NEIGHBOR_WEIGHTS:
+        blend = (1 - weight) * scores + weight * clf.network_.score_scale * votes
+        precision.append(np.mean(Y[held_out, brute_force_top_k(blend, 1)[:, 0]]))
+    assert len(set(precision)) > 1  # the choice matters on these data
+    assert clf.neighbor_weight_ == snm_module.NEIGHBOR_WEIGHTS[int(np.argmax(precision))]
+    if clf.neighbor_weight_ > 0:
+        np.testing.assert_allclose(clf.neighbor_embeddings_, normalize(embeddings), atol=1e-6)
+    # without validation rows there is nothing to choose on: no votes
+    unvalidated = SNMClassifier(**dict(FAST, validation_fraction=None, random_state=0))
+    unvalidated.set_params(early_stopping=False, max_epochs=2).fit(X, y)
+    assert unvalidated.neighbor_weight_ == 0.0 and unvalidated.neighbor_embeddings_ is None

@@ -76,6 +76,7 @@ class _Grid:
         self.top = float(n_cells - 1)
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
         n_flat = n_rows * (n_cells + 1)
+        self.workspace = workspace
         lookup = workspace.get("lookup", (n_flat,), torch.int32, "cpu")
         compiled = _numba_kernels() if USE_NUMBA else None
         self.kernel = None if compiled is None else compiled.count_tile
@@ -97,39 +98,67 @@ class _Grid:
             positive_index.numpy().reshape(-1)[valid], np.zeros(width, np.int64)
         )
         # Positives after each one in its cell.
+        first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
         self.more = np.append(_run_remainders(positive_cells), np.zeros(width, np.int64))
         if self.kernel is None:
-            # Lookup: exclusive running count of positives, the spacers counting one each.
-            counts = workspace.get("counts", (n_flat,), torch.int32, "cpu").zero_()
-            counts[row_cells] = 1
-            counts.index_add_(
-                0, torch.from_numpy(positive_cells), _ones(len(positive_cells), torch.int32)
-            )
-            torch.cumsum(counts, 0, dtype=torch.int32, out=lookup).sub_(counts)
-            # Cells holding positives: plus n_bins, or 2 n_bins beyond SHARED_WIDTH of them.
-            first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
-            crowded = self.more[: len(positive_cells)][first_in_cell] >= SHARED_WIDTH
-            lookup.numpy()[positive_cells[first_in_cell]] += n_bins * (1 + crowded)
-            self._tables(n_positives)
+            # Positive p of row r is the first of bin p + r + 1.
+            positive_bins = np.arange(len(positive_cells))
+            positive_bins += np.repeat(np.arange(1, n_rows + 1), n_positives.numpy())
+            self._build_lookup(lookup, row_cells.numpy(), positive_cells, first_in_cell)
+            self._tables(thresholds.numpy(), n_positives, positive_bins)
         self.lookup = lookup
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
         # Counts fit in int32: fewer than 2^31 items.
         self.histogram = workspace.get("histogram", (3 * n_bins,), torch.int32, "cpu").zero_()
-        shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
-        self.shared_at_least, self.shared_before = shared.numpy()
+        self.shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
+        self.shared_at_least, self.shared_before = self.shared.numpy()
 
-    def _tables(self, n_positives):
+    def _build_lookup(self, lookup, row_cells, positive_cells, first_in_cell):
+        """The lookup table without numba: the running count of the spacers and positives in
+        lower cells, plus n_bins in a cell holding positives (2 n_bins beyond SHARED_WIDTH of
+        them), as one running sum of increments (one ``index_add_``, one ``cumsum``)."""
+        n_rows, n_positives = len(row_cells), len(positive_cells)
+        firsts = np.flatnonzero(first_in_cell)
+        n_counted, n_cells = n_rows + n_positives, len(firsts)
+        index = np.empty(n_counted + 2 * n_cells, np.int64)
+        increments = np.empty(len(index), np.int32)
+        np.add(row_cells, 1, out=index[:n_rows])
+        np.add(positive_cells, 1, out=index[n_rows:n_counted])
+        starts = np.take(positive_cells, firsts, out=index[n_counted : n_counted + n_cells])
+        np.add(starts, 1, out=index[n_counted + n_cells :])
+        increments[:n_counted] = 1
+        marks = increments[n_counted : n_counted + n_cells]
+        np.greater_equal(self.more[firsts], SHARED_WIDTH, out=marks, casting="unsafe")
+        marks += 1
+        marks *= self.n_bins
+        np.negative(marks, out=increments[n_counted + n_cells :])
+        # One entry past the last cell: the increments of a positive there land beyond it.
+        running = self.workspace.get("counts", (len(lookup) + 1,), torch.int32, "cpu").zero_()
+        running.index_add_(0, torch.from_numpy(index), torch.from_numpy(increments))
+        torch.cumsum(running[: len(lookup)], 0, dtype=torch.int32, out=lookup)
+
+    def _tables(self, thresholds, n_positives, positive_bins):
         """The torch path's tables: bin -> the cell's first positive, and bin -> the scores
-        of the cell's positives when it is the bin below them (+inf past the cell's last)."""
-        rows = np.repeat(np.arange(self.n_rows), n_positives.numpy() + 1)
-        first = np.arange(self.n_bins) - np.concatenate([[0], rows]) - 1
-        self.positive_of_bin = first
-        self.cell_scores = np.full((self.n_bins, SHARED_WIDTH), np.inf, dtype=np.float32)
-        more = self.more[first]
-        padded = len(self.positive_scores) - 1
-        for offset in range(min(SHARED_WIDTH, self.width)):
-            mate = self.positive_scores[np.minimum(first + offset, padded)]
-            self.cell_scores[:, offset] = np.where(more >= offset, mate, np.float32(np.inf))
+        of the row's positives from the cell's first on (+inf past the row's last), for
+        the bins that are a cell's first positive's (no other bin is looked up).
+
+        Past the cell's last positive the scores are those of positives in higher cells,
+        above every score of the cell (the cell map is monotone): no item of the cell
+        counts them, nor ties with them.
+        """
+        self.positive_of_bin = np.zeros(self.n_bins, np.int64)
+        self.positive_of_bin[positive_bins] = np.arange(len(positive_bins))
+        n_rows, width = thresholds.shape
+        padded = np.full((n_rows, width + SHARED_WIDTH - 1), np.inf, dtype=np.float32)
+        padded[:, :width] = thresholds  # +inf past each row's positives
+        windows = np.empty((n_rows, width, SHARED_WIDTH), dtype=np.float32)
+        for offset in range(SHARED_WIDTH):
+            windows[:, :, offset] = padded[:, offset : offset + width]
+        self.cell_scores = np.empty((self.n_bins, SHARED_WIDTH), dtype=np.float32)
+        first_bin = 1
+        for row, count in enumerate(n_positives.tolist()):  # the row's bins are contiguous
+            self.cell_scores[first_bin : first_bin + count] = windows[row, :count]
+            first_bin += count + 1
 
     def cells(self, scores, work, out):
         """Flat cells of ``scores`` (a monotone map in each row, see the class docstring)."""
@@ -220,12 +249,11 @@ class _Grid:
         first = self.row_start + rows + 1
         bins = (first[:, None] + torch.arange(self.width)).clamp_(max=self.n_bins - 1)
         last = (first + n_positives)[:, None]
-        clear = self.histogram[: self.n_bins].to(torch.int64)
-        results = []
-        for shared in (self.shared_at_least, self.shared_before):
-            at_most = torch.cumsum(clear + torch.from_numpy(shared), 0)
-            results.append(at_most[last] - at_most[bins])
-        return results
+        # Both counts of each bin, plus its clear negatives, summed over the row's bins.
+        at_most = self.shared.add_(self.histogram[: self.n_bins])
+        torch.cumsum(at_most, 1, out=at_most)
+        below = at_most.index_select(1, bins.view(-1)).view(2, *bins.shape)
+        return torch.sub(at_most.index_select(1, last.view(-1))[:, :, None], below, out=below)
 
 
 _ROW_DTYPES = {1: np.float32, 2: np.float64, 4: np.complex128, 8: np.dtype("V32")}
@@ -243,9 +271,11 @@ def _count_true(mask):
 def _run_remainders(values):
     """For each entry of the sorted ``values``, how many entries after it are equal to it."""
     n = len(values)
-    last_of_run = np.flatnonzero(np.append(values[1:] != values[:-1], True))
-    run_end = np.repeat(last_of_run, np.diff(last_of_run, prepend=-1))
-    return run_end - np.arange(n)
+    place = np.arange(n)
+    # The last index of each entry's run: a running minimum, from the end, of the runs' ends.
+    run_end = np.where(np.append(values[1:] != values[:-1], True), place, n)
+    run_end = np.minimum.accumulate(run_end[::-1])[::-1]
+    return run_end - place
 
 
 def _numba_kernels():

@@ -792,13 +792,13 @@ def test_positives_scored_at_least_equals_searchsorted():
     np.testing.assert_array_equal(result.numpy(), expected.numpy())
 
 
-@pytest.mark.parametrize("width", [1, 2, 4, 8])
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 8])
 def test_count_true(width):
     from skrank.metrics._tiled_ranks import _count_true
 
-    mask = np.random.default_rng(width).random((50, width)) < 0.5
-    mask[0], mask[1] = True, False
-    np.testing.assert_array_equal(_count_true(mask), mask.sum(axis=1))
+    mask = np.random.default_rng(width).random((width, 50)) < 0.5
+    mask[:, 0], mask[:, 1] = True, False
+    np.testing.assert_array_equal(_count_true(mask), mask.sum(axis=0))
 
 
 def test_run_remainders():

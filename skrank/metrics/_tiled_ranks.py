@@ -24,9 +24,10 @@ Exact for any finite float32 scores, ties included. With numba installed, one co
 torch and numpy operations give the same bins: the cells (five elementwise passes), the bins
 (one ``index_select`` from the lookup table), the histogram (one int32 ``index_add_``), and
 the list of the items sharing a cell with positives (one comparison, ``flatnonzero``); such an
-item is compared with the up to ``SHARED_WIDTH`` positives of its cell in one vector step (a
-per-bin table row of their scores, +inf past the cell's last), only ties and crowded cells
-one positive at a time. Work arrays are kept from block to block in a ``Workspace`` (fresh
+item is compared with the up to ``SHARED_WIDTH`` positives of its cell in one vector step
+(``SHARED_WIDTH`` per-bin tables of the scores of the row's positives from the cell's first
+on, each one comparison over all such items), ties in a second vector step, only crowded
+cells one positive at a time. Work arrays are kept from block to block in a ``Workspace`` (fresh
 MiB allocations cost page faults).
 """
 
@@ -43,8 +44,8 @@ CELLS_PER_POSITIVE = 8  # grid cells per positive of the widest row (at least MI
 MIN_CELLS = 1024
 USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
-SHARED_WIDTH = 4  # without numba, cells of at most this many positives (1, 2, 4 or 8) are
-# compared with an item in one vector step
+SHARED_WIDTH = 4  # without numba, cells of at most this many positives are compared with an
+# item in one vector step
 
 
 class _Grid:
@@ -95,7 +96,7 @@ class _Grid:
             thresholds.numpy().reshape(-1)[valid], np.zeros(width, np.float32)
         )
         self.positive_index = np.append(
-            positive_index.numpy().reshape(-1)[valid], np.zeros(width, np.int64)
+            positive_index.numpy().reshape(-1)[valid], np.zeros(width + SHARED_WIDTH, np.int64)
         )
         # Positives after each one in its cell.
         first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
@@ -151,13 +152,13 @@ class _Grid:
         n_rows, width = thresholds.shape
         padded = np.full((n_rows, width + SHARED_WIDTH - 1), np.inf, dtype=np.float32)
         padded[:, :width] = thresholds  # +inf past each row's positives
-        windows = np.empty((n_rows, width, SHARED_WIDTH), dtype=np.float32)
+        windows = np.empty((SHARED_WIDTH, n_rows, width), dtype=np.float32)
         for offset in range(SHARED_WIDTH):
-            windows[:, :, offset] = padded[:, offset : offset + width]
-        self.cell_scores = np.empty((self.n_bins, SHARED_WIDTH), dtype=np.float32)
+            windows[offset] = padded[:, offset : offset + width]
+        self.cell_scores = np.empty((SHARED_WIDTH, self.n_bins), dtype=np.float32)
         first_bin = 1
         for row, count in enumerate(n_positives.tolist()):  # the row's bins are contiguous
-            self.cell_scores[first_bin : first_bin + count] = windows[row, :count]
+            self.cell_scores[:, first_bin : first_bin + count] = windows[:, row, :count]
             first_bin += count + 1
 
     def cells(self, scores, work, out):
@@ -208,15 +209,21 @@ class _Grid:
             )
             few = np.flatnonzero(first_bin < self.n_bins)
             shared, first_bin, score = shared[few], first_bin[few], score[few]
-        # The cell's positives by increasing (score, -index), +inf past its last: one vector
-        # comparison, exact but for ties (compared one positive at a time).
-        thresholds = self.cell_scores.view(_ROW_DTYPES[SHARED_WIDTH])[first_bin, 0]
-        thresholds = thresholds.view(np.float32).reshape(-1, SHARED_WIDTH)
-        at_least = first_bin + _count_true(thresholds <= score[:, None])
-        tied = np.flatnonzero(_count_true(thresholds == score[:, None]))
-        if len(tied):
-            self._compare_many(shared[tied], score[tied], first_bin[tied], index)
-            at_least[tied] = 0  # counted by _compare_many; bin 0 belongs to no row
+        # The cell's positives by increasing (score, -index), then higher positives or +inf
+        # (above every score of the cell): one vector comparison per place, exact but for ties.
+        thresholds = np.take(self.cell_scores, first_bin, axis=1)  # (SHARED_WIDTH, shared)
+        at_least = first_bin + _count_true(np.less_equal(thresholds, score))
+        equal = np.equal(thresholds, score)
+        tied = np.flatnonzero(np.logical_or.reduce(equal, axis=0))
+        if len(tied):  # tied: the negative ranks before the tied positives of larger index
+            first_bin, equal, score = first_bin[tied], equal[:, tied], score[tied]
+            positive = self.positive_of_bin[first_bin] + np.arange(SHARED_WIDTH)[:, None]
+            later = self.positive_index[positive] > index[shared[tied] % len(index)]
+            below = np.less(thresholds[:, tied], score)
+            before = first_bin + _count_true(below) + _count_true(equal & later)
+            np.add.at(self.shared_at_least, at_least[tied], 1)
+            np.add.at(self.shared_before, before, 1)
+            at_least[tied] = 0  # bin 0 belongs to no row
         self.histogram.index_add_(0, torch.from_numpy(at_least), _ones(len(at_least), torch.int32))
 
     def _compare_many(self, shared, score, first_bin, index):
@@ -256,16 +263,12 @@ class _Grid:
         return torch.sub(at_most.index_select(1, last.view(-1))[:, :, None], below, out=below)
 
 
-_ROW_DTYPES = {1: np.float32, 2: np.float64, 4: np.complex128, 8: np.dtype("V32")}
-
-
 def _count_true(mask):
-    """The true entries of each row of a C-contiguous boolean ``mask`` of 1, 2, 4 or 8
-    columns: its bytes read as one unsigned integer, whose top byte gets their sum."""
-    dtype = np.dtype(f"u{mask.shape[1]}")
-    multiplier = dtype.type(int("01" * mask.shape[1], 16))
-    total = (mask.view(dtype)[:, 0] * multiplier) >> dtype.type(8 * mask.shape[1] - 8)
-    return total.view(f"i{mask.shape[1]}")  # signed: sums with int32 stay integers
+    """The true entries of each column of a boolean ``mask`` (w, k), as int32 (k,)."""
+    total = mask[0].astype(np.int32)
+    for row in mask[1:]:
+        total += row
+    return total
 
 
 def _run_remainders(values):

@@ -40,7 +40,7 @@ from ._ranks import Workspace, _auprc, positives_scored_at_least
 # and its rows' bins stay in the L2 cache (2 MiB here; sizes chosen on a timed sweep, N = 10^5).
 TILE_QUERIES = 64
 TILE_ITEMS = 4096
-CELLS_PER_POSITIVE = 8  # grid cells per positive of the widest row (at least MIN_CELLS)
+CELLS_PER_POSITIVE = 16  # grid cells per positive of the widest row (at least MIN_CELLS)
 MIN_CELLS = 1024
 USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
@@ -156,6 +156,7 @@ class _Grid:
         for offset in range(SHARED_WIDTH):
             windows[offset] = padded[:, offset : offset + width]
         self.cell_scores = np.empty((SHARED_WIDTH, self.n_bins), dtype=np.float32)
+        self.cell_scores[:, 0] = np.inf  # bin 0 belongs to no row
         first_bin = 1
         for row, count in enumerate(n_positives.tolist()):  # the row's bins are contiguous
             self.cell_scores[:, first_bin : first_bin + count] = windows[:, row, :count]
@@ -192,14 +193,15 @@ class _Grid:
         self.cells(scores, work, cells)
         flat_bins = work.view(torch.int32).view(-1)  # the scaled scores are not needed again
         torch.index_select(self.lookup, 0, cells.view(-1), out=flat_bins)
-        self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
-        flat_bins = flat_bins.numpy()
-        shared = np.flatnonzero(flat_bins >= self.n_bins)
+        bins = flat_bins.numpy()
+        shared = np.flatnonzero(bins >= self.n_bins)
         if len(shared):
-            self._compare_shared(shared, scores.numpy().reshape(-1), index, flat_bins)
+            bins[shared] = self._compare_shared(shared, scores.numpy().reshape(-1), index, bins)
+        self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
 
     def _compare_shared(self, shared, scores, index, flat_bins):
-        """Exact bins of the negatives sharing a cell with positives (flat ``shared``)."""
+        """Exact bins of the negatives sharing a cell with positives (flat ``shared``): their
+        histogram bin, or 0 (a bin of no row) for those counted in ``shared_*`` instead."""
         first_bin = flat_bins[shared] - self.n_bins
         score = scores[shared]
         crowded = np.flatnonzero(first_bin >= self.n_bins)  # more than SHARED_WIDTH positives
@@ -207,8 +209,7 @@ class _Grid:
             self._compare_many(
                 shared[crowded], score[crowded], first_bin[crowded] - self.n_bins, index
             )
-            few = np.flatnonzero(first_bin < self.n_bins)
-            shared, first_bin, score = shared[few], first_bin[few], score[few]
+            first_bin[crowded] = 0  # +inf in every table: no positive at most, no tie
         # The cell's positives by increasing (score, -index), then higher positives or +inf
         # (above every score of the cell): one vector comparison per place, exact but for ties.
         thresholds = np.take(self.cell_scores, first_bin, axis=1)  # (SHARED_WIDTH, shared)
@@ -223,8 +224,8 @@ class _Grid:
             before = first_bin + _count_true(below) + _count_true(equal & later)
             np.add.at(self.shared_at_least, at_least[tied], 1)
             np.add.at(self.shared_before, before, 1)
-            at_least[tied] = 0  # bin 0 belongs to no row
-        self.histogram.index_add_(0, torch.from_numpy(at_least), _ones(len(at_least), torch.int32))
+            at_least[tied] = 0
+        return at_least
 
     def _compare_many(self, shared, score, first_bin, index):
         """:meth:`_compare_shared` one positive at a time (crowded cells, ties)."""

@@ -231,7 +231,8 @@ class _Grid:
         return at_least
 
     def _compare_many(self, shared, score, first_bin, index):
-        """:meth:`_compare_shared` one positive at a time (crowded cells, ties)."""
+        """:meth:`_compare_shared` one positive at a time (cells of more than ``SHARED_WIDTH``
+        positives)."""
         columns = shared % len(index)
         first = self.positive_of_bin[first_bin]  # the cell's first positive, in bin order
         at_least, before = first_bin.astype(np.int64), first_bin.astype(np.int64)

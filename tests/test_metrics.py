@@ -758,6 +758,58 @@ def test_tiled_ranks_equal_whole_row_ranks(
     np.testing.assert_allclose(auprc.numpy(), expected_auprc.numpy(), rtol=0, atol=1e-15)
 
 
+@pytest.mark.parametrize("shared_width", [1, 3, 4])
+def test_grid_tables_without_numba_equal_their_definition(shared_width, monkeypatch):
+    # Rows of tied, crowded and lone positives on a coarse grid: the lookup table (bin of the
+    # positives in lower cells, + n_bins in a cell holding positives, + 2 n_bins beyond
+    # SHARED_WIDTH of them) and the cell-mates' tables, against loops over their definition.
+    import torch
+
+    from skrank.metrics import _tiled_ranks
+    from skrank.metrics._ranks import Workspace
+
+    monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", False)
+    monkeypatch.setattr(_tiled_ranks, "SHARED_WIDTH", shared_width)
+    monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 8)
+    monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", 1)
+    rng = np.random.default_rng(11)
+    n_rows, width = 7, 12
+    n_positives = rng.integers(1, width + 1, size=n_rows)
+    n_positives[0], n_positives[1] = width, 1
+    thresholds = np.sort(np.round(rng.normal(size=(n_rows, width)), 1), axis=1)
+    thresholds[2, :5] = 0.5  # a crowded cell
+    thresholds[np.arange(width) >= n_positives[:, None]] = np.inf
+    thresholds = np.sort(thresholds, axis=1).astype(np.float32)
+    index = rng.integers(0, 1000, size=(n_rows, width))
+    grid = _tiled_ranks._Grid(
+        torch.from_numpy(thresholds),
+        torch.from_numpy(n_positives),
+        torch.from_numpy(index),
+        Workspace(),
+    )
+    n_cells = len(grid.lookup) // n_rows - 1
+    cells = grid.cells(torch.from_numpy(thresholds), torch.empty(n_rows, width), None).numpy()
+    lookup = grid.lookup.numpy()
+    start = 0
+    for row in range(n_rows):
+        row_cells = list(cells[row, : n_positives[row]])
+        for flat in range(row * (n_cells + 1) + 1, (row + 1) * (n_cells + 1)):
+            in_cell = row_cells.count(flat)
+            expected = start + row + 1 + sum(cell < flat for cell in row_cells)
+            if in_cell:
+                expected += grid.n_bins * (1 + (in_cell > shared_width))
+            assert lookup[flat] == expected, (row, flat)
+        for j in range(n_positives[row]):
+            if j and row_cells[j] == row_cells[j - 1]:
+                continue  # only a cell's first positive's bin is looked up
+            bin_ = start + row + 1 + j
+            assert grid.positive_of_bin[bin_] == start + j
+            mates = np.append(thresholds[row, j:], [np.inf] * shared_width)[:shared_width]
+            np.testing.assert_array_equal(grid.cell_scores[:, bin_], mates)
+            assert grid.more[start + j] == row_cells.count(row_cells[j]) - 1
+        start += n_positives[row]
+
+
 def test_stable_argsort_rows_equals_torch_stable_sort():
     # Ties, signed zeros (equal scores), infinities, subnormals and huge values.
     import torch
@@ -792,13 +844,13 @@ def test_positives_scored_at_least_equals_searchsorted():
     np.testing.assert_array_equal(result.numpy(), expected.numpy())
 
 
-@pytest.mark.parametrize("width", [1, 2, 4, 8])
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 8])
 def test_count_true(width):
     from skrank.metrics._tiled_ranks import _count_true
 
-    mask = np.random.default_rng(width).random((50, width)) < 0.5
-    mask[0], mask[1] = True, False
-    np.testing.assert_array_equal(_count_true(mask), mask.sum(axis=1))
+    mask = np.random.default_rng(width).random((width, 50)) < 0.5
+    mask[:, 0], mask[:, 1] = True, False
+    np.testing.assert_array_equal(_count_true(mask), mask.sum(axis=0))
 
 
 def test_run_remainders():

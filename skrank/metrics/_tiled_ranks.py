@@ -24,9 +24,10 @@ Exact for any finite float32 scores, ties included. With numba installed, one co
 torch and numpy operations give the same bins: the cells (five elementwise passes), the bins
 (one ``index_select`` from the lookup table), the histogram (one int32 ``index_add_``), and
 the list of the items sharing a cell with positives (one comparison, ``flatnonzero``); such an
-item is compared with the up to ``SHARED_WIDTH`` positives of its cell in one vector step (a
-per-bin table row of their scores, +inf past the cell's last), only ties and crowded cells
-one positive at a time. Work arrays are kept from block to block in a ``Workspace`` (fresh
+item is compared with the up to ``SHARED_WIDTH`` positives of its cell in one vector step
+(``SHARED_WIDTH`` per-bin tables of the scores of the row's positives from the cell's first
+on, each one comparison over all such items), ties in a second vector step, only crowded
+cells one positive at a time. Work arrays are kept from block to block in a ``Workspace`` (fresh
 MiB allocations cost page faults).
 """
 
@@ -36,15 +37,18 @@ import torch
 from ._ranks import Workspace, _auprc, positives_scored_at_least
 
 # Queries per block and items per tile: a (64, 4096) float32 tile is 1 MiB, so that the tile
-# and its rows' bins stay in the L2 cache (2 MiB here; sizes chosen on a timed sweep, N = 10^5).
+# and its rows' bins stay in the L2 cache (sizes chosen on timed sweeps at N = 10^5; 32 x 8192,
+# 64 x 8192, 32 x 16384 and 16 x 16384 were no faster on a 4 MiB L2).
 TILE_QUERIES = 64
 TILE_ITEMS = 4096
-CELLS_PER_POSITIVE = 8  # grid cells per positive of the widest row (at least MIN_CELLS)
+# Grid cells per positive of the widest row (at least MIN_CELLS): 16 rather than 8 halves the
+# items sharing a cell with positives for a larger lookup table (faster at N = 1e4 to 1e5).
+CELLS_PER_POSITIVE = 16
 MIN_CELLS = 1024
 USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
-SHARED_WIDTH = 4  # without numba, cells of at most this many positives (1, 2, 4 or 8) are
-# compared with an item in one vector step
+SHARED_WIDTH = 4  # without numba, cells of at most this many positives are compared with an
+# item in one vector step
 
 
 class _Grid:
@@ -76,6 +80,7 @@ class _Grid:
         self.top = float(n_cells - 1)
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
         n_flat = n_rows * (n_cells + 1)
+        self.workspace = workspace
         lookup = workspace.get("lookup", (n_flat,), torch.int32, "cpu")
         compiled = _numba_kernels() if USE_NUMBA else None
         self.kernel = None if compiled is None else compiled.count_tile
@@ -94,42 +99,71 @@ class _Grid:
             thresholds.numpy().reshape(-1)[valid], np.zeros(width, np.float32)
         )
         self.positive_index = np.append(
-            positive_index.numpy().reshape(-1)[valid], np.zeros(width, np.int64)
+            positive_index.numpy().reshape(-1)[valid], np.zeros(width + SHARED_WIDTH, np.int64)
         )
         # Positives after each one in its cell.
+        first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
         self.more = np.append(_run_remainders(positive_cells), np.zeros(width, np.int64))
         if self.kernel is None:
-            # Lookup: exclusive running count of positives, the spacers counting one each.
-            counts = workspace.get("counts", (n_flat,), torch.int32, "cpu").zero_()
-            counts[row_cells] = 1
-            counts.index_add_(
-                0, torch.from_numpy(positive_cells), _ones(len(positive_cells), torch.int32)
-            )
-            torch.cumsum(counts, 0, dtype=torch.int32, out=lookup).sub_(counts)
-            # Cells holding positives: plus n_bins, or 2 n_bins beyond SHARED_WIDTH of them.
-            first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
-            crowded = self.more[: len(positive_cells)][first_in_cell] >= SHARED_WIDTH
-            lookup.numpy()[positive_cells[first_in_cell]] += n_bins * (1 + crowded)
-            self._tables(n_positives)
+            # Positive p of row r is the first of bin p + r + 1.
+            positive_bins = np.arange(len(positive_cells))
+            positive_bins += np.repeat(np.arange(1, n_rows + 1), n_positives.numpy())
+            self._build_lookup(lookup, row_cells.numpy(), positive_cells, first_in_cell)
+            self._tables(thresholds.numpy(), n_positives, positive_bins)
         self.lookup = lookup
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
         # Counts fit in int32: fewer than 2^31 items.
         self.histogram = workspace.get("histogram", (3 * n_bins,), torch.int32, "cpu").zero_()
-        shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
-        self.shared_at_least, self.shared_before = shared.numpy()
+        self.shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
+        self.shared_at_least, self.shared_before = self.shared.numpy()
 
-    def _tables(self, n_positives):
+    def _build_lookup(self, lookup, row_cells, positive_cells, first_in_cell):
+        """The lookup table without numba: the running count of the spacers and positives in
+        lower cells, plus n_bins in a cell holding positives (2 n_bins beyond SHARED_WIDTH of
+        them), as one running sum of increments (one ``index_add_``, one ``cumsum``)."""
+        n_rows, n_positives = len(row_cells), len(positive_cells)
+        firsts = np.flatnonzero(first_in_cell)
+        n_counted, n_cells = n_rows + n_positives, len(firsts)
+        index = np.empty(n_counted + 2 * n_cells, np.int64)
+        increments = np.empty(len(index), np.int32)
+        np.add(row_cells, 1, out=index[:n_rows])
+        np.add(positive_cells, 1, out=index[n_rows:n_counted])
+        starts = np.take(positive_cells, firsts, out=index[n_counted : n_counted + n_cells])
+        np.add(starts, 1, out=index[n_counted + n_cells :])
+        increments[:n_counted] = 1
+        marks = increments[n_counted : n_counted + n_cells]
+        np.greater_equal(self.more[firsts], SHARED_WIDTH, out=marks, casting="unsafe")
+        marks += 1
+        marks *= self.n_bins
+        np.negative(marks, out=increments[n_counted + n_cells :])
+        # One entry past the last cell: the increments of a positive there land beyond it.
+        running = self.workspace.get("counts", (len(lookup) + 1,), torch.int32, "cpu").zero_()
+        running.index_add_(0, torch.from_numpy(index), torch.from_numpy(increments))
+        torch.cumsum(running[: len(lookup)], 0, dtype=torch.int32, out=lookup)
+
+    def _tables(self, thresholds, n_positives, positive_bins):
         """The torch path's tables: bin -> the cell's first positive, and bin -> the scores
-        of the cell's positives when it is the bin below them (+inf past the cell's last)."""
-        rows = np.repeat(np.arange(self.n_rows), n_positives.numpy() + 1)
-        first = np.arange(self.n_bins) - np.concatenate([[0], rows]) - 1
-        self.positive_of_bin = first
-        self.cell_scores = np.full((self.n_bins, SHARED_WIDTH), np.inf, dtype=np.float32)
-        more = self.more[first]
-        padded = len(self.positive_scores) - 1
-        for offset in range(min(SHARED_WIDTH, self.width)):
-            mate = self.positive_scores[np.minimum(first + offset, padded)]
-            self.cell_scores[:, offset] = np.where(more >= offset, mate, np.float32(np.inf))
+        of the row's positives from the cell's first on (+inf past the row's last), for
+        the bins that are a cell's first positive's (no other bin is looked up).
+
+        Past the cell's last positive the scores are those of positives in higher cells,
+        above every score of the cell (the cell map is monotone): no item of the cell
+        counts them, nor ties with them.
+        """
+        self.positive_of_bin = np.zeros(self.n_bins, np.int64)
+        self.positive_of_bin[positive_bins] = np.arange(len(positive_bins))
+        n_rows, width = thresholds.shape
+        padded = np.full((n_rows, width + SHARED_WIDTH - 1), np.inf, dtype=np.float32)
+        padded[:, :width] = thresholds  # +inf past each row's positives
+        windows = np.empty((SHARED_WIDTH, n_rows, width), dtype=np.float32)
+        for offset in range(SHARED_WIDTH):
+            windows[offset] = padded[:, offset : offset + width]
+        self.cell_scores = np.empty((SHARED_WIDTH, self.n_bins), dtype=np.float32)
+        self.cell_scores[:, 0] = np.inf  # bin 0 belongs to no row
+        first_bin = 1
+        for row, count in enumerate(n_positives.tolist()):  # the row's bins are contiguous
+            self.cell_scores[:, first_bin : first_bin + count] = windows[:, row, :count]
+            first_bin += count + 1
 
     def cells(self, scores, work, out):
         """Flat cells of ``scores`` (a monotone map in each row, see the class docstring)."""
@@ -162,14 +196,15 @@ class _Grid:
         self.cells(scores, work, cells)
         flat_bins = work.view(torch.int32).view(-1)  # the scaled scores are not needed again
         torch.index_select(self.lookup, 0, cells.view(-1), out=flat_bins)
-        self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
-        flat_bins = flat_bins.numpy()
-        shared = np.flatnonzero(flat_bins >= self.n_bins)
+        bins = flat_bins.numpy()
+        shared = np.flatnonzero(bins >= self.n_bins)
         if len(shared):
-            self._compare_shared(shared, scores.numpy().reshape(-1), index, flat_bins)
+            bins[shared] = self._compare_shared(shared, scores.numpy().reshape(-1), index, bins)
+        self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
 
     def _compare_shared(self, shared, scores, index, flat_bins):
-        """Exact bins of the negatives sharing a cell with positives (flat ``shared``)."""
+        """Exact bins of the negatives sharing a cell with positives (flat ``shared``): their
+        histogram bin, or 0 (a bin of no row) for those counted in ``shared_*`` instead."""
         first_bin = flat_bins[shared] - self.n_bins
         score = scores[shared]
         crowded = np.flatnonzero(first_bin >= self.n_bins)  # more than SHARED_WIDTH positives
@@ -177,21 +212,27 @@ class _Grid:
             self._compare_many(
                 shared[crowded], score[crowded], first_bin[crowded] - self.n_bins, index
             )
-            few = np.flatnonzero(first_bin < self.n_bins)
-            shared, first_bin, score = shared[few], first_bin[few], score[few]
-        # The cell's positives by increasing (score, -index), +inf past its last: one vector
-        # comparison, exact but for ties (compared one positive at a time).
-        thresholds = self.cell_scores.view(_ROW_DTYPES[SHARED_WIDTH])[first_bin, 0]
-        thresholds = thresholds.view(np.float32).reshape(-1, SHARED_WIDTH)
-        at_least = first_bin + _count_true(thresholds <= score[:, None])
-        tied = np.flatnonzero(_count_true(thresholds == score[:, None]))
-        if len(tied):
-            self._compare_many(shared[tied], score[tied], first_bin[tied], index)
-            at_least[tied] = 0  # counted by _compare_many; bin 0 belongs to no row
-        self.histogram.index_add_(0, torch.from_numpy(at_least), _ones(len(at_least), torch.int32))
+            first_bin[crowded] = 0  # +inf in every table: no positive at most, no tie
+        # The cell's positives by increasing (score, -index), then higher positives or +inf
+        # (above every score of the cell): one vector comparison per place, exact but for ties.
+        thresholds = np.take(self.cell_scores, first_bin, axis=1)  # (SHARED_WIDTH, shared)
+        at_least = first_bin + _count_true(np.less_equal(thresholds, score))
+        equal = np.equal(thresholds, score)
+        tied = np.flatnonzero(np.logical_or.reduce(equal, axis=0))
+        if len(tied):  # tied: the negative ranks before the tied positives of larger index
+            first_bin, equal, score = first_bin[tied], equal[:, tied], score[tied]
+            positive = self.positive_of_bin[first_bin] + np.arange(SHARED_WIDTH)[:, None]
+            later = self.positive_index[positive] > index[shared[tied] % len(index)]
+            below = np.less(thresholds[:, tied], score)
+            before = first_bin + _count_true(below) + _count_true(equal & later)
+            np.add.at(self.shared_at_least, at_least[tied], 1)
+            np.add.at(self.shared_before, before, 1)
+            at_least[tied] = 0
+        return at_least
 
     def _compare_many(self, shared, score, first_bin, index):
-        """:meth:`_compare_shared` one positive at a time (crowded cells, ties)."""
+        """:meth:`_compare_shared` one positive at a time (cells of more than ``SHARED_WIDTH``
+        positives)."""
         columns = shared % len(index)
         first = self.positive_of_bin[first_bin]  # the cell's first positive, in bin order
         at_least, before = first_bin.astype(np.int64), first_bin.astype(np.int64)
@@ -220,32 +261,29 @@ class _Grid:
         first = self.row_start + rows + 1
         bins = (first[:, None] + torch.arange(self.width)).clamp_(max=self.n_bins - 1)
         last = (first + n_positives)[:, None]
-        clear = self.histogram[: self.n_bins].to(torch.int64)
-        results = []
-        for shared in (self.shared_at_least, self.shared_before):
-            at_most = torch.cumsum(clear + torch.from_numpy(shared), 0)
-            results.append(at_most[last] - at_most[bins])
-        return results
-
-
-_ROW_DTYPES = {1: np.float32, 2: np.float64, 4: np.complex128, 8: np.dtype("V32")}
+        # Both counts of each bin, plus its clear negatives, summed over the row's bins.
+        at_most = self.shared.add_(self.histogram[: self.n_bins])
+        torch.cumsum(at_most, 1, out=at_most)
+        below = at_most.index_select(1, bins.view(-1)).view(2, *bins.shape)
+        return torch.sub(at_most.index_select(1, last.view(-1))[:, :, None], below, out=below)
 
 
 def _count_true(mask):
-    """The true entries of each row of a C-contiguous boolean ``mask`` of 1, 2, 4 or 8
-    columns: its bytes read as one unsigned integer, whose top byte gets their sum."""
-    dtype = np.dtype(f"u{mask.shape[1]}")
-    multiplier = dtype.type(int("01" * mask.shape[1], 16))
-    total = (mask.view(dtype)[:, 0] * multiplier) >> dtype.type(8 * mask.shape[1] - 8)
-    return total.view(f"i{mask.shape[1]}")  # signed: sums with int32 stay integers
+    """The true entries of each column of a boolean ``mask`` (w, k), as int32 (k,)."""
+    total = mask[0].astype(np.int32)
+    for row in mask[1:]:
+        total += row
+    return total
 
 
 def _run_remainders(values):
     """For each entry of the sorted ``values``, how many entries after it are equal to it."""
     n = len(values)
-    last_of_run = np.flatnonzero(np.append(values[1:] != values[:-1], True))
-    run_end = np.repeat(last_of_run, np.diff(last_of_run, prepend=-1))
-    return run_end - np.arange(n)
+    place = np.arange(n)
+    # The last index of each entry's run: a running minimum, from the end, of the runs' ends.
+    run_end = np.where(np.append(values[1:] != values[:-1], True), place, n)
+    run_end = np.minimum.accumulate(run_end[::-1])[::-1]
+    return run_end - place
 
 
 def _numba_kernels():

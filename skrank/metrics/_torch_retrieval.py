@@ -277,7 +277,8 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     n_bytes = table.numel() * 4 + block_size * (
         4 * int(sizes.max()) * 3  # class tile, its scores by rank, keys
         + 4 * 2 * _tiled_ranks.CELLS_PER_POSITIVE * max(width, 64)  # lookup, counts
-        + 80 * max(width, 64)  # per positive: scores, indices, histograms, cell-mates' scores
+        # per positive: sort keys, scores, indices, the grid's tables, histograms, temporaries
+        + 300 * max(width, 64)
         + 16 * _tiled_ranks.TILE_ITEMS  # tile, cells (then bins), work, mask
     )
     check_block_fits(block_size, n_items, n_bytes, device)

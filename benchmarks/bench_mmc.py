@@ -7,11 +7,12 @@ sqrt(mean similar d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST):
 * metric-learn 0.7's ``MMC_Supervised``, run with the Python of a separate virtual environment
   (metric-learn does not run with scikit-learn >= 1.8). Create it with::
 
-      python3 -m venv /work/venv-ml
-      /work/venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
+      python3 -m venv benchmarks/.venv-ml
+      benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
 
-  and pass ``--metric-learn-python /work/venv-ml/bin/python`` (the default when it exists); the
-  metric-learn rows are skipped with a message otherwise.
+  (the default place; elsewhere, set ``SKRANK_METRIC_LEARN_PYTHON`` or pass
+  ``--metric-learn-python``, see ``_metric_learn_env.py``); the metric-learn rows are skipped
+  with a message otherwise.
 
 Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items, as in the issue's reference
 figures) and MNIST-10k shipped with skrank (stratified 8,000 / 2,000 train / test split, PCA
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _metric_learn_env import METRIC_LEARN_PYTHON
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
@@ -42,7 +44,6 @@ from skrank.datasets import load_mnist
 from skrank.similarity import similar_pair_scatter
 from skrank.similarity._mmc_solver import figure_of_merit
 
-DEFAULT_METRIC_LEARN_PYTHON = Path("/work/venv-ml/bin/python")
 METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_mmc.py")
 
 
@@ -257,7 +258,7 @@ def main(argv=None):
     parser.add_argument(
         "--metric-learn-python",
         type=Path,
-        default=DEFAULT_METRIC_LEARN_PYTHON if DEFAULT_METRIC_LEARN_PYTHON.exists() else None,
+        default=METRIC_LEARN_PYTHON if METRIC_LEARN_PYTHON.exists() else None,
         help="Python of a venv with metric-learn and scikit-learn<1.6",
     )
     args = parser.parse_args(argv)

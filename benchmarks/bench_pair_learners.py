@@ -27,8 +27,9 @@ PointwiseROCSimilarity and cosine rank neighbours by similarity) and by the TPR 
 similarity). Fit times include the grid searches of the selected rows.
 
 metric-learn 0.7 does not run with scikit-learn >= 1.8: it runs in a separate virtual
-environment (``python3 -m venv /work/venv-ml && /work/venv-ml/bin/pip install
-"scikit-learn<1.6" metric-learn numpy scipy``) through ``_metric_learn_fit.py``; its rows are
+environment (``python3 -m venv benchmarks/.venv-ml && benchmarks/.venv-ml/bin/pip install
+"scikit-learn<1.6" metric-learn numpy scipy``, or ``SKRANK_METRIC_LEARN_PYTHON``: see
+``_metric_learn_env.py``) through ``_metric_learn_fit.py``; its rows are
 skipped with a message when that environment is absent.
 
 Usage::
@@ -46,6 +47,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _metric_learn_env import METRIC_LEARN_PYTHON
 from _results import Results
 from sklearn.decomposition import PCA
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
@@ -57,7 +59,6 @@ from skrank.__main__ import MMC_SAMPLED, mmc_search
 from skrank.datasets import load_mnist
 from skrank.metrics import get_scorer, pairwise_roc_score
 
-DEFAULT_METRIC_LEARN_PYTHON = Path("/work/venv-ml/bin/python")
 METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_fit.py")
 SAMPLED = MMC_SAMPLED
 ROC_GRID = {"preprocessing": ["none", "standardize"], "identity_weight": [0.0, 1.0, 3.0, 10.0]}
@@ -249,7 +250,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--quick", action="store_true", help="seed 0, no metric-learn")
-    parser.add_argument("--metric-learn-python", default=DEFAULT_METRIC_LEARN_PYTHON)
+    parser.add_argument("--metric-learn-python", default=METRIC_LEARN_PYTHON)
     parser.add_argument("--metric-learn-timeout", type=float, default=300.0)
     args = parser.parse_args()
     seeds = [0] if args.quick else args.seeds

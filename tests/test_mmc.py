@@ -40,7 +40,7 @@ def test_fit_sets_attributes_and_certifies_convergence():
     A = mmc.get_mahalanobis_matrix()
     np.testing.assert_allclose(A, A.T)
     assert np.linalg.eigvalsh(A)[0] > -1e-10
-    assert MMC._retrieval_metric == "euclidean"
+    assert MMC.retrieval_metric == "euclidean"
 
 
 def test_methods_agree_with_the_mahalanobis_matrix():

@@ -55,7 +55,7 @@ def test_precision_recall_lines_are_the_computed_curves_of_each_estimator(iris):
         mmc, X, y, recall_levels=levels, ax=first.ax_
     )
     assert second.ax_ is first.ax_ and len(first.ax_.lines) == 2
-    # Both use the euclidean metric: PCA has no _retrieval_metric, MMC's is "euclidean".
+    # Both use the euclidean metric: PCA has no retrieval_metric, MMC's is "euclidean".
     for display, embedding in ((first, pca.transform(X)), (second, mmc.transform(X))):
         expected, _ = mean_precision_recall_curve(
             embedding, y, metric="euclidean", recall_levels=levels

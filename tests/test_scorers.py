@@ -71,7 +71,7 @@ class TopKCentroidClassifier(CentroidClassifier):
 class CosineEmbedder(TransformerMixin, BaseEstimator):
     """Identity embedding that declares cosine as its retrieval metric."""
 
-    _retrieval_metric = "cosine"
+    retrieval_metric = "cosine"
 
     def fit(self, X, y=None):
         self.n_features_in_ = np.shape(X)[1]
@@ -144,6 +144,25 @@ def test_embedding_scorers_use_the_retrieval_metric_protocol():
     assert get_scorer("mean_auprc", metric="euclidean")(embedder, X, y) == pytest.approx(
         euclidean
     )  # the scorer's metric wins
+
+
+def test_the_former_private_retrieval_metric_attribute_still_works_with_a_warning():
+    class OldCosineEmbedder(TransformerMixin, BaseEstimator):
+        _retrieval_metric = "cosine"
+
+        def fit(self, X, y=None):
+            self.n_features_in_ = np.shape(X)[1]
+            return self
+
+        def transform(self, X):
+            return np.asarray(X)
+
+    X, y = clustered()
+    X[:, 0] *= np.linspace(0.2, 5, len(X))
+    with pytest.warns(FutureWarning, match="name the class attribute retrieval_metric"):
+        score = get_scorer("mean_auprc")(OldCosineEmbedder().fit(X, y), X, y)
+    assert score == pytest.approx(mean_auprc_score(X, y, metric="cosine"))
+    assert score != pytest.approx(mean_auprc_score(X, y, metric="euclidean"))
 
 
 def test_at_r_scorers_and_device_through_make_retrieval_scorer():

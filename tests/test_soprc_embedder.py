@@ -60,7 +60,7 @@ def test_transform_returns_unit_rows_and_labels_can_be_any_hashable():
     np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1, rtol=1e-5)
     assert model.score(X, names) == pytest.approx(mean_auprc_score(embedding, names))
     np.testing.assert_allclose(model.transform(sp.csr_matrix(X)), embedding, rtol=1e-5)
-    assert SOPRCEmbedder._retrieval_metric == "cosine"
+    assert SOPRCEmbedder.retrieval_metric == "cosine"
 
 
 def test_same_random_state_same_model():

@@ -112,7 +112,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     True
     """
 
-    _retrieval_metric = "cosine"
+    retrieval_metric = "cosine"
 
     _parameter_constraints = {
         **BaseTorchEstimator._torch_parameter_constraints,

@@ -7,7 +7,7 @@ A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = 
 - An *embedder* is an estimator with ``transform`` and no ``decision_function``. Retrieval
   metrics score ``transform(X)`` against ``y`` (every item a query against the others).
   The metric space is the scorer's ``metric`` when given; otherwise the estimator's class
-  attribute ``_retrieval_metric`` ("cosine" or "euclidean"; for a ``Pipeline``, that of its
+  attribute ``retrieval_metric`` ("cosine" or "euclidean"; for a ``Pipeline``, that of its
   final step) if it has one; otherwise "euclidean".
 - A *classifier* is an estimator with ``decision_function`` (n_samples, n_labels) or
   ``predict_top_k``, and ``classes_``. "recall@k" and "precision@k" are then
@@ -22,6 +22,7 @@ A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = 
 """
 
 import re
+import warnings
 
 import numpy as np
 from scipy import sparse
@@ -63,10 +64,27 @@ def final_estimator(estimator):
     return estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
 
 
-def _retrieval_metric(estimator, metric):
+def retrieval_metric_of(estimator, metric=None):
+    """The metric space in which ``estimator``'s embedding is ranked.
+
+    ``metric`` when given; otherwise the class attribute ``retrieval_metric`` of the estimator
+    (of a ``Pipeline``'s final step); otherwise "euclidean". The former private name
+    ``_retrieval_metric`` is still read, with a ``FutureWarning``, until skrank 0.3.
+    """
     if metric is not None:
         return metric
-    return getattr(final_estimator(estimator), "_retrieval_metric", "euclidean")
+    final = final_estimator(estimator)
+    if hasattr(final, "retrieval_metric"):
+        return final.retrieval_metric
+    if hasattr(final, "_retrieval_metric"):
+        warnings.warn(
+            f"{type(final).__name__}._retrieval_metric is deprecated and will not be read in "
+            "skrank 0.3: name the class attribute retrieval_metric.",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return final._retrieval_metric
+    return "euclidean"
 
 
 def _final_step_input(estimator, X):
@@ -133,7 +151,7 @@ class _EmbeddingScorer(_RankingScorer):
 
     def _score(self, estimator, X, y):
         embedding = _embed(estimator, X, self.name or self.score_func.__name__)
-        metric = _retrieval_metric(estimator, self.metric)
+        metric = retrieval_metric_of(estimator, self.metric)
         return self.score_func(embedding, y, metric=metric, **self.kwargs)
 
 
@@ -218,7 +236,7 @@ def pair_similarity_matrix(estimator, X, metric=None, *, name="pair ROC"):
     if hasattr(final, "pairwise_similarity"):
         return final.pairwise_similarity(_final_step_input(estimator, X))
     embedding = _embed(estimator, X, name)
-    return similarity_matrix(embedding, _retrieval_metric(estimator, metric))
+    return similarity_matrix(embedding, retrieval_metric_of(estimator, metric))
 
 
 def _parse_tpr_name(name, match):
@@ -258,7 +276,7 @@ def get_scorer(scoring, *, metric=None):
       holds the (n, n) similarity matrix of the scored set: memory O(n^2).
 
     The metric space of an embedding is ``metric`` if given, else the estimator's (or a
-    pipeline's final step's) ``_retrieval_metric`` class attribute, else "euclidean".
+    pipeline's final step's) ``retrieval_metric`` class attribute, else "euclidean".
 
     Parameters
     ----------
@@ -319,7 +337,7 @@ def make_retrieval_scorer(score_func, *, metric=None, **kwargs):
     """Make a scorer from a retrieval metric of an embedding.
 
     The scorer computes ``score_func(estimator.transform(X), y, metric=m, **kwargs)`` where
-    ``m`` is ``metric`` if given, else the estimator's ``_retrieval_metric`` class attribute
+    ``m`` is ``metric`` if given, else the estimator's ``retrieval_metric`` class attribute
     (for a ``Pipeline``, its final step's), else "euclidean". Only embedders (``transform``
     and no ``decision_function``) can be scored.
 

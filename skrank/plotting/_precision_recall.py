@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..metrics._retrieval import mean_precision_curve_and_auprc
-from ..metrics._scorer import _embed, _retrieval_metric
+from ..metrics._scorer import _embed, retrieval_metric_of
 from ..utils._docstrings import fill_docs
 from ._base import DISPLAY_PARAMETER_DOCS, CurveDisplay, estimator_name
 
@@ -90,7 +90,7 @@ class MeanPrecisionRecallDisplay(CurveDisplay):
             Class labels.
         metric : {"cosine", "euclidean"} or callable, default=None
             Similarity of the embedding; None uses the estimator's natural one (its
-            ``_retrieval_metric``: cosine for SOPRCEmbedder, euclidean for MMC), else
+            ``retrieval_metric``: cosine for SOPRCEmbedder, euclidean for MMC), else
             "euclidean", as the scorers of :func:`skrank.metrics.get_scorer` do.
         {curve_parameters}
         {estimator_name}
@@ -105,7 +105,7 @@ class MeanPrecisionRecallDisplay(CurveDisplay):
         return cls.from_predictions(
             y,
             embedding,
-            metric=_retrieval_metric(estimator, metric),
+            metric=retrieval_metric_of(estimator, metric),
             recall_levels=recall_levels,
             chunk_size=chunk_size,
             name=estimator_name(estimator) if name is None else name,

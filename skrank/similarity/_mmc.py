@@ -195,7 +195,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     (2, 4)
     """
 
-    _retrieval_metric = "euclidean"
+    retrieval_metric = "euclidean"
 
     _parameter_constraints = {
         "diagonal": ["boolean"],

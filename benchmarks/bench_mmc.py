@@ -139,7 +139,10 @@ def timed(name, run):
 
 def print_table(title, header, rows):
     print(f"\n{title}", flush=True)
-    lines = [header] + [[str(cell) for cell in row] for row in rows]
+    shown = [
+        [f"{cell:.4g}" if isinstance(cell, float) else str(cell) for cell in row] for row in rows
+    ]
+    lines = [header] + shown
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for index, line in enumerate(lines):
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))

@@ -20,8 +20,11 @@ fitted on the training part keeping 90% of the variance).
 
 Usage::
 
-    python benchmarks/bench_mmc.py            # full run (several minutes)
+    python benchmarks/bench_mmc.py            # full run (~12 minutes)
     python benchmarks/bench_mmc.py --quick    # smoke run
+
+Writes ``benchmarks/results/bench_mmc.json`` (``bench_mmc_quick.json`` with ``--quick``), whose
+tables ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
 import argparse
@@ -34,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 from _metric_learn_env import METRIC_LEARN_PYTHON
+from _results import Results
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
@@ -92,6 +96,19 @@ def fit_metric_learn(python, X, y, **params):
         }
 
 
+def _metric_learn_versions(python):
+    """Versions of metric-learn and scikit-learn in the metric-learn environment."""
+    code = (
+        "import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in "
+        "('metric-learn', 'scikit-learn', 'numpy', 'scipy')}))"
+    )
+    try:
+        out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return json.loads(out.stdout)
+
+
 def fit_cvxpy(X, y):
     """The same problem, all negative pairs, objective in DCP form, solved by Clarabel."""
     import cvxpy as cp
@@ -122,7 +139,10 @@ def timed(name, run):
 
 def print_table(title, header, rows):
     print(f"\n{title}", flush=True)
-    lines = [header] + [[str(cell) for cell in row] for row in rows]
+    shown = [
+        [f"{cell:.4g}" if isinstance(cell, float) else str(cell) for cell in row] for row in rows
+    ]
+    lines = [header] + shown
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for index, line in enumerate(lines):
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
@@ -131,9 +151,18 @@ def print_table(title, header, rows):
     sys.stdout.flush()
 
 
-def cvxpy_section(quick):
+def report_table(results, title, header, rows, notes=None):
+    """Print a table (a short summary on stdout) and add it to ``results``."""
+    print_table(title, header, rows)
+    results.add_table(title, header, rows, notes=notes)
+
+
+def cvxpy_section(results, quick):
     X, y = load_digits(return_X_y=True)
-    X = PCA(n_components=31, random_state=0).fit_transform(X)
+    # 40 items span at most 30 within-class directions: with 31 dimensions the similar-pair
+    # scatter is singular and the problem unbounded, so the smoke run keeps 10.
+    d = 10 if quick else 31
+    X = PCA(n_components=d, random_state=0).fit_transform(X)
     n = 40 if quick else 100
     index = np.random.RandomState(0).choice(X.shape[0], n, replace=False)
     X, y = X[index], y[index]
@@ -145,21 +174,25 @@ def cvxpy_section(quick):
         rows.append(
             [
                 name,
-                f"{fit['seconds']:.3f}",
+                round(fit["seconds"], 3),
                 f"{objective:.6f}",
                 f"{constraint:.6f}",
                 f"{objective / reference_objective - 1:+.1e}",
             ]
         )
-    print_table(
-        f"Digits subsample n={n}, PCA 31: exactness against cvxpy "
-        f"(skrank {reference['seconds'] / ours['seconds']:.0f}x faster)",
+    speed_up = reference["seconds"] / ours["seconds"]
+    results.add_figure("cvxpy_seconds_over_skrank_seconds", speed_up)
+    report_table(
+        results,
+        f"Digits subsample n={n}, PCA {d}: exactness against cvxpy (skrank {speed_up:.0f}x faster)",
         ["solver", "fit s", "objective", "constraint", "objective vs cvxpy"],
         rows,
+        notes="objective vs cvxpy: relative difference of skrank's objective from Clarabel's "
+        "(negative: below it).",
     )
 
 
-def digits_section(quick, metric_learn_python):
+def digits_section(results, quick, metric_learn_python):
     X, y = load_digits(return_X_y=True)
     X = PCA(n_components=31, random_state=0).fit_transform(X)
     if quick:
@@ -181,25 +214,29 @@ def digits_section(quick, metric_learn_python):
             lambda: fit_metric_learn(metric_learn_python, X, y, n_constraints=most),
         ),
     ]
-    results = [(name, timed(name, run)) for name, run in runs]
-    reference = results[-1][1]
+    fits = [(name, timed(name, run)) for name, run in runs]
+    reference = fits[-1][1]
     rows = [
         [
             name,
-            f"{fit['seconds']:.2f}",
+            round(fit["seconds"], 2),
             f"{merit(X, y, fit['components']):.4f}",
             fit["n_iter"],
             fit["converged"],
-            f"{reference['seconds'] / fit['seconds']:.1f}" if reference else "n/a",
+            round(reference["seconds"] / fit["seconds"], 1) if reference else None,
         ]
-        for name, fit in results
+        for name, fit in fits
         if fit is not None
     ]
     rows.append(["Euclidean metric", "-", f"{merit(X, y, np.eye(X.shape[1])):.4f}", "-", "-", "-"])
-    print_table(
+    report_table(
+        results,
         f"Digits n={n}, PCA 31: figure of merit over all pairs",
         ["method", "fit s", "figure of merit", "n_iter", "converged", f"speed-up vs ML {most}"],
         rows,
+        notes="Figure of merit: mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar "
+        "pairs), over all pairs (what MMC.score returns). metric-learn: MMC_Supervised, "
+        "random_state=0, max_iter=100.",
     )
 
 
@@ -216,21 +253,21 @@ def mnist_split(n_components, n_train=None, quick=False):
     return pca.transform(X_train), pca.transform(X_test), y_train, y_test
 
 
-def mnist_section(quick, metric_learn_python, n_train, n_components, runs):
+def mnist_section(results, quick, n_train, n_components, runs):
     X_train, X_test, y_train, y_test = mnist_split(n_components, n_train, quick)
     n, d = X_train.shape
-    results = [(name, timed(name, run)) for name, run in runs(X_train, y_train)]
+    fits = [(name, timed(name, run)) for name, run in runs(X_train, y_train)]
     rows = [
         [
             name,
-            f"{fit['seconds']:.2f}",
+            round(fit["seconds"], 2),
             f"{merit(X_train, y_train, fit['components']):.4f}",
             f"{merit(X_test, y_test, fit['components']):.4f}",
             f"{knn_accuracy(X_train, y_train, X_test, y_test, fit['components']):.4f}",
             fit["n_iter"],
             fit["converged"],
         ]
-        for name, fit in results
+        for name, fit in fits
         if fit is not None
     ]
     identity = np.eye(d)
@@ -245,7 +282,8 @@ def mnist_section(quick, metric_learn_python, n_train, n_components, runs):
             "-",
         ]
     )
-    print_table(
+    report_table(
+        results,
         f"MNIST-10k, n_train={n}, d={d} (PCA), {X_test.shape[0]} test items",
         ["method", "fit s", "merit train", "merit test", "5-NN test acc", "n_iter", "converged"],
         rows,
@@ -266,9 +304,14 @@ def main(argv=None):
     if python is None or not Path(python).exists():
         print("metric-learn environment not found: its rows are skipped (see the docstring).")
         python = None
+    results = Results(
+        "bench_mmc_quick" if args.quick else "bench_mmc", packages=("cvxpy", "clarabel")
+    )
+    if python is not None:
+        results.add_figure("metric_learn_versions", _metric_learn_versions(python))
 
-    cvxpy_section(args.quick)
-    digits_section(args.quick, python)
+    cvxpy_section(results, args.quick)
+    digits_section(results, args.quick, python)
 
     def mnist_runs(X, y):
         n, most = X.shape[0], 2000 if args.quick else 20000
@@ -285,7 +328,7 @@ def main(argv=None):
             ),
         ]
 
-    mnist_section(args.quick, python, 1000 if args.quick else None, 0.9, mnist_runs)
+    mnist_section(results, args.quick, 1000 if args.quick else None, 0.9, mnist_runs)
     if not args.quick:
 
         def issue_runs(X, y):  # the issue's d = 100, n = 2,000 case, metric-learn defaults
@@ -294,7 +337,8 @@ def main(argv=None):
                 ("metric-learn, default constraints", lambda: fit_metric_learn(python, X, y)),
             ]
 
-        mnist_section(False, python, 2000, 100, issue_runs)
+        mnist_section(results, False, 2000, 100, issue_runs)
+    results.save()
 
 
 if __name__ == "__main__":

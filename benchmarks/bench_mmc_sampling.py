@@ -12,13 +12,17 @@ Usage::
 
     PYTHONPATH=. python benchmarks/bench_mmc_sampling.py            # n up to 8,000, 5 runs
     PYTHONPATH=. python benchmarks/bench_mmc_sampling.py --quick    # smoke run
+
+Writes ``benchmarks/results/bench_mmc_sampling.json`` (``bench_mmc_sampling_quick.json`` with
+``--quick``), whose table ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
 import argparse
 import time
 
 import numpy as np
-from bench_mmc import print_table
+from _results import Results
+from bench_mmc import report_table
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 
@@ -68,7 +72,7 @@ def run(sizes, n_runs):
     return records
 
 
-def summarise(records, sizes):
+def summarise(results, records, sizes, n_runs):
     header = [
         "n",
         "negatives",
@@ -95,13 +99,32 @@ def summarise(records, sizes):
                     f"{mean[0]:.4f} ± {std[0]:.4f}",
                     f"{mean[1]:.4f} ± {std[1]:.4f}",
                     f"{mean[2]:.2f} ± {std[2]:.2f}",
-                    f"{mean[0] / reference[0]:.4f}",
-                    f"{reference[2] / mean[2]:.1f}",
+                    round(mean[0] / reference[0], 4),
+                    round(reference[2] / mean[2], 1),
                     converged,
                 ]
             )
-    print_table(
-        "Test objective and constraint versus all pairs (mean ± std over runs)", header, rows
+    report_table(
+        results,
+        f"Test objective and constraint versus all pairs (mean ± std over {n_runs} runs)",
+        header,
+        rows,
+        notes="objective / all: mean test objective over the mean of the all-pairs fits; "
+        "speed-up: mean all-pairs fit time over mean fit time; converged: every run converged.",
+    )
+    results.add_figure(
+        "runs",
+        [
+            {
+                "n": n,
+                "negatives": label,
+                "test_objective": objective,
+                "test_constraint": constraint,
+                "seconds": seconds,
+                "converged": converged,
+            }
+            for n, label, objective, constraint, seconds, converged in records
+        ],
     )
 
 
@@ -112,7 +135,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sizes = (250, 500) if args.quick else (500, 1000, 2000, 4000, 8000)
     n_runs = args.runs or (2 if args.quick else 5)
-    summarise(run(sizes, n_runs), sizes)
+    results = Results("bench_mmc_sampling_quick" if args.quick else "bench_mmc_sampling")
+    summarise(results, run(sizes, n_runs), sizes, n_runs)
+    results.save()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ negatives sampled without replacement in the proportions pi0 : 1 - pi0) and eval
 It prints the mean and standard deviation of both over the batches next to the target
 1 - AUPRC of the full set of scores, and the biases (mean - target).
 
-Usage: ``python benchmarks/bench_soprc_estimator.py [--quick]``.
+Usage: ``python benchmarks/bench_soprc_estimator.py [--quick]``. Writes
+``benchmarks/results/bench_soprc_estimator.json`` (``bench_soprc_estimator_quick.json`` with
+``--quick``), whose table ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
 import argparse
@@ -19,6 +21,7 @@ import time
 
 import numpy as np
 import torch
+from _results import Results
 from sklearn.metrics import average_precision_score
 
 from skrank.datasets import make_score_simulation
@@ -71,8 +74,10 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)  # tiny tensors: a thread pool only adds overhead
     batch_sizes, n_batches = ((256,), 50) if args.quick else ((256, 1024), 500)
+    results = Results("bench_soprc_estimator_quick" if args.quick else "bench_soprc_estimator")
     start = time.perf_counter()
     rows = simulate(batch_sizes, n_batches)
+    seconds = time.perf_counter() - start
     header = (
         f"{'distribution':<15}{'batch':>6}{'pi0':>6}{'1-AUPRC':>9}"
         f"{'SOPRC mean':>12}{'sd':>7}{'AP mean':>10}{'sd':>7}{'SOPRC bias':>12}{'AP bias':>9}"
@@ -80,13 +85,46 @@ def main():
     print(f"{n_batches} batches per row, pi = {PRIOR}, 100,000 scores")
     print(header)
     print("-" * len(header))
+    table = []
     for distribution, batch_size, rate, target, soprc, ap in rows:
         print(
             f"{distribution:<15}{batch_size:>6}{rate:>6.2f}{target:>9.4f}"
             f"{soprc.mean():>12.4f}{soprc.std():>7.3f}{ap.mean():>10.4f}{ap.std():>7.3f}"
             f"{soprc.mean() - target:>+12.4f}{ap.mean() - target:>+9.4f}"
         )
-    print(f"\n{time.perf_counter() - start:.1f} s")
+        table.append(
+            [
+                distribution.replace("_", " "),
+                batch_size,
+                f"{rate:.2f}",
+                f"{target:.4f}",
+                f"{soprc.mean():.4f} ± {soprc.std():.3f}",
+                f"{ap.mean():.4f} ± {ap.std():.3f}",
+                f"{soprc.mean() - target:+.4f}",
+                f"{ap.mean() - target:+.4f}",
+            ]
+        )
+    print(f"\n{seconds:.1f} s")
+    results.add_table(
+        f"Bias of the SOPRC and in-batch AP estimators of 1 - AUPRC ({n_batches} batches per "
+        f"row, pi = {PRIOR}, 100,000 scores)",
+        [
+            "distribution",
+            "batch",
+            "pi0",
+            "1-AUPRC",
+            "SOPRC mean ± sd",
+            "AP mean ± sd",
+            "SOPRC bias",
+            "AP bias",
+        ],
+        table,
+        notes="SOPRC: soprc_query_loss(..., exact=True) with the dataset prior and the ideal "
+        "auxiliary vector (all positive scores); AP: 1 - average precision of the batch; "
+        "bias: mean over the batches - 1-AUPRC of the full set.",
+    )
+    results.add_figure("seconds", seconds)
+    results.save()
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from functools import partial
 
 import numpy as np
 import torch
+from _results import Results
 from pytorch_metric_learning import losses
 from sklearn.model_selection import train_test_split
 
@@ -56,6 +57,8 @@ from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
 
 RECALL_KS = (1, 4, 16)
+MNIST_DIGITS = 10
+MAX_BATCH = 224
 BUDGET = dict(max_epochs=20, learning_rate=0.05, optimizer="sgd", lr_milestones=[15])
 
 
@@ -92,17 +95,31 @@ PEERS = {
     "contrastive (PML)": peer("ContrastiveEmbedder", losses.ContrastiveLoss),
 }
 
-# Table 2 of the paper: (unbiased prior, auxiliary vectors, regulariser, optimiser)
+# Table 2 of the paper: (prior, TPR source, regulariser, optimiser), every parameter set
+# explicitly (the estimator's defaults changed since: batch TPR, lambda (10, 2)); the regulariser
+# at the paper's weights (5, 1). Weight averaging stays at the estimator's default in every row.
+_NO_REGULARISER = dict(lambda_pos=0.0, lambda_neg=0.0)
+_PAPER_REGULARISER = dict(lambda_pos=5.0, lambda_neg=1.0)
 ABLATIONS = {
     "1: batch prior, batch TPR, no reg.": dict(
-        prior="batch", tpr_source="batch", lambda_pos=0.0, lambda_neg=0.0
+        prior="batch", tpr_source="batch", **_NO_REGULARISER
     ),
     "2: dataset prior, batch TPR, no reg.": dict(
-        tpr_source="batch", lambda_pos=0.0, lambda_neg=0.0
+        prior="dataset", tpr_source="batch", **_NO_REGULARISER
     ),
-    "3: dataset prior, aux. vectors, no reg.": dict(lambda_pos=0.0, lambda_neg=0.0),
-    "4: full SOPRC (SGD)": dict(),
-    "5: full SOPRC (Adam, lr 1e-3)": dict(optimizer="adam", learning_rate=1e-3),
+    "3: dataset prior, aux. vectors, no reg.": dict(
+        prior="dataset", tpr_source="auxiliary", **_NO_REGULARISER
+    ),
+    "4: full SOPRC of the paper (SGD)": dict(
+        prior="dataset", tpr_source="auxiliary", **_PAPER_REGULARISER
+    ),
+    "5: full SOPRC of the paper (Adam, lr 1e-3)": dict(
+        prior="dataset",
+        tpr_source="auxiliary",
+        **_PAPER_REGULARISER,
+        optimizer="adam",
+        learning_rate=1e-3,
+    ),
 }
 
 
@@ -121,13 +138,14 @@ def pml_row(loss_class):
     return build
 
 
-# Loss -> (row builder, grid of its main hyperparameters); PML defaults: num_bins=10, margin=0.05.
+# Loss -> (row builder, grid of its main hyperparameters); PML defaults: num_bins=10, margin=0.05;
+# SOPRC's lambda: off, the paper's (5, 1) and the estimator's default (10, 2).
 TUNING_GRIDS = {
     "SOPRC (skrank)": (
         soprc_row,
         [
             dict(lambda_pos=lambda_pos, lambda_neg=lambda_neg, tau1=tau1)
-            for lambda_pos, lambda_neg in ((0.0, 0.0), (1.0, 0.2), (5.0, 1.0))
+            for lambda_pos, lambda_neg in ((0.0, 0.0), (5.0, 1.0), (10.0, 2.0))
             for tau1 in (0.1, 0.05)
         ],
     ),
@@ -183,9 +201,12 @@ def step_times(repeats, batch_size=224, n_dims=512, samples_per_class=4):
     """Forward + backward times (ms) of each loss, interleaved repetitions."""
     torch.manual_seed(0)
     labels = torch.arange(batch_size // samples_per_class).repeat_interleave(samples_per_class)
-    soprc = SOPRCLoss(np.full(batch_size // samples_per_class, 1000))
+    class_counts = np.full(batch_size // samples_per_class, 1000)
     candidates = {
-        "SOPRC (skrank)": soprc,
+        "SOPRC, auxiliary TPR (SOPRCLoss defaults)": SOPRCLoss(class_counts),
+        "SOPRC, batch TPR (SOPRCEmbedder defaults)": SOPRCLoss(
+            class_counts, tpr_source="batch", lambda_pos=10.0, lambda_neg=2.0
+        ),
         "FastAP (PML)": losses.FastAPLoss(),
         "SmoothAP (PML)": losses.SmoothAPLoss(),
     }
@@ -248,16 +269,40 @@ def main():
         budget.update(max_epochs=2, lr_milestones=None)
     start = time.perf_counter()
     if args.tune:
-        tune_on_mnist(seeds, budget, args.samples_per_class)
+        results = Results(results_name("tune", args), packages=["pytorch-metric-learning"])
+        tune_on_mnist(seeds, budget, args.samples_per_class, results)
     elif args.validation:
         validate_on_mnist(seeds, budget, args.samples_per_class, args.rows or [], args.soprc)
+    elif args.rows:
+        compare_on_mnist(seeds, budget, args.samples_per_class, args.rows, args.soprc)
     else:
+        stem = "step_times" if args.step_times_only else "mnist_full"
+        results = Results(results_name(stem, args), packages=["pytorch-metric-learning"])
         if not args.step_times_only:
-            compare_on_mnist(seeds, budget, args.samples_per_class, args.rows, args.soprc)
-        if args.rows:
-            return
-        print_step_times(step_times(5 if args.quick else 40))
+            compare_on_mnist(seeds, budget, args.samples_per_class, None, args.soprc, results)
+        times = step_times(5 if args.quick else 40)
+        print_step_times(times)
+        add_step_times(results, times)
+    if args.tune or not (args.validation or args.rows):
+        results.add_figure("total seconds", round(time.perf_counter() - start))
+        results.save()
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+def results_name(stem, args):
+    """``bench_soprc_<stem>``, with the batch size of the MNIST modes and any non-default run."""
+    name = f"bench_soprc_{stem}"
+    if stem != "step_times":
+        name += (
+            f"_{min(MNIST_DIGITS, MAX_BATCH // args.samples_per_class) * args.samples_per_class}"
+        )
+    if args.learning_rate != BUDGET["learning_rate"]:
+        name += f"_lr{args.learning_rate:g}"
+    if args.seeds != 3 and not args.quick:
+        name += f"_seeds{args.seeds}"
+    if args.soprc and not args.step_times_only:
+        name += "_extra_rows"
+    return name + ("_quick" if args.quick else "")
 
 
 def mnist_halves(seeds, budget, samples_per_class, batch_size):
@@ -322,7 +367,7 @@ def print_paired(results):
 
 def validate_on_mnist(seeds, budget, samples_per_class, only, soprc_settings):
     """Rows fitted on 80 % of the training half, scored on its other 20 %."""
-    batch_size = 224
+    batch_size = MAX_BATCH
     data, _ = mnist_halves(seeds, budget, samples_per_class, batch_size)
     X_train, _, y_train, _ = data
     validation_data = train_test_split(
@@ -341,8 +386,6 @@ def validate_on_mnist(seeds, budget, samples_per_class, only, soprc_settings):
 
 
 def save_validation(results, seeds, budget, samples_per_class):
-    from _results import Results
-
     saved = Results("bench_soprc_mnist_validation", packages=["pytorch-metric-learning"])
     names = list(results)
     first = results[names[0]][0][:, 0]
@@ -373,9 +416,13 @@ def save_validation(results, seeds, budget, samples_per_class):
     saved.save()
 
 
-def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings=()):
-    """The retrieval table and the ablation table (only the comparison rows ``only``)."""
-    batch_size = 224
+def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings=(), results=None):
+    """The retrieval table and the ablation table (only the comparison rows ``only``).
+
+    With ``only``, the table is saved to ``results/bench_soprc_mnist.json``; otherwise both
+    tables are added to ``results``.
+    """
+    batch_size = MAX_BATCH
     data, raw = mnist_halves(seeds, budget, samples_per_class, batch_size)
     rows = comparison_rows(only, soprc_settings)
     comparison = run_rows(rows, data, seeds, budget, samples_per_class, batch_size)
@@ -388,24 +435,61 @@ def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings
     ablation_rows = {name: (BenchEmbedder, params) for name, params in ABLATIONS.items()}
     ablations = run_rows(ablation_rows, data, seeds, budget, samples_per_class, batch_size)
     print_table("Ablations (Table 2 of the paper)", ablations, raw)
+    setup = setup_note(budget, samples_per_class, seeds)
+    add_score_table(
+        results,
+        "Same-class MNIST retrieval (test half), mean ± sd over seeds",
+        "loss",
+        comparison,
+        raw,
+        notes=f"{setup}; SOPRC at the estimator's defaults, PML losses at theirs.",
+    )
+    add_score_table(
+        results,
+        "Table 2 ablation of the SOPRC paper (SOPRCEmbedder, test half), mean ± sd over seeds",
+        "row",
+        ablations,
+        raw,
+        notes=f"{setup}; every row sets prior, tpr_source and lambda explicitly (regulariser "
+        "at the paper's (5, 1)); weight averaging at the estimator's default in every row.",
+    )
 
 
-def save_comparison(comparison, raw, seeds, budget, samples_per_class):
-    from _results import Results
+def setup_note(budget, samples_per_class, seeds):
+    return (
+        f"MLP 784-256-64, {budget['max_epochs']} epochs, SGD lr {budget['learning_rate']} "
+        f"x0.1 after epochs {budget['lr_milestones']}, {samples_per_class} items per digit per "
+        f"batch ({min(MNIST_DIGITS, MAX_BATCH // samples_per_class) * samples_per_class} items), "
+        f"seeds {seeds}"
+    )
 
-    results = Results("bench_soprc_mnist", packages=["pytorch-metric-learning"])
-    columns = ["loss", "mean AUPRC", *(f"R@{k}" for k in RECALL_KS), "s / fit"]
+
+def score_rows(scores_by_name, raw=None):
+    """Table rows ``name, mean ± sd of each score, s / fit`` (and the raw-pixel row)."""
     rows = [
         [name]
         + [f"{m:.4f} ± {s:.4f}" for m, s in zip(scores.mean(0), scores.std(0), strict=True)]
         + [f"{seconds:.0f}"]
-        for name, (scores, seconds) in comparison.items()
+        for name, (scores, seconds) in scores_by_name.items()
     ]
-    rows.append(["raw pixels (cosine)", *(f"{value:.4f}" for value in raw), ""])
+    if raw is not None:
+        rows.append(["raw pixels (cosine)", *(f"{value:.4f}" for value in raw), ""])
+    return rows
+
+
+SCORE_COLUMNS = ["mean AUPRC", *(f"R@{k}" for k in RECALL_KS), "s / fit"]
+
+
+def add_score_table(results, title, first_column, scores_by_name, raw, notes):
+    results.add_table(title, [first_column, *SCORE_COLUMNS], score_rows(scores_by_name, raw), notes)
+
+
+def save_comparison(comparison, raw, seeds, budget, samples_per_class):
+    results = Results("bench_soprc_mnist", packages=["pytorch-metric-learning"])
     results.add_table(
         "Same-class MNIST retrieval (test half), mean ± sd over seeds",
-        columns,
-        rows,
+        ["loss", *SCORE_COLUMNS],
+        score_rows(comparison, raw),
         notes=f"MLP 784-256-64, {budget['max_epochs']} epochs, SGD lr {budget['learning_rate']} "
         f"x0.1 after epochs {budget['lr_milestones']}, {samples_per_class} items per digit per "
         f"batch, seeds {seeds}; SOPRC at the estimator's defaults.",
@@ -413,9 +497,9 @@ def save_comparison(comparison, raw, seeds, budget, samples_per_class):
     results.save()
 
 
-def tune_on_mnist(seeds, budget, samples_per_class):
+def tune_on_mnist(seeds, budget, samples_per_class, results):
     """Grid points scored on a validation split of the training half; the best refitted."""
-    batch_size = 224
+    batch_size = MAX_BATCH
     data, raw = mnist_halves(seeds, budget, samples_per_class, batch_size)
     X_train, X_test, y_train, y_test = data
     validation_data = train_test_split(
@@ -440,6 +524,32 @@ def tune_on_mnist(seeds, budget, samples_per_class):
     rows = {f"{name}, tuned": TUNING_GRIDS[name][0](setting) for name, setting in chosen.items()}
     tuned = fit(rows, data, seeds, batch_size=batch_size)
     print_table("Test retrieval, tuned settings, mean ± sd over seeds", tuned, raw)
+    results.add_table(
+        "Validation scores of the grid points (seed 0)",
+        ["loss", "setting", "chosen", *SCORE_COLUMNS[:-1]],
+        [
+            [name, setting_label(setting), "yes" if setting == chosen[name] else ""]
+            + [f"{value:.4f}" for value in scores]
+            for name, points in validation.items()
+            for setting, scores in points
+        ],
+        notes=f"Fitted with seed 0 on {validation_data[0].shape[0]} items of the training half, "
+        f"scored on the other {validation_data[1].shape[0]} (stratified, random_state=0; every "
+        "validation item a query against the others); chosen: the best validation mean AUPRC "
+        f"of each loss. {setup_note(budget, samples_per_class, [0])}.",
+    )
+    add_score_table(
+        results,
+        "Test retrieval, chosen settings refitted on the training half, mean ± sd over seeds",
+        "loss (chosen setting)",
+        {
+            f"{name}: {setting_label(chosen[name])}": value
+            for name, value in zip(chosen, tuned.values(), strict=True)
+        },
+        raw,
+        notes=f"{setup_note(budget, samples_per_class, seeds)}; the test half played no part "
+        "in the choice.",
+    )
 
 
 def setting_label(setting):
@@ -462,15 +572,43 @@ def print_validation(validation, chosen):
             print(f"{name:<18}{mark}{setting_label(setting):<41}{cells}")
 
 
+STEP_TITLE = "Loss step (forward + backward) at batch 224 (56 classes x 4) x 512 dims, 1 thread"
+
+
 def print_step_times(times):
-    print("\nLoss step (forward + backward) at batch 224 (56 classes x 4) x 512 dims, 1 thread")
+    print(f"\n{STEP_TITLE}")
     reference = np.median(times["FastAP (PML)"])
     for name, values in times.items():
         print(
-            f"  {name:<16} median {np.median(values):7.1f} ms  "
+            f"  {name:<42} median {np.median(values):7.1f} ms  "
             f"(quartiles {np.percentile(values, 25):.1f}-{np.percentile(values, 75):.1f})  "
             f"{np.median(values) / reference:5.2f} x FastAP"
         )
+
+
+def add_step_times(results, times):
+    """The step-time table (medians, quartiles, ratio to FastAP) and every repetition."""
+    reference = np.median(times["FastAP (PML)"])
+    rows = [
+        [
+            name,
+            float(np.median(values)),
+            f"{np.percentile(values, 25):.1f}-{np.percentile(values, 75):.1f}",
+            float(np.median(values) / reference),
+        ]
+        for name, values in times.items()
+    ]
+    repeats = len(next(iter(times.values())))
+    results.add_table(
+        STEP_TITLE,
+        ["loss", "median ms", "quartiles ms", "median / FastAP"],
+        rows,
+        notes=f"Random embeddings, classes of 1,000 items (auxiliary vectors of length 999), "
+        f"{repeats} interleaved repetitions in one process and one torch thread; SOPRC twice: "
+        "the loss's own defaults (auxiliary vectors, lambda (5, 1)) and the estimator's "
+        "(TPR from the batch positives, lambda (10, 2)).",
+    )
+    results.add_figure("step ms", {name: values.tolist() for name, values in times.items()})
 
 
 if __name__ == "__main__":

@@ -514,8 +514,8 @@ def tune_on_mnist(seeds, budget, samples_per_class, results):
     validation, chosen = {}, {}
     for name, (build_row, grid) in TUNING_GRIDS.items():
         rows = {f"{name}: {setting_label(setting)}": build_row(setting) for setting in grid}
-        results = fit(rows, validation_data, [0], batch_size=batch_size)
-        scores = [results[label][0][0] for label in rows]
+        fitted = fit(rows, validation_data, [0], batch_size=batch_size)
+        scores = [fitted[label][0][0] for label in rows]
         best = int(np.argmax([score[0] for score in scores]))
         validation[name] = list(zip(grid, scores, strict=True))
         chosen[name] = grid[best]

@@ -36,9 +36,21 @@ validation split (20 % of the training half) after fitting on the other 80 %, an
 mean AUPRC of every seed and each row's per-seed difference from the first row: the way to screen
 a setting without looking at the test half.
 
+Every row, SOPRC and peers alike, uses the estimator's weight averaging (``PeerEmbedder`` is a
+``SOPRCEmbedder``); ``--weight-averaging none`` (or a float) sets it for every row.
+
 Usage: ``python benchmarks/bench_soprc.py [--quick] [--samples-per-class M]
-[--learning-rate LR] [--step-times-only | --tune | --validation] [--rows ROW ...]
-[--soprc SETTING ...] [--seeds N]``.
+[--learning-rate LR] [--weight-averaging W] [--step-times-only | --tune | --validation]
+[--rows ROW ...] [--soprc SETTING ...] [--seeds N]``.
+
+Writes, under ``benchmarks/results`` (rendered into ``benchmarks/README.md`` by
+``benchmarks/report.py``): the default run ``bench_soprc_mnist_full_<B>.json`` (comparison,
+Table 2 ablation and step-time tables; ``B`` the batch size, 220 at the default 22 per class, 40
+with ``--samples-per-class 4``); ``--step-times-only`` ``bench_soprc_step_times.json``;
+``--tune`` ``bench_soprc_tune_<B>.json``; ``--rows`` ``bench_soprc_mnist.json``; ``--validation``
+``bench_soprc_mnist_validation.json``. A non-default ``--learning-rate``, ``--weight-averaging``,
+``--seeds`` or extra ``--soprc`` rows add ``_lr<LR>``, ``_no_averaging`` / ``_averaging<W>``,
+``_seeds<N>``, ``_extra_rows`` to the first three names, ``--quick`` adds ``_quick``.
 """
 
 import argparse
@@ -97,7 +109,7 @@ PEERS = {
 
 # Table 2 of the paper: (prior, TPR source, regulariser, optimiser), every parameter set
 # explicitly (the estimator's defaults changed since: batch TPR, lambda (10, 2)); the regulariser
-# at the paper's weights (5, 1). Weight averaging stays at the estimator's default in every row.
+# at the paper's weights (5, 1). Weight averaging as in every other row (--weight-averaging).
 _NO_REGULARISER = dict(lambda_pos=0.0, lambda_neg=0.0)
 _PAPER_REGULARISER = dict(lambda_pos=5.0, lambda_neg=1.0)
 ABLATIONS = {
@@ -261,10 +273,19 @@ def main():
         help="extra SOPRC rows, each 'name=value ...' of SOPRCEmbedder parameters",
     )
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument(
+        "--weight-averaging",
+        type=lambda text: None if text.lower() == "none" else float(text),
+        default="default",
+        help="weight_averaging of every row, SOPRC and peers (a float, or 'none'); default: "
+        "the estimator's",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     seeds = [0] if args.quick else list(range(args.seeds))
     budget = {**BUDGET, "learning_rate": args.learning_rate}
+    if args.weight_averaging != "default":
+        budget["weight_averaging"] = args.weight_averaging
     if args.quick:
         budget.update(max_epochs=2, lr_milestones=None)
     start = time.perf_counter()
@@ -298,6 +319,10 @@ def results_name(stem, args):
         )
     if args.learning_rate != BUDGET["learning_rate"]:
         name += f"_lr{args.learning_rate:g}"
+    if args.weight_averaging is None:
+        name += "_no_averaging"
+    elif args.weight_averaging != "default":
+        name += f"_averaging{args.weight_averaging:g}"
     if args.seeds != 3 and not args.quick:
         name += f"_seeds{args.seeds}"
     if args.soprc and not args.step_times_only:
@@ -451,7 +476,7 @@ def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings
         ablations,
         raw,
         notes=f"{setup}; every row sets prior, tpr_source and lambda explicitly (regulariser "
-        "at the paper's (5, 1)); weight averaging at the estimator's default in every row.",
+        "at the paper's (5, 1)).",
     )
 
 
@@ -460,7 +485,8 @@ def setup_note(budget, samples_per_class, seeds):
         f"MLP 784-256-64, {budget['max_epochs']} epochs, SGD lr {budget['learning_rate']} "
         f"x0.1 after epochs {budget['lr_milestones']}, {samples_per_class} items per digit per "
         f"batch ({min(MNIST_DIGITS, MAX_BATCH // samples_per_class) * samples_per_class} items), "
-        f"seeds {seeds}"
+        f"weight_averaging={budget.get('weight_averaging', SOPRCEmbedder().weight_averaging)} "
+        f"for every row (peers included), seeds {seeds}"
     )
 
 

@@ -50,7 +50,8 @@ with ``--samples-per-class 4``); ``--step-times-only`` ``bench_soprc_step_times.
 ``--tune`` ``bench_soprc_tune_<B>.json``; ``--rows`` ``bench_soprc_mnist.json``; ``--validation``
 ``bench_soprc_mnist_validation.json``. A non-default ``--learning-rate``, ``--weight-averaging``,
 ``--seeds`` or extra ``--soprc`` rows add ``_lr<LR>``, ``_no_averaging`` / ``_averaging<W>``,
-``_seeds<N>``, ``_extra_rows`` to the first three names, ``--quick`` adds ``_quick``.
+``_seeds<N>``, ``_extra_rows`` to the full and ``--tune`` names; ``--quick`` adds ``_quick`` to
+the first three.
 """
 
 import argparse
@@ -275,8 +276,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     parser.add_argument(
         "--weight-averaging",
-        type=lambda text: None if text.lower() == "none" else float(text),
-        default="default",
+        metavar="W",
         help="weight_averaging of every row, SOPRC and peers (a float, or 'none'); default: "
         "the estimator's",
     )
@@ -284,8 +284,9 @@ def main():
     torch.set_num_threads(1)
     seeds = [0] if args.quick else list(range(args.seeds))
     budget = {**BUDGET, "learning_rate": args.learning_rate}
-    if args.weight_averaging != "default":
-        budget["weight_averaging"] = args.weight_averaging
+    if args.weight_averaging is not None:  # 'none' or a float
+        args.weight_averaging = parse_setting(f"weight_averaging={args.weight_averaging}")
+        budget.update(args.weight_averaging)
     if args.quick:
         budget.update(max_epochs=2, lr_milestones=None)
     start = time.perf_counter()
@@ -313,19 +314,18 @@ def main():
 def results_name(stem, args):
     """``bench_soprc_<stem>``, with the batch size of the MNIST modes and any non-default run."""
     name = f"bench_soprc_{stem}"
-    if stem != "step_times":
-        name += (
-            f"_{min(MNIST_DIGITS, MAX_BATCH // args.samples_per_class) * args.samples_per_class}"
-        )
+    if stem == "step_times":  # random embeddings: no batch size, budget or rows
+        return name + ("_quick" if args.quick else "")
+    batch_size = min(MNIST_DIGITS, MAX_BATCH // args.samples_per_class) * args.samples_per_class
+    name += f"_{batch_size}"
     if args.learning_rate != BUDGET["learning_rate"]:
         name += f"_lr{args.learning_rate:g}"
-    if args.weight_averaging is None:
-        name += "_no_averaging"
-    elif args.weight_averaging != "default":
-        name += f"_averaging{args.weight_averaging:g}"
+    if args.weight_averaging is not None:
+        value = args.weight_averaging["weight_averaging"]
+        name += "_no_averaging" if value is None else f"_averaging{value:g}"
     if args.seeds != 3 and not args.quick:
         name += f"_seeds{args.seeds}"
-    if args.soprc and not args.step_times_only:
+    if args.soprc:
         name += "_extra_rows"
     return name + ("_quick" if args.quick else "")
 

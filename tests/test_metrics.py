@@ -855,20 +855,18 @@ def test_count_true(width):
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 64, 1001])
 def test_flat_at_least_equals_flatnonzero(n):
-    import torch
-
-    from skrank.metrics._ranks import Workspace
     from skrank.metrics._tiled_ranks import _flat_at_least
 
     rng = np.random.default_rng(n)
-    workspace = Workspace()
+    n_words = -(-n // 8)
+    masks = np.empty(8 * n_words + 5, dtype=bool), np.empty(n_words, dtype=bool)
     for density in (0.0, 0.03, 0.5, 1.0):
         values = np.where(rng.random(n) < density, 10, rng.integers(0, 10, n)).astype(np.int32)
         values[-1:] = 10 if density > 0.4 else values[-1:]  # a hit in the last, partial word
         expected = np.flatnonzero(values >= 10)
-        np.testing.assert_array_equal(_flat_at_least(values, 10, workspace), expected)
-        # Stale hits past the values in the reused mask must not count.
-        workspace.get("mask", (8 * (-(-n // 8)),), torch.bool, "cpu").numpy()[:] = True
+        np.testing.assert_array_equal(_flat_at_least(values, 10, masks), expected)
+        for mask in masks:  # stale hits past the values in the reused masks must not count
+            mask[:] = True
 
 
 @pytest.mark.parametrize(

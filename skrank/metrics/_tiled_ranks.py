@@ -115,6 +115,17 @@ class _Grid:
         self.histogram = workspace.get("histogram", (3 * n_bins,), torch.int32, "cpu").zero_()
         self.shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
         self.shared_at_least, self.shared_before = self.shared.numpy()
+        self.masks = None
+        if self.kernel is None:  # for _flat_at_least: tiles of TILE_ITEMS columns at most
+            self._get_masks(n_rows * TILE_ITEMS)
+
+    def _get_masks(self, n):
+        """The work arrays of :func:`_flat_at_least` for tiles of up to ``n`` scores."""
+        if self.masks is None or len(self.masks[1]) < -(-n // 8):
+            n_words = -(-n // 8)
+            masks = self.workspace.get("masks", (9 * n_words,), torch.bool, "cpu").numpy()
+            self.masks = masks[: 8 * n_words], masks[8 * n_words :]
+        return self.masks
 
     def _build_lookup(self, lookup, row_cells, starts, firsts):
         """The lookup table without numba: the running count of the spacers and positives in
@@ -200,7 +211,7 @@ class _Grid:
         flat_bins = work.view(torch.int32).view(-1)  # the scaled scores are not needed again
         torch.index_select(self.lookup, 0, cells.view(-1), out=flat_bins)
         bins = flat_bins.numpy()
-        shared = _flat_at_least(bins, self.n_bins, self.workspace)
+        shared = _flat_at_least(bins, self.n_bins, self._get_masks(len(bins)))
         if len(shared):
             bins[shared] = self._compare_shared(shared, scores.numpy().reshape(-1), index, bins)
         self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
@@ -300,17 +311,20 @@ def _run_remainders(starts, n, out=None):
     return out
 
 
-def _flat_at_least(values, threshold, workspace):
+def _flat_at_least(values, threshold, masks):
     """``np.flatnonzero(values >= threshold)`` for a few hits among many ``values`` (1-D): the
     mask's words of 8 bytes holding a hit first, then the hits in those words only (numpy's
-    ``flatnonzero`` takes about 0.7 ns per byte of mask, a word test an eighth of that)."""
+    ``flatnonzero`` takes about 0.7 ns per byte of mask, a word test an eighth of that).
+
+    ``masks``: two bool work arrays of at least ``len(values) + 7`` and ``len(values) / 8 + 1``.
+    """
     n = len(values)
     n_words = -(-n // 8)
-    mask = workspace.get("mask", (8 * n_words,), torch.bool, "cpu").numpy()
+    mask = masks[0][: 8 * n_words]
     mask[n:] = False
     np.greater_equal(values, threshold, out=mask[:n])
     words = mask.view(np.uint64)
-    hit_words = workspace.get("hit_words", (n_words,), torch.bool, "cpu").numpy()
+    hit_words = masks[1][:n_words]
     np.not_equal(words, 0, out=hit_words)
     hit_words = np.flatnonzero(hit_words)
     hits = np.flatnonzero(words[hit_words].view(bool))  # 8 mask bytes per hit word
@@ -394,13 +408,20 @@ def tiled_positive_statistics(
     workspace = workspace or Workspace()
     grid = _Grid(thresholds, n_positives, column_index[columns], workspace)
 
+    buffers = {}  # work arrays by tile shape (most tiles share one)
+
     def count(tile_scores, index):
         shape = tile_scores.shape
         if grid.kernel is not None:
             grid.count(tile_scores, index, None, None)
             return
-        work = workspace.get("work", shape, torch.float32, "cpu")
-        grid.count(tile_scores, index, work, workspace.get("cells", shape, torch.int32, "cpu"))
+        work = buffers.get(shape)
+        if work is None:
+            work = buffers[shape] = (
+                workspace.get("work", shape, torch.float32, "cpu"),
+                workspace.get("cells", shape, torch.int32, "cpu"),
+            )
+        grid.count(tile_scores, index, *work)
 
     for start in range(0, class_scores.shape[1], TILE_ITEMS):
         part = slice(start, start + TILE_ITEMS)

@@ -81,7 +81,8 @@ class _Grid:
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
         n_flat = n_rows * (n_cells + 1)
         self.workspace = workspace
-        lookup = workspace.get("lookup", (n_flat,), torch.int32, "cpu")
+        # One entry past the last cell: the increments of a positive there land beyond it.
+        lookup = workspace.get("lookup", (n_flat + 1,), torch.int32, "cpu")
         compiled = _numba_kernels() if USE_NUMBA else None
         self.kernel = None if compiled is None else compiled.count_tile
         if self.kernel is not None:
@@ -90,7 +91,9 @@ class _Grid:
             ] + [np.float32(self.top)]
             cells = np.empty(thresholds.shape, dtype=np.int64)
             compiled.cells(thresholds.numpy(), *self.row_terms, cells)
-            compiled.build_lookup(cells, n_positives.numpy(), n_cells, n_bins, lookup.numpy())
+            compiled.build_lookup(
+                cells, n_positives.numpy(), n_cells, n_bins, lookup[:n_flat].numpy()
+            )
         else:
             cells = self.cells(thresholds, torch.empty_like(thresholds), None).numpy()
         positive_cells = cells.reshape(-1)[valid]
@@ -108,7 +111,7 @@ class _Grid:
         if self.kernel is None:
             self._build_lookup(lookup, row_cells.numpy(), positive_cells[firsts], firsts)
             self._tables(thresholds.numpy(), n_positives, valid)
-        self.lookup = lookup
+        self.lookup = lookup[:n_flat]
         self.spacer_bins = np.cumsum(n_positives.numpy() + 1)  # the last bin of each row
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
         # Counts fit in int32: fewer than 2^31 items.
@@ -130,7 +133,7 @@ class _Grid:
     def _build_lookup(self, lookup, row_cells, starts, firsts):
         """The lookup table without numba: the running count of the spacers and positives in
         lower cells, plus n_bins in a cell holding positives (2 n_bins beyond SHARED_WIDTH of
-        them), as one running sum of increments (one ``index_add_``, one ``cumsum``): +1 at
+        them), as one running sum of increments (one ``index_add_``, one ``cumsum_``): +1 at
         each row's first cell, + the mark at each cell ``starts`` holding positives (``firsts``:
         its first positive's place), and past it the cell's positives less the mark."""
         n_rows, n_cells = len(row_cells), len(starts)
@@ -146,10 +149,7 @@ class _Grid:
         marks += 1
         marks *= self.n_bins
         np.subtract(in_cell + 1, marks, out=after, casting="unsafe")
-        # One entry past the last cell: the increments of a positive there land beyond it.
-        running = self.workspace.get("counts", (len(lookup) + 1,), torch.int32, "cpu").zero_()
-        running.index_add_(0, work[0], work[1])
-        torch.cumsum(running[: len(lookup)], 0, dtype=torch.int32, out=lookup)
+        lookup.zero_().index_add_(0, work[0], work[1]).cumsum_(0)  # in place
 
     def _tables(self, thresholds, n_positives, valid):
         """The torch path's tables: bin -> the scores of the row's positives from the cell's

@@ -803,7 +803,7 @@ def test_grid_tables_without_numba_equal_their_definition(shared_width, monkeypa
             if j and row_cells[j] == row_cells[j - 1]:
                 continue  # only a cell's first positive's bin is looked up
             bin_ = start + row + 1 + j
-            assert grid.positive_of_bin[bin_] == start + j
+            assert grid.positive_of_bin(np.array([bin_]))[0] == start + j
             mates = np.append(thresholds[row, j:], [np.inf] * shared_width)[:shared_width]
             np.testing.assert_array_equal(grid.cell_scores[:, bin_], mates)
             assert grid.more[start + j] == row_cells.count(row_cells[j]) - 1
@@ -853,13 +853,38 @@ def test_count_true(width):
     np.testing.assert_array_equal(_count_true(mask), mask.sum(axis=0))
 
 
-def test_run_remainders():
-    from skrank.metrics._tiled_ranks import _run_remainders
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 64, 1001])
+def test_flat_at_least_equals_flatnonzero(n):
+    from skrank.metrics._tiled_ranks import _flat_at_least
 
-    values = np.array([1, 1, 1, 4, 5, 5, 9])
-    np.testing.assert_array_equal(_run_remainders(values), [2, 1, 0, 0, 1, 0, 0])
-    expected = [np.sum(values[i + 1 :] == values[i]) for i in range(len(values))]
-    np.testing.assert_array_equal(_run_remainders(values), expected)
+    rng = np.random.default_rng(n)
+    n_words = -(-n // 8)
+    masks = np.empty(8 * n_words + 5, dtype=bool), np.empty(n_words, dtype=bool)
+    for density in (0.0, 0.03, 0.5, 1.0):
+        values = np.where(rng.random(n) < density, 10, rng.integers(0, 10, n)).astype(np.int32)
+        values[-1:] = 10 if density > 0.4 else values[-1:]  # a hit in the last, partial word
+        expected = np.flatnonzero(values >= 10)
+        np.testing.assert_array_equal(_flat_at_least(values, 10, masks), expected)
+        for mask in masks:  # stale hits past the values in the reused masks must not count
+            mask[:] = True
+
+
+@pytest.mark.parametrize(
+    "values", [[1, 1, 1, 4, 5, 5, 9], [3], [2, 2], [0, 1, 2], [7, 7, 8, 8, 8, 8, 9, 9]]
+)
+def test_run_starts_and_remainders(values):
+    from skrank.metrics._tiled_ranks import _run_remainders, _run_starts
+
+    values = np.array(values)
+    starts = _run_starts(values)
+    n = len(values)
+    expected_starts = [i for i in range(n) if i == 0 or values[i] != values[i - 1]]
+    np.testing.assert_array_equal(starts, expected_starts)
+    expected = [np.sum(values[i + 1 :] == values[i]) for i in range(n)]
+    np.testing.assert_array_equal(_run_remainders(starts, n), expected)
+    out = np.full(n + 3, -5)
+    _run_remainders(starts, n, out=out[:n])
+    np.testing.assert_array_equal(out, expected + [-5] * 3)
 
 
 def test_map_at_r_and_r_precision_equal_pytorch_metric_learning():

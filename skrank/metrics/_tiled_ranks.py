@@ -81,7 +81,8 @@ class _Grid:
         self.n_bins = n_bins = int(n_positives.sum()) + n_rows + 1
         n_flat = n_rows * (n_cells + 1)
         self.workspace = workspace
-        lookup = workspace.get("lookup", (n_flat,), torch.int32, "cpu")
+        # One entry past the last cell: the increments of a positive there land beyond it.
+        lookup = workspace.get("lookup", (n_flat + 1,), torch.int32, "cpu")
         compiled = _numba_kernels() if USE_NUMBA else None
         self.kernel = None if compiled is None else compiled.count_tile
         if self.kernel is not None:
@@ -90,80 +91,93 @@ class _Grid:
             ] + [np.float32(self.top)]
             cells = np.empty(thresholds.shape, dtype=np.int64)
             compiled.cells(thresholds.numpy(), *self.row_terms, cells)
-            compiled.build_lookup(cells, n_positives.numpy(), n_cells, n_bins, lookup.numpy())
+            compiled.build_lookup(
+                cells, n_positives.numpy(), n_cells, n_bins, lookup[:n_flat].numpy()
+            )
         else:
             cells = self.cells(thresholds, torch.empty_like(thresholds), None).numpy()
         positive_cells = cells.reshape(-1)[valid]
+        n_total = len(positive_cells)
         # The positives in bin order, for the exact comparisons, padded for the scan of a cell.
-        self.positive_scores = np.append(
-            thresholds.numpy().reshape(-1)[valid], np.zeros(width, np.float32)
-        )
-        self.positive_index = np.append(
-            positive_index.numpy().reshape(-1)[valid], np.zeros(width + SHARED_WIDTH, np.int64)
+        self.positive_scores = _compress(valid, thresholds, width, workspace, "positive_scores")
+        self.positive_index = _compress(
+            valid, positive_index, width + SHARED_WIDTH, workspace, "positive_index"
         )
         # Positives after each one in its cell.
-        first_in_cell = np.append(True, positive_cells[1:] != positive_cells[:-1])
-        self.more = np.append(_run_remainders(positive_cells), np.zeros(width, np.int64))
+        firsts = _run_starts(positive_cells)
+        self.more = workspace.get("more", (n_total + width,), torch.int64, "cpu").numpy()
+        self.more[n_total:] = 0
+        _run_remainders(firsts, n_total, out=self.more[:n_total])
         if self.kernel is None:
-            # Positive p of row r is the first of bin p + r + 1.
-            positive_bins = np.arange(len(positive_cells))
-            positive_bins += np.repeat(np.arange(1, n_rows + 1), n_positives.numpy())
-            self._build_lookup(lookup, row_cells.numpy(), positive_cells, first_in_cell)
-            self._tables(thresholds.numpy(), n_positives, positive_bins)
-        self.lookup = lookup
+            self._build_lookup(lookup, row_cells.numpy(), positive_cells[firsts], firsts)
+            self._tables(thresholds.numpy(), n_positives, valid)
+        self.lookup = lookup[:n_flat]
+        self.spacer_bins = np.cumsum(n_positives.numpy() + 1)  # the last bin of each row
         self.row_start = torch.cumsum(n_positives, 0) - n_positives
         # Counts fit in int32: fewer than 2^31 items.
         self.histogram = workspace.get("histogram", (3 * n_bins,), torch.int32, "cpu").zero_()
         self.shared = workspace.get("shared", (2, n_bins), torch.int64, "cpu").zero_()
         self.shared_at_least, self.shared_before = self.shared.numpy()
+        self.masks = None
+        if self.kernel is None:  # for _flat_at_least: tiles of TILE_ITEMS columns at most
+            self._get_masks(n_rows * TILE_ITEMS)
 
-    def _build_lookup(self, lookup, row_cells, positive_cells, first_in_cell):
+    def _get_masks(self, n):
+        """The work arrays of :func:`_flat_at_least` for tiles of up to ``n`` scores."""
+        if self.masks is None or len(self.masks[1]) < -(-n // 8):
+            n_words = -(-n // 8)
+            masks = self.workspace.get("masks", (9 * n_words,), torch.bool, "cpu").numpy()
+            self.masks = masks[: 8 * n_words], masks[8 * n_words :]
+        return self.masks
+
+    def _build_lookup(self, lookup, row_cells, starts, firsts):
         """The lookup table without numba: the running count of the spacers and positives in
         lower cells, plus n_bins in a cell holding positives (2 n_bins beyond SHARED_WIDTH of
-        them), as one running sum of increments (one ``index_add_``, one ``cumsum``)."""
-        n_rows, n_positives = len(row_cells), len(positive_cells)
-        firsts = np.flatnonzero(first_in_cell)
-        n_counted, n_cells = n_rows + n_positives, len(firsts)
-        index = np.empty(n_counted + 2 * n_cells, np.int64)
-        increments = np.empty(len(index), np.int32)
+        them), as one running sum of increments (one ``index_add_``, one ``cumsum_``): +1 at
+        each row's first cell, + the mark at each cell ``starts`` holding positives (``firsts``:
+        its first positive's place), and past it the cell's positives less the mark."""
+        n_rows, n_cells = len(row_cells), len(starts)
+        work = self.workspace.get("lookup_terms", (2, n_rows + 2 * n_cells), torch.int32, "cpu")
+        index, increments = work.numpy()
         np.add(row_cells, 1, out=index[:n_rows])
-        np.add(positive_cells, 1, out=index[n_rows:n_counted])
-        starts = np.take(positive_cells, firsts, out=index[n_counted : n_counted + n_cells])
-        np.add(starts, 1, out=index[n_counted + n_cells :])
-        increments[:n_counted] = 1
-        marks = increments[n_counted : n_counted + n_cells]
-        np.greater_equal(self.more[firsts], SHARED_WIDTH, out=marks, casting="unsafe")
+        index[n_rows : n_rows + n_cells] = starts
+        np.add(starts, 1, out=index[n_rows + n_cells :])
+        increments[:n_rows] = 1
+        marks, after = increments[n_rows : n_rows + n_cells], increments[n_rows + n_cells :]
+        in_cell = self.more[firsts]  # positives after the first: the cell holds 1 + more
+        np.greater_equal(in_cell, SHARED_WIDTH, out=marks, casting="unsafe")
         marks += 1
         marks *= self.n_bins
-        np.negative(marks, out=increments[n_counted + n_cells :])
-        # One entry past the last cell: the increments of a positive there land beyond it.
-        running = self.workspace.get("counts", (len(lookup) + 1,), torch.int32, "cpu").zero_()
-        running.index_add_(0, torch.from_numpy(index), torch.from_numpy(increments))
-        torch.cumsum(running[: len(lookup)], 0, dtype=torch.int32, out=lookup)
+        np.subtract(in_cell + 1, marks, out=after, casting="unsafe")
+        lookup.zero_().index_add_(0, work[0], work[1]).cumsum_(0)  # in place
 
-    def _tables(self, thresholds, n_positives, positive_bins):
-        """The torch path's tables: bin -> the cell's first positive, and bin -> the scores
-        of the row's positives from the cell's first on (+inf past the row's last), for
-        the bins that are a cell's first positive's (no other bin is looked up).
+    def _tables(self, thresholds, n_positives, valid):
+        """The torch path's tables: bin -> the scores of the row's positives from the cell's
+        first on (+inf past the row's last), ``SHARED_WIDTH`` tables, one per place, for the
+        bins that are a cell's first positive's (no other bin is looked up).
 
         Past the cell's last positive the scores are those of positives in higher cells,
         above every score of the cell (the cell map is monotone): no item of the cell
         counts them, nor ties with them.
         """
-        self.positive_of_bin = np.zeros(self.n_bins, np.int64)
-        self.positive_of_bin[positive_bins] = np.arange(len(positive_bins))
         n_rows, width = thresholds.shape
-        padded = np.full((n_rows, width + SHARED_WIDTH - 1), np.inf, dtype=np.float32)
+        padded = np.full((n_rows, width + SHARED_WIDTH), np.inf, dtype=np.float32)
         padded[:, :width] = thresholds  # +inf past each row's positives
-        windows = np.empty((SHARED_WIDTH, n_rows, width), dtype=np.float32)
-        for offset in range(SHARED_WIDTH):
-            windows[offset] = padded[:, offset : offset + width]
+        # Row r's bins, its positives' then the spacer after them, are contiguous: the entries
+        # of its first n_positives[r] + 1 places, in row order, are bins 1 .. n_bins - 1.
+        in_row = np.empty((n_rows, width + 1), dtype=bool)
+        in_row[:, :width] = valid.reshape(n_rows, width)
+        in_row[:, width] = False
+        in_row[np.arange(n_rows), n_positives.numpy()] = True  # the spacer's place
         self.cell_scores = np.empty((SHARED_WIDTH, self.n_bins), dtype=np.float32)
         self.cell_scores[:, 0] = np.inf  # bin 0 belongs to no row
-        first_bin = 1
-        for row, count in enumerate(n_positives.tolist()):  # the row's bins are contiguous
-            self.cell_scores[:, first_bin : first_bin + count] = windows[:, row, :count]
-            first_bin += count + 1
+        for offset in range(SHARED_WIDTH):
+            self.cell_scores[offset, 1:] = padded[:, offset : offset + width + 1][in_row]
+
+    def positive_of_bin(self, bins):
+        """The positive (in bin order) whose bin is ``bins``: bin ``b`` of row ``r`` holds
+        positive ``b - r - 1``."""
+        return bins - np.searchsorted(self.spacer_bins, bins, side="right") - 1
 
     def cells(self, scores, work, out):
         """Flat cells of ``scores`` (a monotone map in each row, see the class docstring)."""
@@ -197,7 +211,7 @@ class _Grid:
         flat_bins = work.view(torch.int32).view(-1)  # the scaled scores are not needed again
         torch.index_select(self.lookup, 0, cells.view(-1), out=flat_bins)
         bins = flat_bins.numpy()
-        shared = np.flatnonzero(bins >= self.n_bins)
+        shared = _flat_at_least(bins, self.n_bins, self._get_masks(len(bins)))
         if len(shared):
             bins[shared] = self._compare_shared(shared, scores.numpy().reshape(-1), index, bins)
         self.histogram.index_add_(0, flat_bins, _ones(flat_bins.numel(), torch.int32))
@@ -221,7 +235,7 @@ class _Grid:
         tied = np.flatnonzero(np.logical_or.reduce(equal, axis=0))
         if len(tied):  # tied: the negative ranks before the tied positives of larger index
             first_bin, equal, score = first_bin[tied], equal[:, tied], score[tied]
-            positive = self.positive_of_bin[first_bin] + np.arange(SHARED_WIDTH)[:, None]
+            positive = self.positive_of_bin(first_bin) + np.arange(SHARED_WIDTH)[:, None]
             later = self.positive_index[positive] > index[shared[tied] % len(index)]
             below = np.less(thresholds[:, tied], score)
             before = first_bin + _count_true(below) + _count_true(equal & later)
@@ -234,7 +248,7 @@ class _Grid:
         """:meth:`_compare_shared` one positive at a time (cells of more than ``SHARED_WIDTH``
         positives)."""
         columns = shared % len(index)
-        first = self.positive_of_bin[first_bin]  # the cell's first positive, in bin order
+        first = self.positive_of_bin(first_bin)  # the cell's first positive, in bin order
         at_least, before = first_bin.astype(np.int64), first_bin.astype(np.int64)
         active = np.arange(len(shared))
         for offset in range(self.width):  # the positives of the cell, by increasing score
@@ -276,14 +290,55 @@ def _count_true(mask):
     return total
 
 
-def _run_remainders(values):
-    """For each entry of the sorted ``values``, how many entries after it are equal to it."""
+def _run_starts(values):
+    """The places where a run of equal entries of the sorted ``values`` starts."""
+    starts = np.empty(len(values), dtype=bool)
+    starts[:1] = True
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
+
+
+def _run_remainders(starts, n, out=None):
+    """For each of ``n`` sorted entries whose runs of equal entries start at ``starts``, how
+    many entries after it are equal to it (int64, into ``out`` if given)."""
+    ends = np.empty(len(starts), dtype=np.int64)  # the last place of each run
+    np.subtract(starts[1:], 1, out=ends[:-1])
+    ends[-1:] = n - 1
+    if out is None:
+        out = np.empty(n, dtype=np.int64)
+    out[:] = np.repeat(ends, np.diff(starts, append=n))
+    out -= np.arange(n)
+    return out
+
+
+def _flat_at_least(values, threshold, masks):
+    """``np.flatnonzero(values >= threshold)`` for a few hits among many ``values`` (1-D): the
+    mask's words of 8 bytes holding a hit first, then the hits in those words only (numpy's
+    ``flatnonzero`` takes about 0.7 ns per byte of mask, a word test an eighth of that).
+
+    ``masks``: two bool work arrays of at least ``len(values) + 7`` and ``len(values) / 8 + 1``.
+    """
     n = len(values)
-    place = np.arange(n)
-    # The last index of each entry's run: a running minimum, from the end, of the runs' ends.
-    run_end = np.where(np.append(values[1:] != values[:-1], True), place, n)
-    run_end = np.minimum.accumulate(run_end[::-1])[::-1]
-    return run_end - place
+    n_words = -(-n // 8)
+    mask = masks[0][: 8 * n_words]
+    mask[n:] = False
+    np.greater_equal(values, threshold, out=mask[:n])
+    words = mask.view(np.uint64)
+    hit_words = masks[1][:n_words]
+    np.not_equal(words, 0, out=hit_words)
+    hit_words = np.flatnonzero(hit_words)
+    hits = np.flatnonzero(words[hit_words].view(bool))  # 8 mask bytes per hit word
+    return hit_words[hits >> 3] * 8 + (hits & 7)
+
+
+def _compress(valid, values, padding, workspace, name):
+    """The entries of ``values`` (torch, c x w) where ``valid`` (numpy, c * w), row by row,
+    then ``padding`` zeros, in a work buffer ``name``."""
+    n = int(np.count_nonzero(valid))
+    out = workspace.get(name, (n + padding,), values.dtype, "cpu").numpy()
+    np.compress(valid, values.numpy().reshape(-1), out=out[:n])
+    out[n:] = 0
+    return out
 
 
 def _numba_kernels():
@@ -353,13 +408,20 @@ def tiled_positive_statistics(
     workspace = workspace or Workspace()
     grid = _Grid(thresholds, n_positives, column_index[columns], workspace)
 
+    buffers = {}  # work arrays by tile shape (most tiles share one)
+
     def count(tile_scores, index):
         shape = tile_scores.shape
         if grid.kernel is not None:
             grid.count(tile_scores, index, None, None)
             return
-        work = workspace.get("work", shape, torch.float32, "cpu")
-        grid.count(tile_scores, index, work, workspace.get("cells", shape, torch.int32, "cpu"))
+        work = buffers.get(shape)
+        if work is None:
+            work = buffers[shape] = (
+                workspace.get("work", shape, torch.float32, "cpu"),
+                workspace.get("cells", shape, torch.int32, "cpu"),
+            )
+        grid.count(tile_scores, index, *work)
 
     for start in range(0, class_scores.shape[1], TILE_ITEMS):
         part = slice(start, start + TILE_ITEMS)

@@ -68,10 +68,8 @@ class TopKCentroidClassifier(CentroidClassifier):
         return self.classes_[np.argsort(-scores, axis=1, kind="stable")[:, :k]]
 
 
-class CosineEmbedder(TransformerMixin, BaseEstimator):
-    """Identity embedding that declares cosine as its retrieval metric."""
-
-    retrieval_metric = "cosine"
+class IdentityEmbedder(TransformerMixin, BaseEstimator):
+    """Identity embedding without a declared retrieval metric."""
 
     def fit(self, X, y=None):
         self.n_features_in_ = np.shape(X)[1]
@@ -79,6 +77,12 @@ class CosineEmbedder(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         return np.asarray(X)
+
+
+class CosineEmbedder(IdentityEmbedder):
+    """Identity embedding that declares cosine as its retrieval metric."""
+
+    retrieval_metric = "cosine"
 
 
 class PairSimilarity(BaseEstimator):
@@ -147,15 +151,8 @@ def test_embedding_scorers_use_the_retrieval_metric_protocol():
 
 
 def test_the_former_private_retrieval_metric_attribute_still_works_with_a_warning():
-    class OldCosineEmbedder(TransformerMixin, BaseEstimator):
+    class OldCosineEmbedder(IdentityEmbedder):
         _retrieval_metric = "cosine"
-
-        def fit(self, X, y=None):
-            self.n_features_in_ = np.shape(X)[1]
-            return self
-
-        def transform(self, X):
-            return np.asarray(X)
 
     X, y = clustered()
     X[:, 0] *= np.linspace(0.2, 5, len(X))

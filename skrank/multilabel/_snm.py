@@ -193,9 +193,9 @@ default="hinge"
         The fitted TF-IDF weighting, if used.
     neighbor_weight_ : float
         The weight of the neighbours' votes used (``"auto"`` resolved).
-    neighbor_embeddings_ : ndarray of shape (n_training_rows, embedding_dim_), float32 or None
-        Unit input embeddings of the training rows whose labels vote at prediction (None when
-        ``neighbor_weight_`` is 0).
+    neighbor_embeddings_ : ndarray of shape (n_training_rows, n_dimensions), float32 or None
+        Unit input embeddings (``embedding_dim_`` dimensions) of the training rows whose labels
+        vote at prediction (None when ``neighbor_weight_`` is 0).
 
     Examples
     --------

@@ -387,8 +387,8 @@ default="hinge"
         embeddings = self._forward_in_chunks(X_val)
         _, candidates = self._top_k(X_val, self.score_k, search="exact", neighbors=False)
         precision = {}
-        for weight in NEIGHBOR_WEIGHTS:
-            _, top = self._blended_top_k(embeddings, candidates, self.score_k, weight)
+        blended = self._blended_top_k(embeddings, candidates, self.score_k, NEIGHBOR_WEIGHTS)
+        for weight, (_, top) in zip(NEIGHBOR_WEIGHTS, blended, strict=True):
             hits, n_true = top_k_hits(y_val, top)
             k = np.array([top.shape[1]])
             precision[weight] = float(mean_top_k_scores(hits, n_true, k, "precision")[0])
@@ -401,18 +401,16 @@ default="hinge"
         self.neighbor_embeddings_ = F.normalize(self.forward(X), dim=1).cpu().numpy()
         self._neighbor_labels = positive_table(positives, len(self.classes_))
 
-    def _neighbor_votes(self, embeddings):
-        """Sparse (n, K) label votes of the training rows nearest to ``embeddings``."""
-        device = embeddings.device
+    def _neighbor_keys(self, device):
+        """The voting rows' unit embeddings, label table and label counts, on ``device``."""
         table, counts = self._neighbor_labels
-        return neighbor_votes(
-            embeddings,
-            torch.from_numpy(self.neighbor_embeddings_).to(device),
-            table.to(device),
-            counts.to(device),
-            self.n_neighbors,
-            len(self.classes_),
-        )
+        keys = torch.from_numpy(self.neighbor_embeddings_)
+        return keys.to(device), table.to(device), counts.to(device)
+
+    def _neighbor_votes(self, embeddings, keys):
+        """Sparse (n, K) label votes of the training rows nearest to ``embeddings``; ``keys``
+        from :meth:`_neighbor_keys` (moved to the device once per prediction, not per chunk)."""
+        return neighbor_votes(embeddings, *keys, self.n_neighbors, len(self.classes_))
 
     def _uses_neighbors(self):
         return getattr(self, "neighbor_embeddings_", None) is not None
@@ -608,34 +606,45 @@ default="hinge"
             scores, indices = scores.cpu().numpy(), indices.cpu().numpy()
         if not (neighbors and self._uses_neighbors()):
             return scores, indices
-        return self._blended_top_k(embeddings, indices, k)
+        return self._blended_top_k(embeddings, indices, k)[0]
 
-    def _blended_top_k(self, embeddings, candidates, k, weight=None):
+    def _blended_top_k(self, embeddings, candidates, k, weights=None):
         """The ``k`` best labels of the scores blended with the neighbours' votes, in chunks of
-        rows (see :func:`~skrank.multilabel._neighbors.blended_top_k`)."""
+        rows (see :func:`~skrank.multilabel._neighbors.blended_top_k`): a list of
+        ``(scores, labels)``, one per weight of ``weights`` (default: the fitted weight), the
+        votes searched once for all of them."""
+        weights = [self.neighbor_weight_] if weights is None else weights
         device = self._inference_device()
         label_vectors = self.network_.to(device).label_vectors
+        keys = self._neighbor_keys(device)
         width = k + self.n_neighbors * self._neighbor_labels[0].shape[1]
         rows_per_chunk = chunk_rows(
             embeddings.shape[0],
             4 * (self.neighbor_embeddings_.shape[0] + width * (embeddings.shape[1] + 8)),
         )
-        scores, labels = [], []
+        results = [([], []) for _ in weights]
         with torch.no_grad():
             for start in range(0, embeddings.shape[0], rows_per_chunk):
                 chunk = torch.from_numpy(embeddings[start : start + rows_per_chunk]).to(device)
-                chunk_scores, chunk_labels = blended_top_k(
-                    chunk,
-                    label_vectors,
-                    torch.as_tensor(candidates[start : start + rows_per_chunk], device=device),
-                    self._neighbor_votes(chunk),
-                    self.neighbor_weight_ if weight is None else weight,
-                    self.network_.score_scale,
-                    k,
+                chunk_candidates = torch.as_tensor(
+                    candidates[start : start + rows_per_chunk], device=device
                 )
-                scores.append(chunk_scores.cpu())
-                labels.append(chunk_labels.cpu())
-        return torch.cat(scores).numpy(), torch.cat(labels).numpy()
+                votes = self._neighbor_votes(chunk, keys)
+                for weight, (scores, labels) in zip(weights, results, strict=True):
+                    chunk_scores, chunk_labels = blended_top_k(
+                        chunk,
+                        label_vectors,
+                        chunk_candidates,
+                        votes,
+                        weight,
+                        self.network_.score_scale,
+                        k,
+                    )
+                    scores.append(chunk_scores.cpu())
+                    labels.append(chunk_labels.cpu())
+        return [
+            (torch.cat(scores).numpy(), torch.cat(labels).numpy()) for scores, labels in results
+        ]
 
     def _validate_for_prediction(self, X):
         check_is_fitted(self)
@@ -748,12 +757,13 @@ default="hinge"
         embeddings = torch.from_numpy(self._forward_in_chunks(X))
         table = self.network_.label_table().cpu()
         rows_per_chunk = chunk_rows(X.shape[0], 4 * n_labels)
+        keys = self._neighbor_keys("cpu") if self._uses_neighbors() else None
         chunks = []
         for i in range(0, X.shape[0], rows_per_chunk):
             chunk = embeddings[i : i + rows_per_chunk]
             scores = chunk @ table.T
-            if self._uses_neighbors():
-                votes = self._neighbor_votes(chunk)
+            if keys is not None:
+                votes = self._neighbor_votes(chunk, keys)
                 scores = blend_dense(
                     scores, votes, self.neighbor_weight_, self.network_.score_scale
                 )

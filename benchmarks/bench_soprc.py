@@ -461,7 +461,7 @@ def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings
     setup = setup_note(budget, samples_per_class, seeds)
     add_score_table(
         results,
-        "Same-class MNIST retrieval (test half), mean ± sd over seeds",
+        COMPARISON_TITLE,
         "loss",
         comparison,
         raw,
@@ -502,6 +502,7 @@ def score_rows(scores_by_name, raw=None):
 
 
 SCORE_COLUMNS = ["mean AUPRC", *(f"R@{k}" for k in RECALL_KS), "s / fit"]
+COMPARISON_TITLE = "Same-class MNIST retrieval (test half), mean ± sd over seeds"
 
 
 def add_score_table(results, title, first_column, scores_by_name, raw, notes):
@@ -510,10 +511,12 @@ def add_score_table(results, title, first_column, scores_by_name, raw, notes):
 
 def save_comparison(comparison, raw, seeds, budget, samples_per_class):
     results = Results("bench_soprc_mnist", packages=["pytorch-metric-learning"])
-    results.add_table(
-        "Same-class MNIST retrieval (test half), mean ± sd over seeds",
-        ["loss", *SCORE_COLUMNS],
-        score_rows(comparison, raw),
+    add_score_table(
+        results,
+        COMPARISON_TITLE,
+        "loss",
+        comparison,
+        raw,
         notes=f"MLP 784-256-64, {budget['max_epochs']} epochs, SGD lr {budget['learning_rate']} "
         f"x0.1 after epochs {budget['lr_milestones']}, {samples_per_class} items per digit per "
         f"batch, seeds {seeds}; SOPRC at the estimator's defaults.",

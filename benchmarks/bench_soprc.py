@@ -451,22 +451,24 @@ def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings
     comparison = run_rows(rows, data, seeds, budget, samples_per_class, batch_size)
     print_table("Test retrieval, mean ± sd over seeds", comparison, raw)
     print_paired(comparison)
-    if only:
-        save_comparison(comparison, raw, seeds, budget, samples_per_class)
-        return
-
-    ablation_rows = {name: (BenchEmbedder, params) for name, params in ABLATIONS.items()}
-    ablations = run_rows(ablation_rows, data, seeds, budget, samples_per_class, batch_size)
-    print_table("Ablations (Table 2 of the paper)", ablations, raw)
     setup = setup_note(budget, samples_per_class, seeds)
+    if only:
+        results = Results("bench_soprc_mnist", packages=["pytorch-metric-learning"])
     add_score_table(
         results,
-        COMPARISON_TITLE,
+        "Same-class MNIST retrieval (test half), mean ± sd over seeds",
         "loss",
         comparison,
         raw,
         notes=f"{setup}; SOPRC at the estimator's defaults, PML losses at theirs.",
     )
+    if only:
+        results.save()
+        return
+
+    ablation_rows = {name: (BenchEmbedder, params) for name, params in ABLATIONS.items()}
+    ablations = run_rows(ablation_rows, data, seeds, budget, samples_per_class, batch_size)
+    print_table("Ablations (Table 2 of the paper)", ablations, raw)
     add_score_table(
         results,
         "Table 2 ablation of the SOPRC paper (SOPRCEmbedder, test half), mean ± sd over seeds",
@@ -502,26 +504,10 @@ def score_rows(scores_by_name, raw=None):
 
 
 SCORE_COLUMNS = ["mean AUPRC", *(f"R@{k}" for k in RECALL_KS), "s / fit"]
-COMPARISON_TITLE = "Same-class MNIST retrieval (test half), mean ± sd over seeds"
 
 
 def add_score_table(results, title, first_column, scores_by_name, raw, notes):
     results.add_table(title, [first_column, *SCORE_COLUMNS], score_rows(scores_by_name, raw), notes)
-
-
-def save_comparison(comparison, raw, seeds, budget, samples_per_class):
-    results = Results("bench_soprc_mnist", packages=["pytorch-metric-learning"])
-    add_score_table(
-        results,
-        COMPARISON_TITLE,
-        "loss",
-        comparison,
-        raw,
-        notes=f"MLP 784-256-64, {budget['max_epochs']} epochs, SGD lr {budget['learning_rate']} "
-        f"x0.1 after epochs {budget['lr_milestones']}, {samples_per_class} items per digit per "
-        f"batch, seeds {seeds}; SOPRC at the estimator's defaults.",
-    )
-    results.save()
 
 
 def tune_on_mnist(seeds, budget, samples_per_class, results):

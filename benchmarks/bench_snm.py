@@ -68,6 +68,7 @@ from skrank.datasets import (
     make_large_output_classification,
     make_sparse_multilabel_classification,
 )
+from skrank.losses._owl import _owl
 from skrank.metrics import (
     label_propensities,
     top_k_ndcg_score,
@@ -309,6 +310,97 @@ def _residual(hidden, dropout):
     return make
 
 
+class RefitSNM:
+    """SNMClassifier's defaults, then a fresh fit on every training row (the 10 % early stopping
+    monitored included) for the best epoch count ``E`` of the first fit, with its seed and the
+    neighbours' weight it chose (``E = 0``, the kept start, is already rebuilt from every row)."""
+
+    def __init__(self, random_state, **parameters):
+        self.random_state, self.parameters = random_state, parameters
+
+    def fit(self, X, Y):
+        first = SNMClassifier(random_state=self.random_state, **self.parameters).fit(X, Y)
+        self.first_epochs = best_epoch_count(first)
+        self.history_ = list(first.history_)
+        self.model_ = first
+        if self.first_epochs > 0:
+            self.model_ = SNMClassifier(
+                random_state=self.random_state,
+                validation_fraction=None,
+                early_stopping=False,
+                tol=None,
+                max_epochs=self.first_epochs,
+                neighbor_weight=first.neighbor_weight_,
+                **self.parameters,
+            ).fit(X, Y)
+            self.history_ += self.model_.history_
+        return self
+
+    def decision_function(self, X):
+        return self.model_.decision_function(X)
+
+
+def best_epoch_count(model):
+    """The epoch whose weights early stopping kept (0: the untrained start)."""
+    if model._kept_start():
+        return 0
+    scores = [record["validation_score"] for record in model.history_]
+    return int(np.argmax(scores)) + 1  # the first of the best (tol=0: strict improvements)
+
+
+class AllPositivesSNM(SNMClassifier):
+    """SNMClassifier's defaults, each step using every positive label of each example of the
+    batch, not one drawn at random: ``"mean"`` averages an example's losses over its positives
+    (each example weighs 1), ``"pairs"`` averages over the (example, positive) pairs of the
+    batch (an example weighs its number of positives, as an epoch over all pairs would)."""
+
+    positives_weighting = "mean"
+
+    def get_loss(self, batch, targets):
+        table, counts = targets
+        n_labels = len(self.classes_)
+        positive_sets = table[batch.indices]
+        sampled, mask = self._label_sampler.draw(positive_sets)
+        rows, slots = (positive_sets < n_labels).nonzero(as_tuple=True)
+        positives = positive_sets[rows, slots]
+        vectors = self.network_.normalize_labels(
+            self._label_optimizer.gather(torch.cat([positives, sampled]))
+        )
+        embeddings = self.module_(batch.inputs)
+        size = positives.shape[0]
+        positive_scores = (embeddings[rows] * vectors[:size]).sum(dim=1)
+        negative_scores = (embeddings @ vectors[size:].T)[rows]
+        criterion = self.criterion_
+        losses = _owl(
+            criterion.loss,
+            positive_scores,
+            negative_scores,
+            criterion.weights,
+            criterion._phi,
+            mask[rows],
+            criterion.margin,
+            criterion._n_ranks,
+        )
+        valid = (
+            torch.ones(batch.indices.shape[0], device=losses.device)
+            if batch.valid is None
+            else batch.valid.float()
+        )
+        if self.positives_weighting == "mean":
+            weights = valid[rows] / counts[batch.indices][rows]
+            return (weights * losses).sum() / valid.sum().clamp(min=1)
+        return (valid[rows] * losses).sum() / valid[rows].sum().clamp(min=1)
+
+
+def _all_positives(weighting):
+    def make(seed, n_labels):
+        model = AllPositivesSNM(random_state=seed)
+        model.positives_weighting = weighting
+        return model
+
+    return make
+
+
 def smoothed_top_k_weights(n_negatives, top_k, smoothing):
     """Top-k weights (1/k on the k hardest) mixed with uniform weights: ``(1 - e) w + e / B``."""
     weights = np.zeros(n_negatives)
@@ -337,6 +429,9 @@ VALIDATION_SETTINGS = {
     "neighbour votes, weight 0.1 fixed": _snm(neighbor_weight=0.1),
     "residual branch 256, dropout 0.2 (no votes)": _residual(256, 0.2),
     "residual branch 1024, dropout 0.5 (no votes)": _residual(1024, 0.5),
+    "refit on every row for the best epoch count": lambda seed, n_labels: RefitSNM(seed),
+    "all positives per step, mean per example": _all_positives("mean"),
+    "all positives per step, mean per pair": _all_positives("pairs"),
 }
 
 

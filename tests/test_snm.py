@@ -665,6 +665,38 @@ def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
     np.testing.assert_allclose(restored.decision_function(X_test), dense, atol=1e-4)
 
 
+def test_neighbor_votes_with_faiss_search_match_the_exact_search():
+    """``search="faiss"`` gives the candidates of the blend: where the HNSW search of the label
+    scores is exact (12 labels), the blended top-k equals the exact search's, scores included."""
+    pytest.importorskip("faiss")
+    X, Y = multilabel(n_samples=200, n_labels=12)
+    X_test = X[:40] + 0.3 * np.random.RandomState(1).normal(size=X[:40].shape)
+    params = dict(FAST, hidden_layer_sizes=(), random_state=0, n_neighbors=5)
+    clf = SNMClassifier(neighbor_weight=0.4, **params).fit(X, Y)
+    embeddings = clf.forward(X_test).numpy()
+    scale = clf.network_.score_scale
+    label_scores = embeddings @ clf.network_.label_table().numpy().T
+    dense = 0.6 * label_scores + 0.4 * scale * brute_force_votes(
+        embeddings, clf.neighbor_embeddings_, Y, 5
+    )
+    # the votes change the top-k here: a faiss path that skipped the blend would fail
+    assert (brute_force_top_k(dense, 1) != brute_force_top_k(label_scores, 1)).any()
+    for k in (1, 3):
+        exact_labels, exact_scores = clf.predict_top_k(X_test, k, return_scores=True)
+        clf.set_params(search="faiss")
+        # the premise: HNSW finds the exact top-k of the label scores on these data
+        _, hnsw = clf._label_top_k(embeddings, k, "faiss")
+        np.testing.assert_array_equal(
+            np.sort(hnsw, axis=1), np.sort(brute_force_top_k(label_scores, k), axis=1)
+        )
+        labels, scores = clf.predict_top_k(X_test, k, return_scores=True)
+        np.testing.assert_array_equal(labels, exact_labels)
+        np.testing.assert_allclose(scores, exact_scores, atol=1e-5)
+        np.testing.assert_array_equal(labels, brute_force_top_k(dense, k))
+        clf.set_params(search="exact")
+    assert clf._faiss_index is not None  # the blend did go through the faiss index
+
+
 def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     """``neighbor_weight="auto"``: the weight with the best validation P@1 (the smallest among
     ties), the fitting rows voting; then every training row votes."""

@@ -384,8 +384,8 @@ default="hinge"
             return 0.0
         X_val, y_val = validation
         self._store_neighbors(X_train, y_train)
-        embeddings = self._forward_in_chunks(X_val)
-        _, candidates = self._top_k(X_val, self.score_k, search="exact", neighbors=False)
+        embeddings = self._forward_in_chunks(X_val)  # once, for the candidates and the votes
+        _, candidates = self._label_top_k(embeddings, self.score_k, "exact")
         precision = {}
         blended = self._blended_top_k(embeddings, candidates, self.score_k, NEIGHBOR_WEIGHTS)
         for weight, (_, top) in zip(NEIGHBOR_WEIGHTS, blended, strict=True):
@@ -596,17 +596,22 @@ default="hinge"
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
         embeddings = self._forward_in_chunks(X)
-        if (search or self.search) == "faiss":
-            if getattr(self, "_faiss_index", None) is None:
-                self._faiss_index = FaissInnerProductIndex(self.network_.label_table().cpu())
-            scores, indices = self._faiss_index.search(embeddings, k)
-        else:
-            queries = torch.from_numpy(embeddings).to(self._inference_device())
-            scores, indices = top_k_inner_products(queries, self.network_.label_table, n_labels, k)
-            scores, indices = scores.cpu().numpy(), indices.cpu().numpy()
+        scores, indices = self._label_top_k(embeddings, k, search or self.search)
         if not (neighbors and self._uses_neighbors()):
             return scores, indices
         return self._blended_top_k(embeddings, indices, k)[0]
+
+    def _label_top_k(self, embeddings, k, search):
+        """Scores and column indices (n, k) of the ``k`` best labels of the input
+        ``embeddings`` by the label scores alone, best first."""
+        if search == "faiss":
+            if getattr(self, "_faiss_index", None) is None:
+                self._faiss_index = FaissInnerProductIndex(self.network_.label_table().cpu())
+            return self._faiss_index.search(embeddings, k)
+        queries = torch.from_numpy(embeddings).to(self._inference_device())
+        n_labels = len(self.classes_)
+        scores, indices = top_k_inner_products(queries, self.network_.label_table, n_labels, k)
+        return scores.cpu().numpy(), indices.cpu().numpy()
 
     def _blended_top_k(self, embeddings, candidates, k, weights=None):
         """The ``k`` best labels of the scores blended with the neighbours' votes, in chunks of

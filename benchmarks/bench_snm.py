@@ -23,8 +23,11 @@ Part ``validation``: the settings screened for the defaults, on validation split
 the Bibtex and Corel5k training rows, ``random_state=0``; the test splits are never read):
 the defaults against weight averaging of the parameters (:class:`skrank.nn.WeightAveraging`,
 EMA or SWA), fewer or more mined negatives, label smoothing of the top-16 weights, and the
-full softmax, the neighbours' votes off or at a fixed weight, and a residual non-linear branch
-beside the linear encoder (``ResidualBranchSNM``), each over the same seeds; P@1 and P@5 on the
+full softmax, the neighbours' votes off or at a fixed weight, a residual non-linear branch
+beside the linear encoder (``ResidualBranchSNM``), a refit on every training row for the best
+epoch count (``RefitSNM``) or the best model continued one epoch on them (``ContinuedSNM``),
+and every positive label of a row per step (``AllPositivesSNM``) or per epoch
+(``PairEpochSNM``), each over the same seeds; P@1 and P@5 on the
 held-out rows, and the paired P@1 difference to the defaults seed by seed (``--settings`` runs a
 subset, ``--tag`` names its results file).
 
@@ -77,6 +80,7 @@ from skrank.metrics import (
     top_k_recall_score,
 )
 from skrank.nn import Callback, WeightAveraging
+from skrank.sampling import EpochBatches, ShuffledBatchSampler
 from skrank.sampling._labels import draw_from_positive_table
 
 COLUMNS = ["P@1", "P@3", "P@5", "nDCG@3", "nDCG@5", "PSP@5", "R@5"]
@@ -392,6 +396,72 @@ class AllPositivesSNM(SNMClassifier):
         return (valid[rows] * losses).sum() / valid[rows].sum().clamp(min=1)
 
 
+class _PairBatchSampler:
+    """Shuffled batches of (example, positive label) pairs: every pair once per epoch; the
+    batches' ``indices`` are the examples, their ``groups`` the pairs' positive labels."""
+
+    def __init__(self, positives, batch_size, random_state, device):
+        pairs = positives.tocoo()
+        self.rows = torch.as_tensor(pairs.row, dtype=torch.long, device=device)
+        self.labels = torch.as_tensor(pairs.col, dtype=torch.long, device=device)
+        self.pairs = ShuffledBatchSampler(
+            len(pairs.row), batch_size, random_state=random_state, device=device
+        )
+        self.generator = self.pairs.generator
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def epoch(self):
+        batches = self.pairs.epoch()
+        return EpochBatches(self.rows[batches.indices], batches.valid, self.labels[batches.indices])
+
+
+class PairEpochSNM(SNMClassifier):
+    """SNMClassifier's defaults, each epoch visiting every (example, positive label) pair once,
+    shuffled (one positive per entry of a batch, the example's other positives masked from its
+    negatives), instead of every example once with one positive drawn at random."""
+
+    def get_batch_sampler(self, y, device, random_state):
+        super().get_batch_sampler(y, device, random_state)  # the negative-label sampler
+        return _PairBatchSampler(y, self.batch_size, random_state, device)
+
+    def get_loss(self, batch, targets):
+        table, _ = targets
+        positives = batch.groups
+        sampled, mask = self._label_sampler.draw(table[batch.indices])
+        vectors = self.network_.normalize_labels(
+            self._label_optimizer.gather(torch.cat([positives, sampled]))
+        )
+        embeddings = self.module_(batch.inputs)
+        size = positives.shape[0]
+        positive_scores = (embeddings * vectors[:size]).sum(dim=1)
+        negative_scores = embeddings @ vectors[size:].T
+        return self.criterion_(positive_scores, negative_scores, mask, valid=batch.valid)
+
+
+class ContinuedSNM(RefitSNM):
+    """SNMClassifier's defaults, then the best model trained one more epoch on every training
+    row (the 10 % early stopping monitored included; optimiser states restart), unless early
+    stopping kept the untrained start (then rebuilt from every row already)."""
+
+    def fit(self, X, Y):
+        first = SNMClassifier(random_state=self.random_state, **self.parameters).fit(X, Y)
+        self.history_ = list(first.history_)
+        if best_epoch_count(first) > 0:
+            first.set_params(
+                warm_start=True,
+                validation_fraction=None,
+                early_stopping=False,
+                tol=None,
+                max_epochs=1,
+                neighbor_weight=first.neighbor_weight_,
+            ).fit(X, Y)
+            self.history_ = list(first.history_)
+        self.model_ = first
+        return self
+
+
 def _all_positives(weighting):
     def make(seed, n_labels):
         model = AllPositivesSNM(random_state=seed)
@@ -432,6 +502,10 @@ VALIDATION_SETTINGS = {
     "refit on every row for the best epoch count": lambda seed, n_labels: RefitSNM(seed),
     "all positives per step, mean per example": _all_positives("mean"),
     "all positives per step, mean per pair": _all_positives("pairs"),
+    "every (example, positive) pair once per epoch": lambda seed, n_labels: PairEpochSNM(
+        random_state=seed
+    ),
+    "best model continued 1 epoch on every row": lambda seed, n_labels: ContinuedSNM(seed),
 }
 
 

@@ -718,6 +718,17 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     assert clf.neighbor_weight_ == snm_module.NEIGHBOR_WEIGHTS[int(np.argmax(precision))]
     if clf.neighbor_weight_ > 0:
         np.testing.assert_allclose(clf.neighbor_embeddings_, normalize(embeddings), atol=1e-6)
+    # the choice runs each row through the network once: the voting rows, then the
+    # validation rows (for their candidates and their votes alike)
+    forwarded = []
+    original = clf.forward
+    clf.forward = lambda X_rows, **kw: forwarded.append(X_rows.shape[0]) or original(X_rows, **kw)
+    positives = sp.csr_matrix(Y.astype(np.int8))
+    validation = (X[held_out], positives[held_out])
+    chosen = clf._choose_neighbor_weight(X[train], positives[train], validation)
+    assert chosen == clf.neighbor_weight_
+    assert sorted(forwarded) == sorted([len(train), len(held_out)])
+    del clf.forward
     # without validation rows there is nothing to choose on: no votes
     unvalidated = SNMClassifier(**dict(FAST, validation_fraction=None, random_state=0))
     unvalidated.set_params(early_stopping=False, max_epochs=2).fit(X, y)

@@ -326,7 +326,7 @@ class RefitSNM:
         first = SNMClassifier(random_state=self.random_state, **self.parameters).fit(X, Y)
         self.first_epochs = best_epoch_count(first)
         self.history_ = list(first.history_)
-        self.model_ = first
+        self.model_ = self.first_ = first
         if self.first_epochs > 0:
             self.model_ = SNMClassifier(
                 random_state=self.random_state,
@@ -342,6 +342,35 @@ class RefitSNM:
 
     def decision_function(self, X):
         return self.model_.decision_function(X)
+
+
+class RefitAveragedSNM(RefitSNM):
+    """:class:`RefitSNM`, predicting the mean of the scores of the first fit and the refit."""
+
+    def decision_function(self, X):
+        scores = self.model_.decision_function(X)
+        if self.model_ is self.first_:
+            return scores
+        return (scores + self.first_.decision_function(X)) / 2
+
+
+class TwoSeedSNM:
+    """The mean scores of two default fits, seeds ``s`` and ``s + 1000`` (the control of
+    :class:`RefitAveragedSNM`: averaging without the refit's extra rows)."""
+
+    def __init__(self, random_state):
+        self.random_state = random_state
+
+    def fit(self, X, Y):
+        self.models_ = [
+            SNMClassifier(random_state=seed).fit(X, Y)
+            for seed in (self.random_state, self.random_state + 1000)
+        ]
+        self.history_ = [r for model in self.models_ for r in model.history_]
+        return self
+
+    def decision_function(self, X):
+        return sum(model.decision_function(X) for model in self.models_) / len(self.models_)
 
 
 def best_epoch_count(model):
@@ -506,6 +535,8 @@ VALIDATION_SETTINGS = {
         random_state=seed
     ),
     "best model continued 1 epoch on every row": lambda seed, n_labels: ContinuedSNM(seed),
+    "refit, scores averaged with the first fit": lambda seed, n_labels: RefitAveragedSNM(seed),
+    "two default fits averaged (seeds s, s + 1000)": lambda seed, n_labels: TwoSeedSNM(seed),
 }
 
 

@@ -25,9 +25,10 @@ the defaults against weight averaging of the parameters (:class:`skrank.nn.Weigh
 EMA or SWA), fewer or more mined negatives, label smoothing of the top-16 weights, and the
 full softmax, the neighbours' votes off or at a fixed weight, a residual non-linear branch
 beside the linear encoder (``ResidualBranchSNM``), a refit on every training row for the best
-epoch count (``RefitSNM``) or the best model continued one epoch on them (``ContinuedSNM``),
-and every positive label of a row per step (``AllPositivesSNM``) or per epoch
-(``PairEpochSNM``), each over the same seeds; P@1 and P@5 on the
+epoch count (``RefitSNM``; ``RefitAveragedSNM`` averages its scores with the first fit's,
+``TwoSeedSNM`` two default fits' as a control) or the best model continued one epoch on them
+(``ContinuedSNM``), and every positive label of a row per step (``AllPositivesSNM``) or per
+epoch (``PairEpochSNM``), each over the same seeds; P@1 and P@5 on the
 held-out rows, and the paired P@1 difference to the defaults seed by seed (``--settings`` runs a
 subset, ``--tag`` names its results file).
 

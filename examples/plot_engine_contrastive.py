@@ -60,8 +60,8 @@ class ContrastiveEmbedder(TransformerMixin, BaseTorchEstimator):
         return self._forward_in_chunks(np.asarray(X, dtype=np.float32))
 
 
-X, y = load_mnist(return_X_y=True)
-X_train, X_test, y_train, y_test = train_test_split(X / 255, y, test_size=0.5, random_state=0)
+X, y = load_mnist(return_X_y=True)  # pixels already scaled to [0, 1]
+X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
 model = ContrastiveEmbedder(max_epochs=8, validation_fraction=0.2, device="cpu", random_state=0)
 model.fit(X_train[:2000], y_train[:2000])
 print(f"raw pixels mean AUPRC {mean_auprc_score(X_test, y_test):.3f}, "

@@ -45,7 +45,7 @@ from skrank.datasets import load_bibtex, load_mnist
 name, epochs = sys.argv[1], int(sys.argv[2])
 if name == "SOPRCEmbedder":
     data = load_mnist()
-    X, y = (data.data / 255.0).astype(np.float32), data.target
+    X, y = data.data.astype(np.float32), data.target  # load_mnist: pixels in [0, 1]
     model = SOPRCEmbedder(max_epochs=epochs, device="cpu", random_state=0)
     start = time.perf_counter(); model.fit(X[:5000], y[:5000])
     seconds = time.perf_counter() - start

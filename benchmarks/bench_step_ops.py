@@ -87,7 +87,7 @@ def count_ops(function):
 
 def mnist(n_samples):
     data = load_mnist()
-    X = (data.data[:n_samples] / 255.0).astype(np.float32)
+    X = data.data[:n_samples].astype(np.float32)  # load_mnist: pixels in [0, 1]
     return X, data.target[:n_samples]
 
 

@@ -1,7 +1,7 @@
 """``python -m skrank``: each estimator against a simple baseline on shipped data, on the CPU.
 
 Every row fits one skrank estimator on a data set shipped with the package and compares it with a
-plain baseline on held-out data; the whole job takes about five minutes of CPU time
+plain baseline on held-out data; the whole job takes about two minutes on a 2-core CPU
 (most of it the cross-validated selection of MMC: 315 fits). Rows are
 the functions registered with :func:`_row`; ``--only NAME`` runs the rows whose estimator name
 contains ``NAME``; ``--quick`` runs the same code on small subsamples with short training in

@@ -98,7 +98,8 @@ default="hinge"
         Number ``k'`` of hardest sampled negatives weighed by ``"topk"`` (and the ``k'`` of the
         paper's scaling); at most ``n_negatives``. ``"auto"``: 16, at most an eighth of
         ``n_negatives_`` (at least 1); chosen on validation splits of Bibtex and Corel5k, where
-        the 16 hardest of all the other labels beat the hardest one and the 64 hardest.
+        the 16 hardest of all the other labels were level with or ahead of the 8, 32 and 64
+        hardest (see the User Guide).
     negative_weights : {"topk", "uniform", "power"} or array-like, default="topk"
         Weights by rank of the sorted sampled negatives (:func:`skrank.losses.owl_weights`):
         top-k' SNM, negative sampling, a power law ``j ** -power_exponent``, or an array of

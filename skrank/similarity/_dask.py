@@ -217,8 +217,8 @@ def negative_pair_similarities_dask(
 
     Draws the same pairs from the same ``random_state``; the rows of each chunk of pairs (sized
     by ``working_memory``) are read in one pass over the blocks holding them, so this takes
-    ``48 d max_pairs / working_memory`` passes (one with the default 1 GiB and ``d`` below
-    80). With at most ``max_pairs`` negative pairs (a few hundred items, or one class holding
+    ``48 d max_pairs / working_memory`` passes (one with the default 1 GiB and ``d`` up to
+    89). With at most ``max_pairs`` negative pairs (a few hundred items, or one class holding
     nearly all items), all items are read.
     """
     sample = _sampled_negative_pairs(codes, max_pairs, random_state)

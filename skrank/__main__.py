@@ -330,44 +330,46 @@ def bibtex_split(quick=False):
     return X_train, X_test, Y_train, Y_test
 
 
-def snm_classifiers(quick=False):
-    """The SNMClassifier settings compared on Bibtex (unfitted), top-1 SNM first.
-
-    Same network, ``B = 64`` and a fixed number of epochs (6; 1 with quick; ``tol=None``: no
-    early stopping, so no convergence warning), the estimator's default label learning rate.
-    """
+def snm_classifier(quick=False):
+    """The SNMClassifier of the Bibtex row (unfitted): its defaults (top-16 SNM, a linear
+    encoder started at the TF-IDF nearest-centroid rule, early stopping, the neighbours' votes).
+    With quick: 64 dimensions and 2 epochs (``tol=None``: no early stopping, so no convergence
+    warning)."""
     from .multilabel import SNMClassifier
 
-    settings = dict(
-        n_negatives=64,
-        embedding_dim=64,
-        hidden_layer_sizes=(128,),
-        max_epochs=1 if quick else 6,
-        tol=None,
-        device="cpu",
-        random_state=0,
-    )
-    runs = {
-        "top-1 SNM": dict(negative_weights="topk", top_k_negatives=1),
-        "neg. sampling, B=64": dict(negative_weights="uniform"),
-    }
-    return {name: SNMClassifier(**settings, **params) for name, params in runs.items()}
+    quick_settings = dict(embedding_dim=64, max_epochs=2, tol=None) if quick else {}
+    return SNMClassifier(device="cpu", random_state=0, **quick_settings)
+
+
+def one_vs_rest_label_scores(X_train, Y_train, X_test):
+    """Label scores of one-vs-rest logistic regression (``C=1``, liblinear) on the raw features."""
+    import warnings
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    model = OneVsRestClassifier(LogisticRegression(solver="liblinear"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # labels without a training example
+        model.fit(X_train, Y_train.toarray().astype(np.int64))  # liblinear rejects int8 targets
+    return model.decision_function(X_test)
 
 
 @_row("SNMClassifier")
 def _snm_row(quick=False):
-    """Bibtex (159 labels): top-1 SNM against negative sampling, same network, B and epochs."""
+    """Bibtex (159 labels): the defaults against one-vs-rest logistic regression."""
+    from .metrics import top_k_recall_score
+
     X_train, X_test, Y_train, Y_test = bibtex_split(quick)
-    recalls = {}
-    models = snm_classifiers(quick)
     with one_torch_thread():
-        for name, model in models.items():
-            model.fit(X_train, Y_train)
-            recalls[name] = {k: model.set_params(score_k=k).score(X_test, Y_test) for k in (1, 5)}
+        model = snm_classifier(quick).fit(X_train, Y_train)
+        recalls = {k: model.set_params(score_k=k).score(X_test, Y_test) for k in (1, 5)}
+    scores = one_vs_rest_label_scores(X_train, Y_train, X_test)
     data = "Bibtex test (quick)" if quick else "Bibtex test"
+    baseline = "one-vs-rest logistic regression"
     return [
-        (data, f"Recall@{k}", baseline, recalls[baseline][k], recalls["top-1 SNM"][k])
-        for baseline in list(models)[1:]
+        (data, f"Recall@{k}", baseline, top_k_recall_score(Y_test, scores, k), recalls[k])
         for k in (1, 5)
     ]
 

@@ -342,6 +342,17 @@ def test_warm_start_continues_and_checks_labels():
         clf.fit(X, (y + 1) % 21)
 
 
+def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
+    X, y = clustered(n_samples=100)
+    clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, y)
+    scores = clf.decision_function(X)
+    n_features = X.shape[1]
+    with pytest.raises(ValueError, match=f"X has {n_features - 1} features, but SNMClassifier"):
+        clf.fit(X[:, :-1], y)
+    assert clf.n_features_in_ == n_features
+    np.testing.assert_array_equal(clf.decision_function(X), scores)
+
+
 def test_no_warning_in_a_normal_fit():
     X, y = clustered(n_samples=100)
     with warnings.catch_warnings():

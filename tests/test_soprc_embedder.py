@@ -169,6 +169,19 @@ def test_warm_start_continues_and_checks_classes():
         model.fit(X, (y + 1) % 5)
 
 
+def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
+    # As MLPClassifier(warm_start=True): the features must be those of the previous fit.
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, warm_start=True, random_state=0).fit(X, y)
+    embedding = model.transform(X)
+    with pytest.raises(ValueError, match="X has 19 features, but SOPRCEmbedder is expecting 20"):
+        model.fit(X[:, :19], y)
+    assert model.n_features_in_ == 20
+    np.testing.assert_array_equal(model.transform(X), embedding)
+    model.set_params(warm_start=False).fit(X[:, :19], y)  # a cold fit starts afresh
+    assert model.transform(X[:, :19]).shape == (X.shape[0], 8)
+
+
 def test_bad_input_gets_clear_errors():
     X, y = _data()
     model = SOPRCEmbedder(**FAST)

@@ -192,7 +192,14 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             The fitted embedder.
         """
         with naming_inputs("X", "y"):
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                accept_sparse="csr",
+                dtype=[np.float32, np.float64],
+                reset=not self._warm_starting(),
+            )
         check_float32_range(X, estimator="SOPRCEmbedder")
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")

@@ -334,7 +334,13 @@ default="hinge"
         """
         with naming_inputs("X", "y"):
             X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
+                self,
+                X,
+                y,
+                accept_sparse="csr",
+                dtype=(np.float64, np.float32),
+                multi_output=True,
+                reset=not self._warm_starting(),
             )
         check_float32_range(X, estimator="SNMClassifier")
         X = self._normalize_inputs(X, fitting=True)

@@ -500,6 +500,15 @@ class BaseTorchEstimator(BaseEstimator):
                 callback.load_state_dict(saved)
 
     # ------------------------------------------------------------------ the loop
+    def _warm_starting(self):
+        """Whether this fit continues the previous one: ``warm_start`` and a trained module.
+
+        The inputs of such a fit are validated against the previous fit's (``validate_data``
+        with ``reset=False``): a different number of features is a clear error, not a shape
+        error inside the network, and leaves the fitted estimator as it was.
+        """
+        return bool(self.warm_start) and hasattr(self, "module_")
+
     def _set_classes(self, classes):
         """Set ``classes_``; a warm start must see the previous fit's classes."""
         if (
@@ -592,7 +601,7 @@ class BaseTorchEstimator(BaseEstimator):
         return np.random.RandomState(int(seed))
 
     def _train(self, X, y, validation, device, rng):
-        continuing = self.warm_start and hasattr(self, "module_")
+        continuing = self._warm_starting()
         self._device = device
         self.device_ = str(device)
         if not continuing:

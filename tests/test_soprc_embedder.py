@@ -182,6 +182,17 @@ def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
     assert model.transform(X[:, :19]).shape == (X.shape[0], 8)
 
 
+@pytest.mark.parametrize("batch_size", [3, 7])
+def test_batch_of_fewer_than_two_groups_names_the_users_parameters(batch_size):
+    # The sampler saw batch_size // samples_per_class * samples_per_class (0 or 4), and said so.
+    X, y = _data()
+    model = SOPRCEmbedder(**dict(FAST, batch_size=batch_size), samples_per_class=4)
+    message = f"batch_size={batch_size} holds fewer than two classes of samples_per_class=4"
+    with pytest.raises(ValueError, match=message + r".*use batch_size >= 8"):
+        model.fit(X, y)
+    assert not hasattr(model, "module_")
+
+
 def test_bad_input_gets_clear_errors():
     X, y = _data()
     model = SOPRCEmbedder(**FAST)

@@ -191,6 +191,13 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         self : SOPRCEmbedder
             The fitted embedder.
         """
+        if self.batch_size < 2 * self.samples_per_class:
+            raise ValueError(
+                f"batch_size={self.batch_size} holds fewer than two classes of samples_per_class="
+                f"{self.samples_per_class} items (a batch holds batch_size // samples_per_class "
+                f"classes), so no item has a negative; use batch_size >= "
+                f"{2 * self.samples_per_class}."
+            )
         with naming_inputs("X", "y"):
             X, y = validate_data(
                 self,

@@ -1,6 +1,7 @@
 """SNMClassifier: learning, prediction in chunks, multilabel targets, sparse input, bad input."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -143,6 +144,26 @@ def test_multilabel_rows_without_labels_are_skipped_with_a_count():
         SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y)
     with pytest.raises(ValueError, match="No training example has a positive label"):
         SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, np.zeros_like(Y))
+
+
+@pytest.mark.parametrize("sparse_targets", [False, True])
+@pytest.mark.parametrize("low, high", [(-1, 1), (0, 2)])
+def test_multilabel_targets_must_be_0_1(sparse_targets, low, high):
+    # type_of_target calls any two-valued integer matrix "multilabel-indicator": a -1/1
+    # matrix trained with every label positive, and predicted 0/1.
+    X, Y = multilabel(n_samples=60)
+    targets = np.where(Y > 0, high, low)
+    targets = sp.csr_matrix(targets) if sparse_targets else targets
+    clf = SNMClassifier(**dict(FAST, max_epochs=1))
+    values = f"[{high}]" if sparse_targets else f"[{low}, {high}]"  # the stored values
+    message = re.escape(f"multilabel indicator matrix with values {values}") + ".*needs 0/1"
+    if sparse_targets and low == -1:  # implicit zeros make it a three-valued matrix
+        message = "a multilabel 0/1 indicator matrix; got targets of type 'multiclass-multioutput'"
+    with pytest.raises(ValueError, match=message):
+        clf.fit(X, targets)
+    bool_fit = SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y > 0)
+    int_fit = SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y)
+    np.testing.assert_array_equal(bool_fit.decision_function(X), int_fit.decision_function(X))
 
 
 def test_a_step_reads_and_updates_only_the_sampled_label_rows():

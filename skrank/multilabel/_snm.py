@@ -834,6 +834,15 @@ def _encode_targets(y):
             check_classification_targets(y)
         target_type = type_of_target(y, input_name="y")
     if target_type == "multilabel-indicator":
+        values = np.unique(y.data if sp.issparse(y) else y)
+        if not np.isin(values, [0, 1]).all():
+            # type_of_target calls any two-valued integer matrix an indicator: a -1/1 matrix
+            # would make every label positive.
+            raise ValueError(
+                f"y is a multilabel indicator matrix with values {values.tolist()}; "
+                "SNMClassifier needs 0/1 (1: the label is positive). For a -1/1 matrix, "
+                "pass y > 0."
+            )
         sparse_output = sp.issparse(y)
         dtype = y.dtype
         indicator = sp.csr_matrix(y, dtype=np.int8)

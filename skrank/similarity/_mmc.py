@@ -128,8 +128,11 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     components_ : ndarray of shape (n_features, n_features)
-        ``L`` with ``A = L^T L``; rows by decreasing importance (trailing rows are zero when ``A``
-        has low rank, as MMC's optimum often has).
+        ``L`` with ``A = L^T L``: the eigenvectors of ``A`` scaled by the square roots of their
+        eigenvalues, rows by decreasing eigenvalue, each with its largest entry positive
+        (trailing rows are zero when ``A`` has low rank, as MMC's optimum often has). Canonical:
+        the same data give the same rows whatever their memory layout. With ``diagonal=True``,
+        ``Diag(sqrt(a))`` for the weights ``a`` of the features.
     objective_ : ndarray of shape (`n_iter_` + 1,)
         Training objective (mean dissimilar-pair distance, or its sampled estimate) at the start and
         after each iteration.

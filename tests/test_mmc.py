@@ -199,6 +199,11 @@ def test_wrong_number_of_features_after_fit():
             method(X[:, :3])
     with pytest.raises(ValueError, match="same number of rows"):
         mmc.pair_distance(X[:3], X[:4])
+    # pair_distance's errors name its argument (they said "X", for X1 and X2 alike)
+    with pytest.raises(ValueError, match="Invalid X2: X has 3 features"):
+        mmc.pair_distance(X[:3], X[:3, :3])
+    with pytest.raises(ValueError, match="Invalid X1: Input X contains NaN"):
+        mmc.pair_distance(np.full((3, 4), np.nan), X[:3])
     with pytest.raises(NotFittedError):
         MMC().get_metric()
 

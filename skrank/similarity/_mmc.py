@@ -331,10 +331,13 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X_new : ndarray of shape (n_samples, n_features)
             Transformed items.
         """
+        return self._transform(X, "X")
+
+    def _transform(self, X, input_name):
         check_is_fitted(self)
-        with naming_inputs("X"):
+        with naming_inputs(input_name):
             X = validate_data(self, X, reset=False)
-        return check_finite_product(X, self.components_.T, input_name="X")
+        return check_finite_product(X, self.components_.T, input_name=input_name)
 
     def get_mahalanobis_matrix(self):
         """The learned positive semi-definite matrix ``A = L^T L``.
@@ -363,7 +366,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         -------
         distances : ndarray of shape (n_pairs,)
         """
-        first, second = self.transform(X1), self.transform(X2)
+        first, second = self._transform(X1, "X1"), self._transform(X2, "X2")
         if first.shape != second.shape:
             raise ValueError(
                 f"X1 and X2 must have the same number of rows, got {first.shape[0]} and "

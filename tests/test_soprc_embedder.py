@@ -221,6 +221,13 @@ def test_bad_input_gets_clear_errors():
         SOPRCEmbedder(**FAST, validation_fraction=0.2, random_state=0).fit(X[:12], one_pair)
     with pytest.raises(ValueError, match="batch_size"):
         SOPRCEmbedder(**{**FAST, "batch_size": 6}).fit(X, y)
+    # sklearn's split error named its own test_size, not the estimator's parameter
+    message = (
+        r"validation_fraction=0.01 cannot split these 240 training items: The test_size = 3 "
+        r"should be greater or equal to the number of classes = 4.*stratified split"
+    )
+    with pytest.raises(ValueError, match=message):
+        SOPRCEmbedder(**FAST, validation_fraction=0.01).fit(X, y)
 
 
 class _ExplodingModule(nn.Module):

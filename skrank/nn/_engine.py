@@ -524,7 +524,8 @@ class BaseTorchEstimator(BaseEstimator):
     def _check_training_parameters(self):
         if self.early_stopping and self.validation_fraction is None:
             raise ValueError(
-                "early_stopping=True needs a validation set: set validation_fraction, e.g. 0.1."
+                "early_stopping=True needs a validation set: set validation_fraction, e.g. 0.1, "
+                "or early_stopping=False."
             )
         if self.lr_milestones is not None:
             milestones = np.asarray(self.lr_milestones)
@@ -552,12 +553,24 @@ class BaseTorchEstimator(BaseEstimator):
         """
         if self.validation_fraction is None:
             return X, y, None
-        train, held_out = train_test_split(
-            np.arange(X.shape[0]),
-            test_size=self.validation_fraction,
-            random_state=self._shared_random_state(),
-            stratify=stratify,
-        )
+        try:
+            train, held_out = train_test_split(
+                np.arange(X.shape[0]),
+                test_size=self.validation_fraction,
+                random_state=self._shared_random_state(),
+                stratify=stratify,
+            )
+        except ValueError as error:  # sklearn's message names test_size, not the parameter
+            what = (
+                "a stratified split keeps every class in both parts; "
+                if stratify is not None
+                else ""
+            )
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} cannot split these "
+                f"{X.shape[0]} training items: {error}. Choose another validation_fraction "
+                f"({what}None holds nothing out)."
+            ) from error
         return X[train], y[train], (X[held_out], y[held_out])
 
     def fit_loop(self, X, y, validation=None):

@@ -374,6 +374,15 @@ def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
     np.testing.assert_array_equal(clf.decision_function(X), scores)
 
 
+def test_an_int_hidden_layer_sizes_is_one_layer_as_in_mlp_classifier():
+    X, y = clustered(n_samples=100)
+    params = dict(FAST, max_epochs=2, random_state=0)
+    as_int = SNMClassifier(**{**params, "hidden_layer_sizes": 8}).fit(X, y)
+    as_tuple = SNMClassifier(**{**params, "hidden_layer_sizes": (8,)}).fit(X, y)
+    np.testing.assert_array_equal(as_int.decision_function(X), as_tuple.decision_function(X))
+    assert as_int.module_.encoder.layers[0].out_features == 8
+
+
 def test_no_warning_in_a_normal_fit():
     X, y = clustered(n_samples=100)
     with warnings.catch_warnings():

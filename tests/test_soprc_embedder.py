@@ -193,6 +193,16 @@ def test_batch_of_fewer_than_two_groups_names_the_users_parameters(batch_size):
     assert not hasattr(model, "module_")
 
 
+def test_an_int_hidden_layer_sizes_is_one_layer_as_in_mlp_classifier():
+    # MLPClassifier(hidden_layer_sizes=16) is one layer of 16; here it was an InvalidParameterError.
+    X, y = _data()
+    params = dict(FAST, random_state=0)
+    as_int = SOPRCEmbedder(**{**params, "hidden_layer_sizes": 16}).fit(X, y)
+    as_tuple = SOPRCEmbedder(**{**params, "hidden_layer_sizes": (16,)}).fit(X, y)
+    np.testing.assert_array_equal(as_int.transform(X), as_tuple.transform(X))
+    assert as_int.module_.layers[0].out_features == 16
+
+
 def test_bad_input_gets_clear_errors():
     X, y = _data()
     model = SOPRCEmbedder(**FAST)

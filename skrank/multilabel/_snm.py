@@ -25,6 +25,7 @@ from ..nn import (
     BaseTorchEstimator,
     EarlyStopping,
 )
+from ..nn._modules import layer_sizes
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -224,7 +225,7 @@ default="hinge"
         "power_exponent": [Interval(Real, 0, None, closed="left")],
         "weight_scale": [StrOptions({"normalized", "paper"})],
         "embedding_dim": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "hidden_layer_sizes": ["array-like"],
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "input_dropout": [Interval(Real, 0, 1, closed="left")],
@@ -480,7 +481,7 @@ default="hinge"
     # ------------------------------------------------------------------ engine steps
     def get_default_callbacks(self):
         callbacks = super().get_default_callbacks()
-        if self.label_init == "centroid" and not tuple(self.hidden_layer_sizes):
+        if self.label_init == "centroid" and not layer_sizes(self.hidden_layer_sizes):
             # Early stopping also scores the start (the input-space centroid rule of a linear
             # encoder): training that never beats it on the validation rows keeps it.
             for callback in callbacks:
@@ -496,14 +497,14 @@ default="hinge"
                 self,
                 LabelEmbeddingNetwork,
                 embedding_dim=self.embedding_dim_,
-                hidden_layer_sizes=tuple(self.hidden_layer_sizes),
+                hidden_layer_sizes=layer_sizes(self.hidden_layer_sizes),
             ),
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)
         if self.label_init == "centroid":
             X, positives = self._initialization_data
-            if not tuple(self.hidden_layer_sizes):
+            if not layer_sizes(self.hidden_layer_sizes):
                 # A linear encoder starts as the coordinates in the principal subspace of the
                 # inputs and centroids: the model starts as the input space's centroid rule.
                 linear = network.encoder.layers[-1]
@@ -673,7 +674,7 @@ default="hinge"
             negative = (X.data if sp.issparse(X) else X).min(initial=0) < 0
             self.input_normalization_ = self.input_normalization
             if self.input_normalization == "auto":
-                linear = not tuple(self.hidden_layer_sizes)
+                linear = not layer_sizes(self.hidden_layer_sizes)
                 self.input_normalization_ = (
                     "tfidf" if linear and sp.issparse(X) and not negative else None
                 )

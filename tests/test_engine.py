@@ -476,7 +476,9 @@ def test_early_stopping_keeps_the_best_validation_weights():
     # the kept weights are those of the best epoch
     _, _, (X_val, y_val) = model._split_validation(X, y)
     assert model.validation_score(X_val, y_val) == pytest.approx(scores[best], rel=1e-6)
-    with pytest.raises(ValueError, match="validation_fraction"):
+    with pytest.raises(
+        ValueError, match="set validation_fraction, e.g. 0.1, or early_stopping=False"
+    ):
         LinearTorchRegressor(early_stopping=True).fit(X, y)
     with pytest.raises(RuntimeError, match="EarlyStopping.*needs a validation set"):
         LinearTorchRegressor(callbacks=[EarlyStopping()]).fit(X, y)

@@ -75,6 +75,20 @@ def test_propensities_follow_jain_et_al():
     assert np.all(np.diff(label_propensities(y)) < 0)  # rarer labels, lower propensity
 
 
+def test_propensities_refuse_what_the_model_does_not_define():
+    # With N = 2 examples, C = (log 2 - 1) (B + 1) ** A < 0 gave propensities of 1.44 (N = 1:
+    # inf); a -1 entry counted as a positive label.
+    with pytest.raises(ValueError, match=r"at least 3 examples .* got 2"):
+        label_propensities(np.array([[0, 1], [1, 0]]))
+    with pytest.raises(ValueError, match=r"matrix of 0s and 1s; it holds \[-1, 1\]"):
+        label_propensities(np.array([[0, -1], [1, 0], [1, 1]]))
+    y = np.array([[0, 1], [1, 0], [1, 1]])
+    c = (math.log(3) - 1) * 2.5**0.55
+    expected = [1 / (1 + c * (2 + 1.5) ** -0.55)] * 2
+    np.testing.assert_allclose(label_propensities(y), expected)
+    assert np.all((label_propensities(y) > 0) & (label_propensities(y) < 1))
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_psp_matches_brute_force(seed):
     y, scores = _random_problem(seed)

@@ -230,9 +230,10 @@ def test_pair_metrics_reject_bad_input():
         pair_scores_and_labels(np.zeros((3, 3)), [0, 1])
     with pytest.raises(ValueError, match="NaN"):
         pair_scores_and_labels(np.full((2, 2), np.nan), [0, 1])
-    with pytest.raises(ValueError, match="no positive"):
+    # the messages are about the user's y, not the internal pair labels ("y_true has ...")
+    with pytest.raises(ValueError, match="No class of y has two items: there is no positive"):
         pairwise_roc_score(np.eye(3), [0, 1, 2], 0.5)
-    with pytest.raises(ValueError, match="no negative"):
+    with pytest.raises(ValueError, match="y has only one class: there is no negative"):
         pairwise_roc_score(np.eye(3), [0, 0, 0], 0.5)
 
 

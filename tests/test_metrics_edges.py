@@ -64,5 +64,5 @@ def test_psp_of_multiclass_targets_by_hand():
 
 
 def test_label_propensities_need_an_example():
-    with pytest.raises(ValueError, match="at least one example"):
+    with pytest.raises(ValueError, match="at least 3 examples"):
         label_propensities(np.zeros((0, 3)))

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy.spatial.distance import pdist, squareform
-from sklearn.datasets import load_iris
+from sklearn.datasets import load_iris, make_blobs
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.neighbors import KNeighborsClassifier
@@ -27,6 +27,26 @@ def _noisy_classes(seed=0, n=240, n_informative=2, n_noise=6, n_classes=3):
     informative = rng.normal(scale=0.5, size=(n, n_informative)) + y[:, None]
     noise = rng.normal(scale=5.0, size=(n, n_noise))
     return np.hstack([informative, noise]), y
+
+
+def test_components_are_the_canonical_square_root_whatever_the_input_layout():
+    # The solver's factor lives in a whitened basis that rounding rotates within tied
+    # eigenvalues: fitting the same values from a DataFrame (Fortran order) rotated
+    # transform's output by up to 0.4 although the metric was the same.
+    pd = pytest.importorskip("pandas")
+    X, y = make_blobs(n_samples=120, centers=4, n_features=6, random_state=0)
+    fits = [MMC().fit(data, y) for data in (X, np.asfortranarray(X), pd.DataFrame(X))]
+    A = fits[0].get_mahalanobis_matrix()
+    eigenvalues, vectors = np.linalg.eigh(A)
+    rank = np.sum(eigenvalues > 1e-10 * eigenvalues[-1])
+    expected = (np.sqrt(eigenvalues[::-1, None]) * vectors[:, ::-1].T)[:rank]
+    signs = np.sign(expected[np.arange(rank), np.abs(expected).argmax(axis=1)])
+    expected *= signs[:, None]  # largest entry of each row positive
+    for fit in fits:
+        np.testing.assert_allclose(fit.components_[:rank], expected, rtol=0, atol=1e-7)
+        np.testing.assert_allclose(fit.components_[rank:], 0, atol=1e-7)
+        np.testing.assert_allclose(fit.get_mahalanobis_matrix(), A, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fit.transform(X), fits[0].transform(X), rtol=0, atol=1e-6)
 
 
 def test_fit_sets_attributes_and_certifies_convergence():
@@ -179,6 +199,11 @@ def test_wrong_number_of_features_after_fit():
             method(X[:, :3])
     with pytest.raises(ValueError, match="same number of rows"):
         mmc.pair_distance(X[:3], X[:4])
+    # pair_distance's errors name its argument (they said "X", for X1 and X2 alike)
+    with pytest.raises(ValueError, match="Invalid X2: X has 3 features"):
+        mmc.pair_distance(X[:3], X[:3, :3])
+    with pytest.raises(ValueError, match="Invalid X1: Input X contains NaN"):
+        mmc.pair_distance(np.full((3, 4), np.nan), X[:3])
     with pytest.raises(NotFittedError):
         MMC().get_metric()
 

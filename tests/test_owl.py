@@ -236,7 +236,13 @@ def test_owl_weights_shapes_and_scales():
         (lambda: get_surrogate("hingey"), "surrogate must be one of"),
         (lambda: get_surrogate("ramp", margin=0.0), "margin > 0"),
         (lambda: OrderedWeightedLoss([1.0], loss="owl"), "loss must be"),
-        (lambda: powl(torch.zeros(3), torch.zeros(2, 4), [1.0]), "rows"),
+        (lambda: powl(torch.zeros(3), torch.zeros(2, 4), [1.0]), r"shape \(2,\)"),
+        (
+            # a (n, n_positives) matrix: the message says the shape it needs
+            lambda: powl(torch.zeros(2, 3), torch.zeros(2, 4), [1.0]),
+            r"positive_scores must have shape \(2,\), one score per row of negative_scores; "
+            r"got shape \(2, 3\)",
+        ),
         (lambda: powl(torch.zeros(2), torch.zeros(2, 4), [1.0], mask=torch.ones(2, 3) > 0), "mask"),
         (lambda: powl(torch.zeros(2), torch.zeros(8), [1.0]), "2-D"),
     ],

@@ -394,6 +394,21 @@ def test_pair_methods_invariances_pickle_and_dtypes():
     refit = clone(model).fit(np.asfortranarray(X.astype(np.float32)), y)
     np.testing.assert_allclose(refit.decision_function(pairs), scores, atol=1e-6)
     np.testing.assert_array_equal(clone(model).fit(X, y).decision_function(pairs), scores)
+    # check_estimators_dtypes fits integer inputs; check_estimators_pickle read-only ones
+    integers = np.round(4 * X)
+    on_floats = clone(model).fit(integers, y)
+    for data in (integers.astype(np.int64), integers.astype(np.int32)):
+        np.testing.assert_allclose(
+            clone(model).fit(data, y).pairwise_similarity(data),
+            on_floats.pairwise_similarity(integers),
+            rtol=1e-12,
+        )
+    read_only = X.copy()
+    read_only.setflags(write=False)
+    read_only_pairs = pairs.copy()
+    read_only_pairs.setflags(write=False)
+    refit = clone(model).fit(read_only, y)
+    np.testing.assert_array_equal(refit.decision_function(read_only_pairs), scores)
 
 
 # --- bad input ----------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ import pytest
 from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.decomposition import PCA
-from sklearn.metrics import accuracy_score
+from sklearn.metrics import accuracy_score, average_precision_score
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from skrank import PointwiseROCSimilarity
 from skrank.metrics import (
     get_scorer,
     make_retrieval_scorer,
@@ -148,6 +149,43 @@ def test_embedding_scorers_use_the_retrieval_metric_protocol():
     assert get_scorer("mean_auprc", metric="euclidean")(embedder, X, y) == pytest.approx(
         euclidean
     )  # the scorer's metric wins
+
+
+def _brute_force_retrieval(similarity, y):
+    """Mean AUPRC and Recall@1 of each item as a query against the others, by loops."""
+    average_precisions, hits = [], []
+    for query in range(len(y)):
+        others = np.arange(len(y)) != query
+        relevant = y[others] == y[query]
+        average_precisions.append(average_precision_score(relevant, similarity[query, others]))
+        hits.append(relevant[np.argmax(similarity[query, others])])
+    return np.mean(average_precisions), np.mean(hits)
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_retrieval_scorers_rank_by_the_similarity_of_a_similarity_learner(pipeline):
+    # PointwiseROCSimilarity has pairwise_similarity and no transform; its decision_function
+    # scores pairs. The retrieval scorers raised "it is a classifier" (mean_auprc) or a
+    # pairs-shape error (recall@1); they rank the items by its similarity.
+    X, y = clustered(seed=1)
+    model = PointwiseROCSimilarity(alpha=0.5, random_state=0)
+    model = make_pipeline(StandardScaler(), model) if pipeline else model
+    model.fit(X[:40], y[:40])
+    similarity = (
+        model[-1].pairwise_similarity(model[:-1].transform(X[40:]))
+        if pipeline
+        else (model.pairwise_similarity(X[40:]))
+    )
+    mean_auprc, recall_at_1 = _brute_force_retrieval(similarity, y[40:])
+    assert get_scorer("mean_auprc")(model, X[40:], y[40:]) == pytest.approx(mean_auprc)
+    assert get_scorer("recall@1")(model, X[40:], y[40:]) == pytest.approx(recall_at_1)
+    assert get_scorer("mean_auprc")(model, X[40:], y[40:]) != pytest.approx(
+        mean_auprc_score(X[40:], y[40:])  # not the input space's cosine ranking
+    )
+    with pytest.raises(ValueError, match="ranks items by its own pairwise_similarity"):
+        get_scorer("mean_auprc", metric="cosine")(model, X[40:], y[40:])
+    with pytest.raises(ValueError, match="needs a classifier"):
+        get_scorer("ndcg@2")(model, X[40:], y[40:])
 
 
 def test_the_former_private_retrieval_metric_attribute_still_works_with_a_warning():

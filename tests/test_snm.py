@@ -1,6 +1,7 @@
 """SNMClassifier: learning, prediction in chunks, multilabel targets, sparse input, bad input."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -143,6 +144,26 @@ def test_multilabel_rows_without_labels_are_skipped_with_a_count():
         SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y)
     with pytest.raises(ValueError, match="No training example has a positive label"):
         SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, np.zeros_like(Y))
+
+
+@pytest.mark.parametrize("sparse_targets", [False, True])
+@pytest.mark.parametrize("low, high", [(-1, 1), (0, 2)])
+def test_multilabel_targets_must_be_0_1(sparse_targets, low, high):
+    # type_of_target calls any two-valued integer matrix "multilabel-indicator": a -1/1
+    # matrix trained with every label positive, and predicted 0/1.
+    X, Y = multilabel(n_samples=60)
+    targets = np.where(Y > 0, high, low)
+    targets = sp.csr_matrix(targets) if sparse_targets else targets
+    clf = SNMClassifier(**dict(FAST, max_epochs=1))
+    values = f"[{high}]" if sparse_targets else f"[{low}, {high}]"  # the stored values
+    message = re.escape(f"multilabel indicator matrix with values {values}") + ".*needs 0/1"
+    if sparse_targets and low == -1:  # implicit zeros make it a three-valued matrix
+        message = "a multilabel 0/1 indicator matrix; got targets of type 'multiclass-multioutput'"
+    with pytest.raises(ValueError, match=message):
+        clf.fit(X, targets)
+    bool_fit = SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y > 0)
+    int_fit = SNMClassifier(random_state=0, **dict(FAST, max_epochs=1)).fit(X, Y)
+    np.testing.assert_array_equal(bool_fit.decision_function(X), int_fit.decision_function(X))
 
 
 def test_a_step_reads_and_updates_only_the_sampled_label_rows():
@@ -340,6 +361,26 @@ def test_warm_start_continues_and_checks_labels():
     assert clf.module_ is module and len(clf.history_) == 4
     with pytest.raises(ValueError, match="classes of the previous fit"):
         clf.fit(X, (y + 1) % 21)
+
+
+def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
+    X, y = clustered(n_samples=100)
+    clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, y)
+    scores = clf.decision_function(X)
+    n_features = X.shape[1]
+    with pytest.raises(ValueError, match=f"X has {n_features - 1} features, but SNMClassifier"):
+        clf.fit(X[:, :-1], y)
+    assert clf.n_features_in_ == n_features
+    np.testing.assert_array_equal(clf.decision_function(X), scores)
+
+
+def test_an_int_hidden_layer_sizes_is_one_layer_as_in_mlp_classifier():
+    X, y = clustered(n_samples=100)
+    params = dict(FAST, max_epochs=2, random_state=0)
+    as_int = SNMClassifier(**{**params, "hidden_layer_sizes": 8}).fit(X, y)
+    as_tuple = SNMClassifier(**{**params, "hidden_layer_sizes": (8,)}).fit(X, y)
+    np.testing.assert_array_equal(as_int.decision_function(X), as_tuple.decision_function(X))
+    assert as_int.module_.encoder.layers[0].out_features == 8
 
 
 def test_no_warning_in_a_normal_fit():

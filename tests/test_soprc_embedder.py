@@ -169,6 +169,40 @@ def test_warm_start_continues_and_checks_classes():
         model.fit(X, (y + 1) % 5)
 
 
+def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
+    # As MLPClassifier(warm_start=True): the features must be those of the previous fit.
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, warm_start=True, random_state=0).fit(X, y)
+    embedding = model.transform(X)
+    with pytest.raises(ValueError, match="X has 19 features, but SOPRCEmbedder is expecting 20"):
+        model.fit(X[:, :19], y)
+    assert model.n_features_in_ == 20
+    np.testing.assert_array_equal(model.transform(X), embedding)
+    model.set_params(warm_start=False).fit(X[:, :19], y)  # a cold fit starts afresh
+    assert model.transform(X[:, :19]).shape == (X.shape[0], 8)
+
+
+@pytest.mark.parametrize("batch_size", [3, 7])
+def test_batch_of_fewer_than_two_groups_names_the_users_parameters(batch_size):
+    # The sampler saw batch_size // samples_per_class * samples_per_class (0 or 4), and said so.
+    X, y = _data()
+    model = SOPRCEmbedder(**dict(FAST, batch_size=batch_size), samples_per_class=4)
+    message = f"batch_size={batch_size} holds fewer than two classes of samples_per_class=4"
+    with pytest.raises(ValueError, match=message + r".*use batch_size >= 8"):
+        model.fit(X, y)
+    assert not hasattr(model, "module_")
+
+
+def test_an_int_hidden_layer_sizes_is_one_layer_as_in_mlp_classifier():
+    # MLPClassifier(hidden_layer_sizes=16) is one layer of 16; here it was an InvalidParameterError.
+    X, y = _data()
+    params = dict(FAST, random_state=0)
+    as_int = SOPRCEmbedder(**{**params, "hidden_layer_sizes": 16}).fit(X, y)
+    as_tuple = SOPRCEmbedder(**{**params, "hidden_layer_sizes": (16,)}).fit(X, y)
+    np.testing.assert_array_equal(as_int.transform(X), as_tuple.transform(X))
+    assert as_int.module_.layers[0].out_features == 16
+
+
 def test_bad_input_gets_clear_errors():
     X, y = _data()
     model = SOPRCEmbedder(**FAST)
@@ -197,6 +231,13 @@ def test_bad_input_gets_clear_errors():
         SOPRCEmbedder(**FAST, validation_fraction=0.2, random_state=0).fit(X[:12], one_pair)
     with pytest.raises(ValueError, match="batch_size"):
         SOPRCEmbedder(**{**FAST, "batch_size": 6}).fit(X, y)
+    # sklearn's split error named its own test_size, not the estimator's parameter
+    message = (
+        r"validation_fraction=0.01 cannot split these 240 training items: The test_size = 3 "
+        r"should be greater or equal to the number of classes = 4.*stratified split"
+    )
+    with pytest.raises(ValueError, match=message):
+        SOPRCEmbedder(**FAST, validation_fraction=0.01).fit(X, y)
 
 
 class _ExplodingModule(nn.Module):

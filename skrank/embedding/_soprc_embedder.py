@@ -55,8 +55,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Embedding network mapping ``(batch, n_features)`` to ``(batch, n_outputs)``; it is
         copied, never modified. ``None`` builds an :class:`~skrank.nn.MLP` from
         ``hidden_layer_sizes`` and ``n_components``.
-    hidden_layer_sizes : tuple of int, default=(256,)
-        Hidden layers of the default MLP.
+    hidden_layer_sizes : int or tuple of int, default=(256,)
+        Hidden layers of the default MLP (an int: one layer, as in ``MLPClassifier``).
     n_components : int or None, default=None
         Embedding dimension: of the default MLP (64 when None), or, with a ``module``, the
         width its output must have (None: whatever it is).
@@ -117,7 +117,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     _parameter_constraints = {
         **BaseTorchEstimator._torch_parameter_constraints,
         "module": [torch.nn.Module, None],
-        "hidden_layer_sizes": ["array-like"],
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "tau1": [Interval(Real, 0, None, closed="neither")],
         "tau2": [Interval(Real, 0, None, closed="neither")],
@@ -191,8 +191,22 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         self : SOPRCEmbedder
             The fitted embedder.
         """
+        if self.batch_size < 2 * self.samples_per_class:
+            raise ValueError(
+                f"batch_size={self.batch_size} holds fewer than two classes of samples_per_class="
+                f"{self.samples_per_class} items (a batch holds batch_size // samples_per_class "
+                f"classes), so no item has a negative; use batch_size >= "
+                f"{2 * self.samples_per_class}."
+            )
         with naming_inputs("X", "y"):
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float32, np.float64])
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                accept_sparse="csr",
+                dtype=[np.float32, np.float64],
+                reset=not self._warm_starting(),
+            )
         check_float32_range(X, estimator="SOPRCEmbedder")
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
@@ -215,7 +229,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         if self.module is None:
             n_components = 64 if self.n_components is None else self.n_components
             # The loss and transform normalise the embedding: the network need not.
-            module = MLP(n_features, tuple(self.hidden_layer_sizes), n_components, normalize=False)
+            module = MLP(n_features, self.hidden_layer_sizes, n_components, normalize=False)
         else:
             module = copy.deepcopy(self.module)
         width = module_output_dim(module.to(self._device), n_features, self._device)

@@ -342,8 +342,8 @@ def _check_positive_scores(positive_scores, negative_scores):
     check_ndim(negative_scores, 2, "(n_samples, n_negatives)", input_name="negative_scores")
     if positive_scores.shape != negative_scores.shape[:1]:
         raise ValueError(
-            f"positive_scores has shape {tuple(positive_scores.shape)} but negative_scores has "
-            f"{negative_scores.shape[0]} rows."
+            f"positive_scores must have shape ({negative_scores.shape[0]},), one score per row "
+            f"of negative_scores; got shape {tuple(positive_scores.shape)}."
         )
 
 

@@ -57,6 +57,12 @@ def label_propensities(y, *, A=0.55, B=1.5):
     propensities : ndarray of shape (n_labels,)
         In ``(0, 1)``; frequent labels get propensities close to 1.
 
+    Raises
+    ------
+    ValueError
+        For fewer than 3 examples (the model is defined for ``N > e``), or values other than
+        0 and 1 in ``y``.
+
     Examples
     --------
     >>> import numpy as np
@@ -74,8 +80,17 @@ def label_propensities(y, *, A=0.55, B=1.5):
             )
     y = sparse.csr_matrix(y)
     n_samples = y.shape[0]
-    if n_samples < 1:
-        raise ValueError("label_propensities needs at least one example.")
+    if n_samples < 3:
+        # C = (log N - 1) (B + 1) ** A is not positive below: propensities above 1, or inf.
+        raise ValueError(
+            f"label_propensities needs at least 3 examples (the model's C = (log N - 1) "
+            f"(B + 1) ** A is positive only for N > e); got {n_samples}."
+        )
+    values = np.unique(y.data)
+    if not np.isin(values, [0, 1]).all():
+        raise ValueError(
+            f"y must be a multilabel indicator matrix of 0s and 1s; it holds {values.tolist()}."
+        )
     counts = np.asarray((y != 0).sum(axis=0), dtype=np.float64).ravel()
     c = (np.log(n_samples) - 1.0) * (B + 1.0) ** A
     return 1.0 / (1.0 + c * (counts + B) ** -A)

@@ -197,4 +197,10 @@ def pairwise_roc_score(similarity, y, fpr):
     1.0
     """
     scores, same_class = pair_scores_and_labels(similarity, y)
+    if same_class.all() or not same_class.any():  # the pairs' labels are not the user's y
+        raise ValueError(
+            "y has only one class: there is no negative (different-class) pair."
+            if same_class.size and same_class.all()
+            else "No class of y has two items: there is no positive (same-class) pair."
+        )
     return pointwise_roc_score(same_class, scores, fpr)

@@ -15,12 +15,18 @@ A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = 
   ``predict_top_k(X, k)``, returning an (n, k) array of labels from ``classes_`` (best
   first), that is used instead of the full score matrix. For a ``Pipeline`` these methods
   are looked up on its final step, which receives ``X`` transformed by the other steps.
+- A *similarity learner* is an estimator with ``pairwise_similarity(X, Y)`` (an (n_X, n_Y)
+  matrix) and no ``transform`` (:class:`~skrank.PointwiseROCSimilarity`). Retrieval metrics
+  rank the items of ``X`` by ``pairwise_similarity`` (as the metrics' callable ``metric``),
+  and "recall@k" and "precision@k" are retrieval metrics for it: its ``decision_function``
+  scores pairs, not labels. For a ``Pipeline``, ``X`` first goes through the other steps.
 - "tpr@fpr=a" scores all pairs ``i < j`` of ``X`` (positive pair: same class): pair scores
   are ``estimator.pairwise_similarity(X)`` (an (n, n) matrix) if the estimator (or a
   pipeline's final step, after the other steps' ``transform``) has it, else the similarity
   of ``transform(X)`` in the metric space above.
 """
 
+import inspect
 import re
 import warnings
 
@@ -94,10 +100,40 @@ def _final_step_input(estimator, X):
     return X
 
 
+def _learns_similarity(estimator):
+    """Whether the estimator (a pipeline's final step) has no embedding and scores items
+    against items by ``pairwise_similarity(X, Y)``."""
+    final = final_estimator(estimator)
+    if hasattr(final, "transform") or not hasattr(final, "pairwise_similarity"):
+        return False
+    try:
+        signature = inspect.signature(final.pairwise_similarity)
+    except (TypeError, ValueError):
+        return False
+    return len(signature.parameters) >= 2  # (X, Y): queries against the scored items
+
+
 def _scores_labels(estimator):
     """Whether the estimator (a pipeline's final step) ranks labels rather than embedding items."""
     final = final_estimator(estimator)
+    if _learns_similarity(estimator):
+        return False  # its decision_function scores pairs of items, not labels
     return hasattr(final, "decision_function") or hasattr(final, "predict_top_k")
+
+
+def _retrieval_input(estimator, X, metric, name):
+    """The items a retrieval metric ranks and the metric that ranks them: ``transform(X)`` in
+    the embedding's metric space, or, for a similarity learner, ``X`` (through a pipeline's
+    other steps) ranked by its ``pairwise_similarity``."""
+    if not _learns_similarity(estimator):
+        return _embed(estimator, X, name), retrieval_metric_of(estimator, metric)
+    if metric is not None:
+        raise ValueError(
+            f"The scorer {name!r} was given metric={metric!r}, but "
+            f"{type(final_estimator(estimator)).__name__} ranks items by its own "
+            "pairwise_similarity; leave metric=None."
+        )
+    return _final_step_input(estimator, X), final_estimator(estimator).pairwise_similarity
 
 
 def _embed(estimator, X, name):
@@ -150,9 +186,9 @@ class _EmbeddingScorer(_RankingScorer):
         return f"skrank.metrics.make_retrieval_scorer({', '.join(arguments)})"
 
     def _score(self, estimator, X, y):
-        embedding = _embed(estimator, X, self.name or self.score_func.__name__)
-        metric = retrieval_metric_of(estimator, self.metric)
-        return self.score_func(embedding, y, metric=metric, **self.kwargs)
+        name = self.name or self.score_func.__name__
+        items, metric = _retrieval_input(estimator, X, self.metric, name)
+        return self.score_func(items, y, metric=metric, **self.kwargs)
 
 
 class _TopKScorer(_EmbeddingScorer):
@@ -258,16 +294,19 @@ def get_scorer(scoring, *, metric=None):
     ``scoring=`` (names like "recall@10" are not known to scikit-learn itself); several
     scorers go in a dict, e.g. ``scoring={"map": get_scorer("mean_auprc"), ...}``.
 
-    - ``"mean_auprc"``: :func:`mean_auprc_score` of ``transform(X)`` (embedders only; a
-      classifier raises ValueError); likewise ``"map@r"`` (:func:`map_at_r_score`) and
+    - ``"mean_auprc"``: :func:`mean_auprc_score` of ``transform(X)`` (of ``X`` ranked by
+      ``pairwise_similarity(X, Y)`` for a similarity learner such as
+      :class:`~skrank.PointwiseROCSimilarity`; a classifier raises ValueError); likewise
+      ``"map@r"`` (:func:`map_at_r_score`) and
       ``"r_precision"`` (:func:`r_precision_score`). The retrieval scorers compute on
       ``device="auto"`` (CUDA when present, else the torch CPU path); pass another device
       through :func:`make_retrieval_scorer`.
     - ``"recall@K"``, ``"precision@K"``: for a classifier (``decision_function`` or
       ``predict_top_k``), the label metrics :func:`top_k_recall_score` /
       :func:`top_k_precision_score` (using ``predict_top_k(X, K)`` when the estimator has
-      it); for an embedder, the retrieval
-      metrics :func:`recall_at_k_score` / :func:`precision_at_k_score` of ``transform(X)``.
+      it); for an embedder or a similarity learner, the retrieval metrics
+      :func:`recall_at_k_score` / :func:`precision_at_k_score` of ``transform(X)`` (of ``X``
+      ranked by ``pairwise_similarity``).
     - ``"ndcg@K"``, ``"psp@K"``: classifiers only, :func:`top_k_ndcg_score` and the
       normalised :func:`top_k_psp_score`, with the propensities of the scored ``y``
       (:func:`label_propensities`; a scorer never sees the training labels).
@@ -276,7 +315,9 @@ def get_scorer(scoring, *, metric=None):
       holds the (n, n) similarity matrix of the scored set: memory O(n^2).
 
     The metric space of an embedding is ``metric`` if given, else the estimator's (or a
-    pipeline's final step's) ``retrieval_metric`` class attribute, else "euclidean".
+    pipeline's final step's) ``retrieval_metric`` class attribute, else "euclidean". A
+    similarity learner (``pairwise_similarity`` and no ``transform``) ranks by its own
+    similarity: ``metric`` must then be None.
 
     Parameters
     ----------
@@ -338,8 +379,9 @@ def make_retrieval_scorer(score_func, *, metric=None, **kwargs):
 
     The scorer computes ``score_func(estimator.transform(X), y, metric=m, **kwargs)`` where
     ``m`` is ``metric`` if given, else the estimator's ``retrieval_metric`` class attribute
-    (for a ``Pipeline``, its final step's), else "euclidean". Only embedders (``transform``
-    and no ``decision_function``) can be scored.
+    (for a ``Pipeline``, its final step's), else "euclidean". Embedders (``transform`` and no
+    ``decision_function``) and similarity learners (``pairwise_similarity`` and no
+    ``transform``: ``X`` ranked by ``metric=estimator.pairwise_similarity``) can be scored.
 
     Parameters
     ----------

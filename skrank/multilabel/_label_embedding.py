@@ -37,8 +37,9 @@ class LabelEmbeddingNetwork(nn.Module):
         Number of labels ``K`` (rows of the table).
     embedding_dim : int, default=512
         Dimension ``d`` of the input and label embeddings.
-    hidden_layer_sizes : tuple of int, default=(512,)
-        Hidden layers of ``g`` (the paper: one ReLU layer of 512, then a linear map to 512).
+    hidden_layer_sizes : int or tuple of int, default=(512,)
+        Hidden layers of ``g``, an int for one (the paper: one ReLU layer of 512, then a
+        linear map to 512).
     activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
         Activation of the hidden layers (see :class:`~skrank.nn.MLP`).
     dropout : float, default=0.0

@@ -25,6 +25,7 @@ from ..nn import (
     BaseTorchEstimator,
     EarlyStopping,
 )
+from ..nn._modules import layer_sizes
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -225,7 +226,7 @@ default="hinge"
         "power_exponent": [Interval(Real, 0, None, closed="left")],
         "weight_scale": [StrOptions({"normalized", "paper"})],
         "embedding_dim": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "hidden_layer_sizes": ["array-like"],
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "input_dropout": [Interval(Real, 0, 1, closed="left")],
@@ -335,7 +336,13 @@ default="hinge"
         """
         with naming_inputs("X", "y"):
             X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32), multi_output=True
+                self,
+                X,
+                y,
+                accept_sparse="csr",
+                dtype=(np.float64, np.float32),
+                multi_output=True,
+                reset=not self._warm_starting(),
             )
         check_float32_range(X, estimator="SNMClassifier")
         X = self._normalize_inputs(X, fitting=True)
@@ -475,7 +482,7 @@ default="hinge"
     # ------------------------------------------------------------------ engine steps
     def get_default_callbacks(self):
         callbacks = super().get_default_callbacks()
-        if self.label_init == "centroid" and not tuple(self.hidden_layer_sizes):
+        if self.label_init == "centroid" and not layer_sizes(self.hidden_layer_sizes):
             # Early stopping also scores the start (the input-space centroid rule of a linear
             # encoder): training that never beats it on the validation rows keeps it.
             for callback in callbacks:
@@ -491,14 +498,14 @@ default="hinge"
                 self,
                 LabelEmbeddingNetwork,
                 embedding_dim=self.embedding_dim_,
-                hidden_layer_sizes=tuple(self.hidden_layer_sizes),
+                hidden_layer_sizes=layer_sizes(self.hidden_layer_sizes),
             ),
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)
         if self.label_init == "centroid":
             X, positives = self._initialization_data
-            if not tuple(self.hidden_layer_sizes):
+            if not layer_sizes(self.hidden_layer_sizes):
                 # A linear encoder starts as the coordinates in the principal subspace of the
                 # inputs and centroids: the model starts as the input space's centroid rule.
                 linear = network.encoder.layers[-1]
@@ -668,7 +675,7 @@ default="hinge"
             negative = (X.data if sp.issparse(X) else X).min(initial=0) < 0
             self.input_normalization_ = self.input_normalization
             if self.input_normalization == "auto":
-                linear = not tuple(self.hidden_layer_sizes)
+                linear = not layer_sizes(self.hidden_layer_sizes)
                 self.input_normalization_ = (
                     "tfidf" if linear and sp.issparse(X) and not negative else None
                 )
@@ -829,6 +836,15 @@ def _encode_targets(y):
             check_classification_targets(y)
         target_type = type_of_target(y, input_name="y")
     if target_type == "multilabel-indicator":
+        values = np.unique(y.data if sp.issparse(y) else y)
+        if not np.isin(values, [0, 1]).all():
+            # type_of_target calls any two-valued integer matrix an indicator: a -1/1 matrix
+            # would make every label positive.
+            raise ValueError(
+                f"y is a multilabel indicator matrix with values {values.tolist()}; "
+                "SNMClassifier needs 0/1 (1: the label is positive). For a -1/1 matrix, "
+                "pass y > 0."
+            )
         sparse_output = sp.issparse(y)
         dtype = y.dtype
         indicator = sp.csr_matrix(y, dtype=np.int8)

@@ -500,6 +500,15 @@ class BaseTorchEstimator(BaseEstimator):
                 callback.load_state_dict(saved)
 
     # ------------------------------------------------------------------ the loop
+    def _warm_starting(self):
+        """Whether this fit continues the previous one: ``warm_start`` and a trained module.
+
+        The inputs of such a fit are validated against the previous fit's (``validate_data``
+        with ``reset=False``): a different number of features is a clear error, not a shape
+        error inside the network, and leaves the fitted estimator as it was.
+        """
+        return bool(self.warm_start) and hasattr(self, "module_")
+
     def _set_classes(self, classes):
         """Set ``classes_``; a warm start must see the previous fit's classes."""
         if (
@@ -515,7 +524,8 @@ class BaseTorchEstimator(BaseEstimator):
     def _check_training_parameters(self):
         if self.early_stopping and self.validation_fraction is None:
             raise ValueError(
-                "early_stopping=True needs a validation set: set validation_fraction, e.g. 0.1."
+                "early_stopping=True needs a validation set: set validation_fraction, e.g. 0.1, "
+                "or early_stopping=False."
             )
         if self.lr_milestones is not None:
             milestones = np.asarray(self.lr_milestones)
@@ -543,12 +553,24 @@ class BaseTorchEstimator(BaseEstimator):
         """
         if self.validation_fraction is None:
             return X, y, None
-        train, held_out = train_test_split(
-            np.arange(X.shape[0]),
-            test_size=self.validation_fraction,
-            random_state=self._shared_random_state(),
-            stratify=stratify,
-        )
+        try:
+            train, held_out = train_test_split(
+                np.arange(X.shape[0]),
+                test_size=self.validation_fraction,
+                random_state=self._shared_random_state(),
+                stratify=stratify,
+            )
+        except ValueError as error:  # sklearn's message names test_size, not the parameter
+            what = (
+                "a stratified split keeps every class in both parts; "
+                if stratify is not None
+                else ""
+            )
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} cannot split these "
+                f"{X.shape[0]} training items: {error}. Choose another validation_fraction "
+                f"({what}None holds nothing out)."
+            ) from error
         return X[train], y[train], (X[held_out], y[held_out])
 
     def fit_loop(self, X, y, validation=None):
@@ -592,7 +614,7 @@ class BaseTorchEstimator(BaseEstimator):
         return np.random.RandomState(int(seed))
 
     def _train(self, X, y, validation, device, rng):
-        continuing = self.warm_start and hasattr(self, "module_")
+        continuing = self._warm_starting()
         self._device = device
         self.device_ = str(device)
         if not continuing:

@@ -9,6 +9,13 @@ from torch.nn import functional as F
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "leaky_relu": nn.LeakyReLU}
 
 
+def layer_sizes(hidden_layer_sizes):
+    """``hidden_layer_sizes`` as a tuple: an int is one hidden layer, as in scikit-learn."""
+    if isinstance(hidden_layer_sizes, Integral) and not isinstance(hidden_layer_sizes, bool):
+        return (hidden_layer_sizes,)
+    return tuple(hidden_layer_sizes)
+
+
 class MLP(nn.Module):
     """Multi-layer perceptron with an optionally L2-normalised output.
 
@@ -16,8 +23,9 @@ class MLP(nn.Module):
     ----------
     n_features : int
         Input dimension.
-    hidden_layer_sizes : tuple of int, default=(256,)
-        Width of each hidden layer; ``()`` gives a linear map.
+    hidden_layer_sizes : int or tuple of int, default=(256,)
+        Width of each hidden layer (an int: one hidden layer, as in scikit-learn's
+        ``MLPClassifier``); ``()`` gives a linear map.
     n_outputs : int, default=64
         Output dimension.
     activation : {"relu", "gelu", "tanh", "leaky_relu"}, default="relu"
@@ -55,6 +63,7 @@ class MLP(nn.Module):
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}."
             )
+        hidden_layer_sizes = layer_sizes(hidden_layer_sizes)
         sizes_ok = (isinstance(h, Integral) and not isinstance(h, bool) for h in hidden_layer_sizes)
         if not all(sizes_ok) or any(h < 1 for h in hidden_layer_sizes):
             raise ValueError(

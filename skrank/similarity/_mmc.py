@@ -128,8 +128,11 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     components_ : ndarray of shape (n_features, n_features)
-        ``L`` with ``A = L^T L``; rows by decreasing importance (trailing rows are zero when ``A``
-        has low rank, as MMC's optimum often has).
+        ``L`` with ``A = L^T L``: the eigenvectors of ``A`` scaled by the square roots of their
+        eigenvalues, rows by decreasing eigenvalue, each with its largest entry positive
+        (trailing rows are zero when ``A`` has low rank, as MMC's optimum often has). Canonical:
+        the same data give the same rows whatever their memory layout. With ``diagonal=True``,
+        ``Diag(sqrt(a))`` for the weights ``a`` of the features.
     objective_ : ndarray of shape (`n_iter_` + 1,)
         Training objective (mean dissimilar-pair distance, or its sampled estimate) at the start and
         after each iteration.
@@ -328,10 +331,13 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X_new : ndarray of shape (n_samples, n_features)
             Transformed items.
         """
+        return self._transform(X, "X")
+
+    def _transform(self, X, input_name):
         check_is_fitted(self)
-        with naming_inputs("X"):
+        with naming_inputs(input_name):
             X = validate_data(self, X, reset=False)
-        return check_finite_product(X, self.components_.T, input_name="X")
+        return check_finite_product(X, self.components_.T, input_name=input_name)
 
     def get_mahalanobis_matrix(self):
         """The learned positive semi-definite matrix ``A = L^T L``.
@@ -360,7 +366,7 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         -------
         distances : ndarray of shape (n_pairs,)
         """
-        first, second = self.transform(X1), self.transform(X2)
+        first, second = self._transform(X1, "X1"), self._transform(X2, "X2")
         if first.shape != second.shape:
             raise ValueError(
                 f"X1 and X2 must have the same number of rows, got {first.shape[0]} and "

@@ -75,6 +75,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import linalg, sparse
+from sklearn.utils.extmath import svd_flip
 from threadpoolctl import threadpool_limits
 
 from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_negative_tuples
@@ -232,11 +233,26 @@ class SpectraplexGeometry:
         return _capped_linear_oracle(linalg.eigvalsh(gradient), self.cap)
 
     def components(self, point, whitening):
-        """``L`` of shape (d, d) with ``A = L^T L``, rows by decreasing eigenvalue."""
-        rows = self.point(point.value).factor[:, ::-1].T @ whitening.T
-        padded = np.zeros((whitening.shape[0], whitening.shape[0]))
-        padded[: rows.shape[0]] = rows
-        return padded
+        """``L`` of shape (d, d) with ``A = L^T L``: see :func:`canonical_components`."""
+        return canonical_components(self.point(point.value).factor.T @ whitening.T)
+
+
+def canonical_components(factor):
+    """The canonical ``L`` of shape (d, d) with ``L^T L = factor^T factor``.
+
+    ``L = Diag(s) V^T`` from the SVD ``factor = U Diag(s) V^T``: rows by decreasing singular
+    value (the square roots of the eigenvalues of ``A``, in the input space), each signed so
+    that its largest entry in absolute value is positive (``svd_flip``), zero rows below the
+    rank. Any factor of ``A`` gives the same ``L`` (up to rounding, when ``A``'s eigenvalues
+    are distinct): the solver's factor lives in a whitened basis that rounding may rotate
+    within tied eigenvalues (e.g. with the input's memory layout), which would rotate
+    ``transform``'s output although the metric is the same.
+    """
+    _, singular_values, rows = linalg.svd(factor, full_matrices=False)
+    _, rows = svd_flip(None, rows, u_based_decision=False)
+    components = np.zeros((factor.shape[1], factor.shape[1]))
+    components[: rows.shape[0]] = singular_values[:, None] * rows
+    return components
 
 
 class SimplexGeometry:

@@ -60,9 +60,7 @@ def mnist_part(device, epochs):
     for where in [device, "cpu"]:
         model = SOPRCEmbedder(max_epochs=epochs, device=where, random_state=0)
         seconds = timed(lambda model=model: model.fit(X, y), where)
-        rows.append(
-            [where, epochs, seconds, model.score(data.data[5000:], data.target[5000:])]
-        )
+        rows.append([where, epochs, seconds, model.score(data.data[5000:], data.target[5000:])])
     ratio = rows[1][2] / rows[0][2]
     return rows, ratio
 

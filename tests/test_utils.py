@@ -207,3 +207,14 @@ def test_check_positive_int_returns_a_python_int(value):
 def test_check_positive_int_names_the_argument(value):
     with pytest.raises(ValueError, match=rf"^count must be a positive integer, got {value!r}\.$"):
         _validation.check_positive_int(value, "count")
+
+
+@pytest.mark.parametrize("to_matrix", [np.asarray, sp.csr_matrix])
+def test_values_outside_zero_one(to_matrix):
+    from skrank.utils._labels import values_outside_zero_one
+
+    assert values_outside_zero_one(to_matrix([[0, 1], [1, 0]])) is None
+    assert values_outside_zero_one(to_matrix([[0, 1], [0, 0]])) is None
+    assert values_outside_zero_one(to_matrix([[-1, 1], [1, -1]])) == [-1, 1]
+    expected = [1, 2] if to_matrix is sp.csr_matrix else [0, 1, 2]  # sparse: stored values
+    assert values_outside_zero_one(to_matrix([[0, 2], [1, 0]])) == expected

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import sparse
 
 from ..utils._docstrings import fill_docs
+from ..utils._labels import values_outside_zero_one
 from ._labels import (
     TOP_K_LABEL_DOCS,
     check_top_k_labels,
@@ -86,10 +87,10 @@ def label_propensities(y, *, A=0.55, B=1.5):
             f"label_propensities needs at least 3 examples (the model's C = (log N - 1) "
             f"(B + 1) ** A is positive only for N > e); got {n_samples}."
         )
-    values = np.unique(y.data)
-    if not np.isin(values, [0, 1]).all():
+    values = values_outside_zero_one(y)
+    if values is not None:
         raise ValueError(
-            f"y must be a multilabel indicator matrix of 0s and 1s; it holds {values.tolist()}."
+            f"y must be a multilabel indicator matrix of 0s and 1s; it holds {values}."
         )
     counts = np.asarray((y != 0).sum(axis=0), dtype=np.float64).ravel()
     c = (np.log(n_samples) - 1.0) * (B + 1.0) ** A

@@ -11,6 +11,7 @@ from scipy import sparse
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
 from ..utils._docstrings import fill_docs
+from ..utils._labels import values_outside_zero_one
 from ..utils._validation import check_ndim, naming_inputs
 from ._search import top_k_indices
 from ._validation import check_k, check_same_length
@@ -100,11 +101,9 @@ def _check_indicator(y_true, n_columns):
         y_true = sparse.csr_matrix(y_true, dtype=np.float64, copy=True)
         y_true.sum_duplicates()
         y_true.eliminate_zeros()
-        values = y_true.data
     else:
         y_true = check_array(y_true, dtype=None, input_name="y_true")
-        values = y_true
-    if not np.isin(values, [0, 1]).all():
+    if values_outside_zero_one(y_true) is not None:
         raise ValueError("A 2-D y_true must be a multilabel indicator matrix of 0s and 1s.")
     if y_true.shape[1] != n_columns:
         raise ValueError(

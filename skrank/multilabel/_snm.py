@@ -29,7 +29,7 @@ from ..nn._modules import layer_sizes
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
-from ..utils._labels import check_class_counts, encode_labels
+from ..utils._labels import check_class_counts, encode_labels, values_outside_zero_one
 from ..utils._memory import available_host_bytes, chunk_rows
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
@@ -836,12 +836,10 @@ def _encode_targets(y):
             check_classification_targets(y)
         target_type = type_of_target(y, input_name="y")
     if target_type == "multilabel-indicator":
-        values = np.unique(y.data if sp.issparse(y) else y)
-        if not np.isin(values, [0, 1]).all():
-            # type_of_target calls any two-valued integer matrix an indicator: a -1/1 matrix
-            # would make every label positive.
+        values = values_outside_zero_one(y)
+        if values is not None:
             raise ValueError(
-                f"y is a multilabel indicator matrix with values {values.tolist()}; "
+                f"y is a multilabel indicator matrix with values {values}; "
                 "SNMClassifier needs 0/1 (1: the label is positive). For a -1/1 matrix, "
                 "pass y > 0."
             )

@@ -1,6 +1,8 @@
-"""The one label encoder and the one check of class counts used by every skrank module."""
+"""The one label encoder, the one check of class counts and the one check of indicator values
+used by every skrank module."""
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils.validation import check_array, column_or_1d
 
 from ._validation import check_label_vector
@@ -134,3 +136,22 @@ def check_class_counts(counts, *, positives=True, negatives=True, input_name="y"
             "items (a pair of items of the same class)."
         )
     return counts
+
+
+def values_outside_zero_one(indicator):
+    """The sorted distinct values of a label indicator matrix if any is not 0 or 1, else None.
+
+    scikit-learn's ``type_of_target`` calls any two-valued integer matrix a multilabel indicator,
+    so a -1/1 matrix passes it; read as an indicator, every label would be positive.
+
+    Parameters
+    ----------
+    indicator : array-like or scipy.sparse matrix of shape (n_samples, n_labels)
+        The matrix (its stored values, if sparse).
+
+    Returns
+    -------
+    values : list or None
+    """
+    values = np.unique(indicator.data if sparse.issparse(indicator) else np.asarray(indicator))
+    return None if np.isin(values, [0, 1]).all() else values.tolist()

@@ -72,7 +72,6 @@ from skrank.datasets import (
     make_large_output_classification,
     make_sparse_multilabel_classification,
 )
-from skrank.losses._owl import _owl
 from skrank.metrics import (
     label_propensities,
     top_k_ndcg_score,
@@ -404,17 +403,7 @@ class AllPositivesSNM(SNMClassifier):
         size = positives.shape[0]
         positive_scores = (embeddings[rows] * vectors[:size]).sum(dim=1)
         negative_scores = (embeddings @ vectors[size:].T)[rows]
-        criterion = self.criterion_
-        losses = _owl(
-            criterion.loss,
-            positive_scores,
-            negative_scores,
-            criterion.weights,
-            criterion._phi,
-            mask[rows],
-            criterion.margin,
-            criterion._n_ranks,
-        )
+        losses = self.criterion_.example_losses(positive_scores, negative_scores, mask[rows])
         valid = (
             torch.ones(batch.indices.shape[0], device=losses.device)
             if batch.valid is None

@@ -261,6 +261,10 @@ def test_module_matches_functional_form_and_round_trips():
     criterion = OrderedWeightedLoss(weights, loss="powl", surrogate="ramp", margin=0.3)
     expected = powl(positive, negatives, weights, "ramp", mask=mask, margin=0.3).mean()
     torch.testing.assert_close(criterion(positive, negatives, mask), expected)
+    torch.testing.assert_close(
+        criterion.example_losses(positive, negatives, mask),
+        powl(positive, negatives, weights, "ramp", mask=mask, margin=0.3),
+    )
     restored = pickle.loads(pickle.dumps(criterion))
     torch.testing.assert_close(restored(positive, negatives, mask), expected)
     assert "powl" in repr(criterion)

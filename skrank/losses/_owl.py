@@ -503,7 +503,30 @@ default="hinge"
         loss : torch.Tensor
             Scalar.
         """
-        losses = _owl(
+        losses = self.example_losses(positive_scores, negative_scores, mask)
+        if valid is None:
+            return losses.mean()
+        losses = torch.where(valid, losses, torch.zeros_like(losses))
+        return losses.sum() / valid.sum().clamp(min=1)
+
+    def example_losses(self, positive_scores, negative_scores, mask=None):
+        """The loss of each example, before :meth:`forward` averages them (e.g. to weigh the
+        examples in your own reduction).
+
+        Parameters
+        ----------
+        positive_scores : torch.Tensor of shape (n_samples,)
+            Score of each example's positive label.
+        negative_scores : torch.Tensor of shape (n_samples, n_negatives)
+            Scores of sampled negative labels.
+        mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
+            ``True`` where the entry is a negative of the example.
+
+        Returns
+        -------
+        losses : torch.Tensor of shape (n_samples,)
+        """
+        return _owl(
             self.loss,
             positive_scores,
             negative_scores,
@@ -513,10 +536,6 @@ default="hinge"
             self.margin,
             self._n_ranks,
         )
-        if valid is None:
-            return losses.mean()
-        losses = torch.where(valid, losses, torch.zeros_like(losses))
-        return losses.sum() / valid.sum().clamp(min=1)
 
     def extra_repr(self):
         return f"loss={self.loss!r}, surrogate={self.surrogate!r}, n_weights={len(self.weights)}"

@@ -59,13 +59,12 @@ import scipy.sparse as sp
 import torch
 from _results import Results
 from sklearn.feature_extraction.text import TfidfTransformer
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
-from sklearn.multiclass import OneVsRestClassifier
 from sklearn.preprocessing import normalize
 from torch.nn import functional as F
 
 from skrank import SNMClassifier
+from skrank.__main__ import one_vs_rest_label_scores
 from skrank.datasets import (
     load_bibtex,
     load_corel5k,
@@ -154,14 +153,6 @@ def fit_predict_neural(make, seed, X_train, Y_train, X_test):
     return model.decision_function(X_test), len(model.history_)
 
 
-def one_vs_rest(X_train, Y_train, X_test):
-    model = OneVsRestClassifier(LogisticRegression(C=1.0, solver="liblinear"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # labels absent from training
-        model.fit(X_train, Y_train.toarray().astype(np.int64))  # int8 targets break liblinear
-    return model.decision_function(X_test)
-
-
 def nearest_centroid(X_train, Y_train, X_test):
     centroids = normalize(Y_train.T.astype(np.float64) @ normalize(X_train))
     return (normalize(X_test) @ centroids.T).toarray()
@@ -229,7 +220,7 @@ def run_accuracy(args, results):
             print("  ", rows[-1], flush=True)
         knn_k = choose_knn_k(X_train, Y_train)
         baselines = {
-            "one-vs-rest logistic (C=1)": (one_vs_rest, ()),
+            "one-vs-rest logistic (C=1)": (one_vs_rest_label_scores, ()),
             "nearest centroid (cosine)": (nearest_centroid, ()),
             "nearest centroid (cosine, TF-IDF)": (nearest_centroid_tfidf, ()),
             f"kNN on TF-IDF (k={knn_k})": (knn_scores, (knn_k,)),

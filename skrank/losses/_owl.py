@@ -303,6 +303,9 @@ _OWL_DOCS["sections"] = {
     **_OWL_DOCS["returns"],
 }
 
+# The inputs of OrderedWeightedLoss's forward and example_losses.
+_MODULE_INPUT_DOCS = {"inputs": _OWL_DOCS["scores"][:2] + [_OWL_DOCS["options"][1]]}
+
 
 def _ranks_used(weights):
     """Number of leading ranks with a non-zero weight (at least 1), from host values."""
@@ -483,17 +486,13 @@ default="hinge"
         self._n_ranks = _ranks_used(weights)  # from host values: no read-back at each call
         self.register_buffer("weights", torch.as_tensor(weights, dtype=torch.float32))
 
+    @fill_docs(_MODULE_INPUT_DOCS)
     def forward(self, positive_scores, negative_scores, mask=None, valid=None):
         """Mean loss over the (valid) examples of the batch.
 
         Parameters
         ----------
-        positive_scores : torch.Tensor of shape (n_samples,)
-            Score of each example's positive label.
-        negative_scores : torch.Tensor of shape (n_samples, n_negatives)
-            Scores of sampled negative labels.
-        mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
-            ``True`` where the entry is a negative of the example.
+        {inputs}
         valid : torch.Tensor of bool, shape (n_samples,), default=None
             Which rows are examples (False: padding of a fixed-shape batch, left out of the
             mean). None: all rows.
@@ -509,18 +508,14 @@ default="hinge"
         losses = torch.where(valid, losses, torch.zeros_like(losses))
         return losses.sum() / valid.sum().clamp(min=1)
 
+    @fill_docs(_MODULE_INPUT_DOCS)
     def example_losses(self, positive_scores, negative_scores, mask=None):
         """The loss of each example, before :meth:`forward` averages them (e.g. to weigh the
         examples in your own reduction).
 
         Parameters
         ----------
-        positive_scores : torch.Tensor of shape (n_samples,)
-            Score of each example's positive label.
-        negative_scores : torch.Tensor of shape (n_samples, n_negatives)
-            Scores of sampled negative labels.
-        mask : torch.Tensor of bool, shape (n_samples, n_negatives), default=None
-            ``True`` where the entry is a negative of the example.
+        {inputs}
 
         Returns
         -------

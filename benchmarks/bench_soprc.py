@@ -74,6 +74,7 @@ from skrank.metrics import mean_auprc_score, recall_at_k_score
 RECALL_KS = (1, 4, 16)
 MNIST_DIGITS = 10
 MAX_BATCH = 224
+DEFAULT_SAMPLES_PER_CLASS = 22  # 10 digits x 22 = 220 items, the nearest to 224
 BUDGET = dict(max_epochs=20, learning_rate=0.05, optimizer="sgd", lr_milestones=[15])
 
 
@@ -251,7 +252,7 @@ def main():
     parser.add_argument(
         "--samples-per-class",
         type=int,
-        default=22,
+        default=DEFAULT_SAMPLES_PER_CLASS,
         help="items of each digit in a batch (default 22: 10 x 22 = 220 items)",
     )
     parser.add_argument(
@@ -411,7 +412,9 @@ def validate_on_mnist(seeds, budget, samples_per_class, only, soprc_settings):
 
 
 def save_validation(results, seeds, budget, samples_per_class):
-    saved = Results("bench_soprc_mnist_validation", packages=["pytorch-metric-learning"])
+    batch_size = min(MNIST_DIGITS, MAX_BATCH // samples_per_class) * samples_per_class
+    suffix = "" if samples_per_class == DEFAULT_SAMPLES_PER_CLASS else f"_{batch_size}"
+    saved = Results(f"bench_soprc_mnist_validation{suffix}", packages=["pytorch-metric-learning"])
     names = list(results)
     first = results[names[0]][0][:, 0]
     rows = []
@@ -444,7 +447,8 @@ def save_validation(results, seeds, budget, samples_per_class):
 def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings=(), results=None):
     """The retrieval table and the ablation table (only the comparison rows ``only``).
 
-    With ``only``, the table is saved to ``results/bench_soprc_mnist.json``; otherwise both
+    With ``only``, the table is saved to ``results/bench_soprc_mnist.json`` (``_seeds<N>``
+    after it for other than 3 seeds); otherwise both
     tables are added to ``results``.
     """
     batch_size = MAX_BATCH
@@ -455,7 +459,8 @@ def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings
     print_paired(comparison)
     setup = setup_note(budget, samples_per_class, seeds)
     if only:
-        results = Results("bench_soprc_mnist", packages=["pytorch-metric-learning"])
+        suffix = "" if len(seeds) == 3 else f"_seeds{len(seeds)}"
+        results = Results(f"bench_soprc_mnist{suffix}", packages=["pytorch-metric-learning"])
     add_score_table(
         results,
         "Same-class MNIST retrieval (test half), mean ± sd over seeds",

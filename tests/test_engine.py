@@ -281,6 +281,21 @@ def test_a_resumed_checkpoint_equals_an_uninterrupted_run(tmp_path, estimator_pa
     assert state["epochs"] == 5 and state["estimator"] == "LinearTorchRegressor"
 
 
+def test_a_checkpoint_is_written_every_few_epochs_and_after_the_last(tmp_path):
+    path = tmp_path / "run.ckpt"
+
+    class ReadCheckpoint(Callback):  # listed after the Checkpoint: sees what it wrote
+        def on_epoch_end(self, estimator, epoch, record):
+            saved = torch.load(path, weights_only=True)["epochs"] if path.exists() else None
+            self.saved = getattr(self, "saved", []) + [saved]
+
+    X, y = _regression(n=40)
+    model = LinearTorchRegressor(
+        max_epochs=5, random_state=0, callbacks=[Checkpoint(path, every=2), ReadCheckpoint()]
+    ).fit(X, y)
+    assert model.callbacks_[1].saved == [None, 2, 2, 4, 5]
+
+
 def test_a_checkpoint_of_another_estimator_is_refused(tmp_path):
     X, y = _regression(n=40)
     path = tmp_path / "run.ckpt"

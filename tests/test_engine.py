@@ -281,6 +281,21 @@ def test_a_resumed_checkpoint_equals_an_uninterrupted_run(tmp_path, estimator_pa
     assert state["epochs"] == 5 and state["estimator"] == "LinearTorchRegressor"
 
 
+def test_a_checkpoint_is_written_every_few_epochs_and_after_the_last(tmp_path):
+    path = tmp_path / "run.ckpt"
+
+    class ReadCheckpoint(Callback):  # listed after the Checkpoint: sees what it wrote
+        def on_epoch_end(self, estimator, epoch, record):
+            saved = torch.load(path, weights_only=True)["epochs"] if path.exists() else None
+            self.saved = getattr(self, "saved", []) + [saved]
+
+    X, y = _regression(n=40)
+    model = LinearTorchRegressor(
+        max_epochs=5, random_state=0, callbacks=[Checkpoint(path, every=2), ReadCheckpoint()]
+    ).fit(X, y)
+    assert model.callbacks_[1].saved == [None, 2, 2, 4, 5]
+
+
 def test_a_checkpoint_of_another_estimator_is_refused(tmp_path):
     X, y = _regression(n=40)
     path = tmp_path / "run.ckpt"
@@ -484,6 +499,43 @@ def test_early_stopping_keeps_the_best_validation_weights():
         LinearTorchRegressor(callbacks=[EarlyStopping()]).fit(X, y)
 
 
+@pytest.mark.parametrize("monitor", ["validation_score", "loss"])
+def test_early_stopping_counts_only_improvements_larger_than_tol(monitor, monkeypatch):
+    """Gains of at most ``tol`` neither reset the patience nor move the kept weights."""
+
+    class RecordEpochs(Callback):
+        def on_epoch_end(self, estimator, epoch, record):
+            self.kept = getattr(self, "kept", []) + [_weights(estimator)]
+
+    # epoch:   1    2     3     4    5     6     7     (tol=0.1, patience=3)
+    values = [1.0, 1.05, 1.09, 1.5, 1.55, 1.58, 1.6] + [9.0] * 5
+    sign = 1.0 if monitor == "validation_score" else -1.0  # a lower loss is better
+    sequence = iter(sign * v for v in values)
+    if monitor == "validation_score":
+        monkeypatch.setattr(
+            LinearTorchRegressor, "validation_score", lambda self, X, y: next(sequence)
+        )
+    else:
+        real_read = engine_module.BaseTorchEstimator._read_epoch
+        monkeypatch.setattr(
+            engine_module.BaseTorchEstimator,
+            "_read_epoch",
+            lambda self, mean_loss: (next(sequence), real_read(self, mean_loss)[1]),
+        )
+    X, y = _regression(n=200)
+    stopper = EarlyStopping(monitor=monitor, tol=0.1, patience=3)
+    model = LinearTorchRegressor(
+        max_epochs=12,
+        validation_fraction=0.2 if monitor == "validation_score" else None,
+        random_state=0,
+        callbacks=[stopper, RecordEpochs()],
+    ).fit(X, y)
+    # 1.05 and 1.09 are within tol of 1.0; 1.5 improves; 1.55, 1.58, 1.6 do not: stop at 7.
+    assert model.n_iter_ == 7 and model.converged_
+    for kept, best in zip(_weights(model), model.callbacks_[1].kept[3], strict=True):
+        torch.testing.assert_close(kept, best, rtol=0, atol=0)  # epoch 4's weights
+
+
 def test_early_stopping_that_scores_the_start_keeps_an_unbeaten_start(monkeypatch):
     X, y = _regression(n=300)
     params = dict(max_epochs=6, validation_fraction=0.2, learning_rate=0.02, random_state=0)
@@ -514,10 +566,17 @@ def test_early_stopping_that_scores_the_start_keeps_an_unbeaten_start(monkeypatc
 def test_divergence_keeps_last_finite_weights():
     X, y = _regression()
     with pytest.warns(DivergenceWarning, match="non-finite"):
-        model = LinearTorchRegressor(learning_rate=50.0, max_epochs=50, random_state=0).fit(X, y)
+        # (diverges in epoch 11: ten finite epochs before it)
+        model = LinearTorchRegressor(learning_rate=1.0, max_epochs=50, random_state=0).fit(X, y)
     assert np.all(np.isfinite(model.predict(X)))
     assert all(np.isfinite(record["loss"]) for record in model.history_)
-    assert model.n_iter_ == len(model.history_) < 50
+    assert 0 < model.n_iter_ == len(model.history_) < 50
+    # the weights kept are those at the end of the last finite epoch: the same run stopped there
+    finite_run = LinearTorchRegressor(
+        learning_rate=1.0, max_epochs=model.n_iter_, random_state=0
+    ).fit(X, y)
+    for kept, expected in zip(_weights(model), _weights(finite_run), strict=True):
+        torch.testing.assert_close(kept, expected, rtol=0, atol=0)
 
 
 def test_the_training_step_never_waits_for_the_host():

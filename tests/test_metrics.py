@@ -616,6 +616,30 @@ def test_torch_path_matches_brute_force_with_exact_ties(seed, torch_path):
         assert scores[key] == pytest.approx(value, abs=1e-12), key
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_numpy_path_matches_brute_force_with_exact_ties(seed):
+    # device="numpy" without at_r runs the numpy code (_precision_at_positives, top_k_indices);
+    # with at_r it runs the torch code in float64, so it is checked here on its own.
+    X, y = tied_integer_data(n_samples=50, seed=seed)
+    y[0] = 7  # a class of one item: no positive
+    S = -euclidean_distances(X, squared=True)
+    ks = [1, 3, 49]
+    expected = expected_scores(S, y, ks)
+    del expected["map@r"], expected["r_precision"]
+    for chunk_size in (None, 1, 7):
+        with pytest.warns(UserWarning, match="1 of 50 queries have no positive"):
+            scores = retrieval_scores(
+                X, y, k=ks, metric="euclidean", chunk_size=chunk_size, device="numpy"
+            )
+        assert scores == pytest.approx(expected, abs=1e-12, rel=0)
+        np.testing.assert_allclose(
+            query_auprc_scores(X, y, metric="euclidean", chunk_size=chunk_size, device="numpy"),
+            brute_query_statistics(S, y, ks)[0],
+            rtol=0,
+            atol=1e-12,
+        )
+
+
 def test_torch_and_numpy_paths_are_identical_on_equal_similarities(torch_path):
     # Integer embeddings: the float32 and float64 similarities are the same numbers.
     X, y = tied_integer_data(n_samples=60, seed=5)

@@ -61,6 +61,22 @@ def test_falls_back_only_within_one_standard_error():
     )
 
 
+def test_a_baseline_tied_with_the_best_is_chosen():
+    """ "Within n standard errors" includes the boundary: a baseline whose mean equals the best
+    one's is chosen, even with n_standard_errors=0 and the best listed first."""
+    tied = [[0.9, 0.92, 0.94], [0.5, 0.5, 0.5], [0.9, 0.92, 0.94]]
+    params = [{"mmc__min_rank": 0.25}, {"mmc__min_rank": 0.5}, {"mmc": "passthrough"}]
+    for n_standard_errors in (0.0, 1.0):
+        rule = one_standard_error_rule({"mmc": "passthrough"}, n_standard_errors=n_standard_errors)
+        assert rule(_cv_results(tied, params)) == 2
+        assert _reference(tied, 2, n_standard_errors) == 2
+    # The best split scores all equal: a standard error of zero, the boundary is its mean.
+    flat = [[0.9] * 3, [0.5] * 3, [0.9] * 3]
+    assert one_standard_error_rule({"mmc": "passthrough"})(_cv_results(flat, params)) == 2
+    flat[2] = [0.9 - 1e-9] * 3
+    assert one_standard_error_rule({"mmc": "passthrough"})(_cv_results(flat, params)) == 0
+
+
 def test_named_scorer_and_errors():
     results = _cv_results([[0.9] * 3, [0.95] * 3, [0.8] * 3], PARAMS)
     named = {k.replace("_score", "_acc"): v for k, v in results.items()}

@@ -1,7 +1,9 @@
 """Negative-label sampler: exact per-example distribution, masking, cost independent of K."""
 
 import itertools
+import math
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -102,3 +104,27 @@ def test_draw_positive_labels_is_uniform_over_each_rows_positives():
     assert counts[1] == 0 and chisquare(counts[[0, 2, 3]]).pvalue > 1e-3
     with pytest.raises(ValueError, match="at least one positive"):
         draw_positive_labels(sp.csr_matrix(np.array([[1, 0], [0, 0]])))
+
+
+def _shortfall_probability(n_draws, n_labels, size):
+    """P(fewer than ``size`` distinct values among ``n_draws`` uniform draws from ``n_labels``),
+    exactly: P(j distinct) = C(K, j) j! S(m, j) / K^m (S: Stirling numbers of the second kind)."""
+    stirling = [1] + [0] * size  # S(0, j) for j <= size; then S(m, j) from S(m - 1, .)
+    for _ in range(n_draws):
+        stirling = [0] + [j * stirling[j] + stirling[j - 1] for j in range(1, size + 1)]
+    return sum(
+        Fraction(math.perm(n_labels, j) * stirling[j], n_labels**n_draws) for j in range(size)
+    )
+
+
+@pytest.mark.parametrize(
+    "size, n_labels", [(1, 5), (2, 9), (3, 13), (5, 21), (10, 41), (8, 100), (30, 10**4)]
+)
+def test_draws_for_distinct_is_the_smallest_count_meeting_the_shortfall_bound(size, n_labels):
+    """The Markov chain of ``_draws_for_distinct`` against the exact occupancy distribution."""
+    from skrank.sampling._labels import _SHORTFALL_PROBABILITY, _draws_for_distinct
+
+    n_draws = _draws_for_distinct(size, n_labels)
+    bound = Fraction(_SHORTFALL_PROBABILITY)
+    assert _shortfall_probability(n_draws, n_labels, size) <= bound
+    assert _shortfall_probability(n_draws - 1, n_labels, size) > bound

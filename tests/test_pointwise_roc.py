@@ -589,7 +589,8 @@ def test_preprocessing_equals_fitting_on_transformed_inputs(kind):
         clone(model).partial_fit(X, y)
 
 
-def test_select_alpha_matches_a_loop_of_fits():
+@pytest.mark.parametrize("tolerance", [0.0, 0.03])
+def test_select_alpha_matches_a_loop_of_fits(tolerance):
     from skrank.metrics import pairwise_roc_score
     from skrank.similarity import select_alpha
 
@@ -597,14 +598,23 @@ def test_select_alpha_matches_a_loop_of_fits():
     X_fit, y_fit, X_val, y_val = X[:40], y[:40], X[40:], y[40:]
     reference = PointwiseROCSimilarity(alpha=1.0, identity_weight=0.0).fit(X_fit, y_fit)
     levels, scores = select_alpha(
-        reference.P_, reference.N_, _normalized(X_val), y_val, 0.1, n_levels=6
+        reference.P_,
+        reference.N_,
+        _normalized(X_val),
+        y_val,
+        0.1,
+        tolerance=tolerance,
+        n_levels=6,
     )
-    assert levels[-1] == pytest.approx(
-        (1 + np.vdot(reference.N_, reference.P_) / np.linalg.norm(reference.P_)) / 2
-    )
-    assert levels[0] > (1 - np.linalg.norm(reference.N_)) / 2
+    # The levels split evenly the range where the constraint alpha + tolerance matters: from
+    # the lowest feasible level (excluded) to the one where the constraint becomes inactive.
+    lowest = (1 - np.linalg.norm(reference.N_)) / 2 - tolerance
+    inactive = (1 + np.vdot(reference.N_, reference.P_) / np.linalg.norm(reference.P_)) / 2
+    np.testing.assert_allclose(levels, np.linspace(lowest, inactive - tolerance, 7)[1:])
+    assert len(set(np.round(scores, 12))) > 1  # the levels give different models
     for level, score in zip(levels, scores, strict=True):
-        model = PointwiseROCSimilarity(alpha=level, identity_weight=0.0).fit(X_fit, y_fit)
+        model = PointwiseROCSimilarity(alpha=level, identity_weight=0.0, tolerance=tolerance)
+        model.fit(X_fit, y_fit)
         expected = pairwise_roc_score(model.pairwise_similarity(X_val), y_val, 0.1)
         assert score == pytest.approx(expected)
 

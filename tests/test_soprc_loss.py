@@ -144,6 +144,14 @@ def test_surrogate_gradients_are_finite_everywhere():
     x = torch.tensor([-50.0, -0.1, 0.0, 0.05, 0.3, 50.0], requires_grad=True)
     (one_sided_huber(x, TAU1).sum() + one_sided_sigmoid(x, 1e-4).sum()).backward()
     assert torch.all(torch.isfinite(x.grad))
+    # l1' = -2/tau1 below 0, -2 (1 - x/tau1)/tau1 on [0, tau1), 0 beyond; l2' = 0 at x >= 0 and
+    # -sech^2(x / 2 tau2) / (2 tau2) below, which underflows to 0 at these x / tau2.
+    expected = [-2 / TAU1, -2 / TAU1, -2 / TAU1, -2 * (1 - 0.05 / TAU1) / TAU1, 0.0, 0.0]
+    torch.testing.assert_close(x.grad, torch.tensor(expected))
+    x = torch.tensor([-0.3, -0.05, 0.02], dtype=torch.float64, requires_grad=True)
+    one_sided_sigmoid(x, 0.1).sum().backward()
+    expected = [-1 / math.cosh(v / 0.2) ** 2 / 0.2 if v < 0 else 0.0 for v in (-0.3, -0.05, 0.02)]
+    torch.testing.assert_close(x.grad, torch.tensor(expected, dtype=torch.float64))
 
 
 # ---------------------------------------------------------------- interpolation
@@ -410,7 +418,7 @@ def test_batch_loss_gradients_and_degenerate_batches():
     # a single class (no negatives) or all-distinct labels (no positives): zero loss, no update
     for batch_labels in (torch.zeros(4, dtype=torch.long), torch.arange(4)):
         fresh = SOPRCLoss([7, 9, 4, 12])
-        x = torch.randn(4, 3, requires_grad=True)
+        x = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), requires_grad=True)
         value = fresh(x, batch_labels)
         value.backward()
         assert float(value.detach()) == 0.0 and not fresh.class_seen.any()
@@ -468,7 +476,8 @@ def test_false_positive_sums_have_correct_gradients():
 def test_cosine_gram_matches_normalize_and_matmul_with_its_gradient():
     from skrank.losses._soprc import _CosineGram
 
-    embeddings = torch.randn(7, 4, dtype=torch.float64, requires_grad=True)
+    generator = torch.Generator().manual_seed(0)
+    embeddings = torch.randn(7, 4, dtype=torch.float64, generator=generator, requires_grad=True)
     assert torch.autograd.gradcheck(_CosineGram.apply, (embeddings,))
     unit = torch.nn.functional.normalize(embeddings, dim=1)
     torch.testing.assert_close(_CosineGram.apply(embeddings), unit @ unit.T)

@@ -22,7 +22,8 @@ alternate.
 
 Usage::
 
-    python benchmarks/bench_distributed.py [--processes 1 2] [--device cpu]
+    python benchmarks/bench_distributed.py [--processes 1 2] [--device cpu] [--baseline DIR]
+        [--repeats N]
     python benchmarks/bench_distributed.py --dask [--cap-mib 64]
 """
 
@@ -34,6 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from _results import REPOSITORY, Results
 
 WORKER = r"""
@@ -69,7 +71,7 @@ if not dist.is_initialized() or dist.get_rank() == 0:
 """
 
 
-def throughput(name, processes, device):
+def throughput(name, processes, device, repository=REPOSITORY):
     with tempfile.TemporaryDirectory() as directory:
         worker = Path(directory) / "worker.py"
         worker.write_text(WORKER)
@@ -78,7 +80,7 @@ def throughput(name, processes, device):
             sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc_per_node={processes}", str(worker), name, device, str(output),
         ]  # fmt: skip
-        environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), "OMP_NUM_THREADS": "1"}
+        environment = {**os.environ, "PYTHONPATH": str(repository), "OMP_NUM_THREADS": "1"}
         subprocess.run(command, check=True, capture_output=True, env=environment)
         return json.loads(output.read_text())
 
@@ -163,6 +165,15 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dask", action="store_true", help="the dask rows only")
     parser.add_argument("--cap-mib", type=int, default=64)
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="a checkout of another commit (e.g. a git worktree), measured alternately with "
+        "this one; its rows are named after its commit",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="measurements of each row, the median kept"
+    )
     args = parser.parse_args(argv)
     if args.dask:
         results = Results("bench_distributed_dask", packages=("dask",))
@@ -178,24 +189,47 @@ def main(argv=None):
         )  # fmt: skip
         results.save()
         return
-    results = Results("bench_distributed")
+    checkouts = {"": REPOSITORY}
+    if args.baseline:
+        commit = subprocess.run(
+            ["git", "-C", args.baseline, "rev-parse", "--short", "HEAD"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        checkouts[f" @ {commit}"] = Path(args.baseline).resolve()
+    results = Results("bench_distributed" + ("_baseline" if args.baseline else ""))
     rows = []
     for name in ["SOPRCEmbedder", "SNMClassifier"]:
-        single = None
+        single = {}
         for processes in args.processes:
-            measured = throughput(name, processes, args.device)
-            assert measured["world_size"] == processes
-            rate = measured["items_per_second"]
-            single = rate if processes == 1 else single
-            efficiency = rate / (processes * single) if single else None
-            rows.append([name, processes, args.device, rate, efficiency])
-            print(f"{name}: {processes} process(es): {rate:.0f} items/s, efficiency {efficiency}")
+            rates = {suffix: [] for suffix in checkouts}
+            for _ in range(args.repeats):
+                for suffix, repository in checkouts.items():  # alternated
+                    measured = throughput(name, processes, args.device, repository)
+                    assert measured["world_size"] == processes
+                    rates[suffix].append(measured["items_per_second"])
+            for suffix, measured_rates in rates.items():
+                rate = float(np.median(measured_rates))
+                if processes == 1:
+                    single[suffix] = rate
+                efficiency = rate / (processes * single[suffix]) if suffix in single else None
+                rows.append([name + suffix, processes, args.device, rate, efficiency])
+                print(
+                    f"{name}{suffix}: {processes} process(es): {rate:.0f} items/s (of "
+                    f"{[round(r) for r in measured_rates]}), efficiency {efficiency}"
+                )
+    rows.sort(key=lambda row: row[0])
     results.add_table(
         "Training throughput under torchrun (marginal items per second)",
         ["estimator", "processes", "device", "items / s", "scaling efficiency"],
         rows,
         notes="Efficiency = throughput with N processes / (N x throughput with 1 process). "
-        "The 2-core machine runs 2 processes of one thread each.",
+        f"The 2-core machine runs 2 processes of one thread each. Median of {args.repeats} "
+        "measurement(s) per row."
+        + (
+            " Rows '@ commit': the baseline checkout, measured alternately."
+            if args.baseline
+            else ""
+        ),
     )
     results.save()
 

@@ -23,6 +23,17 @@ ESTIMATORS = {
         SOPRCEmbedder,
         dict(hidden_layer_sizes=(16,), n_components=8, max_epochs=3, device="cpu"),
     ),
+    # The auxiliary vectors: every rank computes the whole batch's loss (not sharded by query).
+    "SOPRCEmbedder-auxiliary": (
+        SOPRCEmbedder,
+        dict(
+            hidden_layer_sizes=(16,),
+            n_components=8,
+            max_epochs=3,
+            device="cpu",
+            tpr_source="auxiliary",
+        ),
+    ),
     "SNMClassifier": (
         SNMClassifier,
         # No input dropout (its masks differ between one process and two) nor held-out rows.
@@ -47,7 +58,7 @@ def _fit(name, batch_size):
     X, y = _data()
     model = cls(**params, batch_size=batch_size, random_state=0).fit(X, y)
     weights = [p.detach().clone() for p in model.module_.parameters()]
-    if name == "SNMClassifier":
+    if cls is SNMClassifier:
         weights.append(model.module_.label_embeddings.weight.detach().clone())
     return weights, [record["loss"] for record in model.history_], model.world_size_
 

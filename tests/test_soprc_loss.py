@@ -66,10 +66,11 @@ def interpolation_reference(scores, length, low=-1.0, high=1.0):
     return np.interp((np.arange(length) + 0.5) / length, knots, np.r_[start, u, end])
 
 
-def batch_loss_reference(loss_fn, scores, labels, auxiliary):
-    """SOPRCLoss by loops over queries; ``auxiliary[c]`` is the vector v_c used."""
+def batch_loss_reference(loss_fn, scores, labels, auxiliary, queries=None):
+    """SOPRCLoss by loops over queries; ``auxiliary[c]`` is the vector v_c used. With
+    ``queries`` (indices), the sum of their terms over the number of queries of the batch."""
     scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels)
-    totals = []
+    totals = {}
     for q in range(labels.shape[0]):
         others = np.arange(labels.shape[0]) != q
         positives = scores[q, others & (labels == labels[q])]
@@ -85,8 +86,10 @@ def batch_loss_reference(loss_fn, scores, labels, auxiliary):
         value += semivariance_reference(
             positives, negatives, loss_fn.lambda_pos, loss_fn.lambda_neg
         )
-        totals.append(value)
-    return float(np.mean(totals))
+        totals[q] = value
+    if queries is None:
+        return float(np.mean(list(totals.values())))
+    return sum(totals.get(q, 0.0) for q in queries) / len(totals)
 
 
 def torch_reference(loss_fn, scores, labels):
@@ -294,6 +297,50 @@ def test_batch_loss_matches_brute_force(settings):
         unit = torch.nn.functional.normalize(reference_leaf, dim=1)
         torch_reference(loss_fn, unit @ unit.T, labels).backward()
         torch.testing.assert_close(leaf.grad, reference_leaf.grad)
+
+
+@pytest.mark.parametrize(
+    "settings", [{}, {"exact": True, "prior": "batch"}, {"lambda_pos": 0.0, "lambda_neg": 0.0}]
+)
+def test_query_slices_match_brute_force_and_add_up_to_the_batch_loss(settings):
+    """``forward_grouped(..., queries=s)``: the terms of the queries in ``s`` over the number
+    of queries of the whole batch; slices covering the batch sum to its loss and gradient."""
+    rng = np.random.RandomState(3)
+    classes = torch.tensor([2, 0, 3, 1])
+    # Padding, and a group of one item (not a query, still a negative of the others).
+    valid = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0], [1, 1, 0, 0]], dtype=bool)
+    embeddings = torch.as_tensor(rng.normal(size=(4, 4, 3)), dtype=torch.float64)
+    settings = {"lambda_pos": 2.0, "lambda_neg": 0.5, **settings}
+    loss_fn = SOPRCLoss([7, 9, 4, 12], tau1=TAU1, tau2=TAU2, tpr_source="batch", **settings)
+    flat_valid = valid.reshape(-1).numpy()
+    unit = torch.nn.functional.normalize(embeddings.reshape(16, 3), dim=1)
+    scores = (unit @ unit.T).numpy()[np.ix_(flat_valid, flat_valid)]
+    labels = classes.repeat_interleave(4).numpy()[flat_valid]
+    position = np.cumsum(flat_valid) - 1  # of each item among the valid ones
+    leaf = embeddings.clone().requires_grad_(True)
+    full = loss_fn.forward_grouped(leaf, classes, valid)
+    parts = []
+    for start, stop in [(0, 5), (5, 11), (11, 16)]:
+        part = loss_fn.forward_grouped(leaf, classes, valid, queries=slice(start, stop))
+        rows = [position[i] for i in range(start, stop) if flat_valid[i]]
+        expected = batch_loss_reference(loss_fn, scores, labels, None, queries=rows)
+        assert part.item() == pytest.approx(expected, rel=1e-8)
+        parts.append(part)
+    assert sum(parts).item() == pytest.approx(full.item(), rel=1e-12)
+    if not loss_fn.exact:
+        (full_gradient,) = torch.autograd.grad(full, leaf)
+        (parts_gradient,) = torch.autograd.grad(sum(parts), leaf)
+        torch.testing.assert_close(parts_gradient, full_gradient)
+
+
+def test_query_slices_need_the_batch_tpr_and_a_contiguous_slice():
+    embeddings, classes = torch.randn(3, 2, 4), torch.tensor([0, 1, 2])
+    with pytest.raises(ValueError, match='tpr_source="batch"'):
+        SOPRCLoss([5, 5, 5]).forward_grouped(embeddings, classes, queries=slice(0, 2))
+    loss_fn = SOPRCLoss([5, 5, 5], tpr_source="batch")
+    for queries in (slice(0, 6, 2), [0, 1]):
+        with pytest.raises(TypeError, match="queries must be a slice"):
+            loss_fn.forward_grouped(embeddings, classes, queries=queries)
 
 
 @pytest.mark.parametrize("exact", [False, True])

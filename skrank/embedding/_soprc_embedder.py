@@ -19,7 +19,7 @@ from ..nn import (
     BaseTorchEstimator,
     WeightAveraging,
 )
-from ..nn._distributed import gather, gather_with_gradient
+from ..nn._distributed import gather, gather_summing_gradient, gather_with_gradient
 from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
@@ -285,13 +285,29 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         if embeddings.dtype != torch.float32:  # bfloat16 under autocast
             embeddings = embeddings.float()
         groups, valid = batch.groups, batch.valid
-        if self._context.active:  # the loss of the whole batch, on every rank
-            embeddings = gather_with_gradient(embeddings, self._context)
-            groups, valid = gather(groups, self._context), gather(valid, self._context)
+        if not self._context.active:
+            shape = (groups.shape[0], self.samples_per_class)
+            return self.criterion_.forward_grouped(
+                embeddings.view(*shape, -1), groups, valid.view(shape)
+            )
+        context, n_local = self._context, embeddings.shape[0]
+        groups, valid = gather(groups, context), gather(valid, context)
         shape = (groups.shape[0], self.samples_per_class)
-        return self.criterion_.forward_grouped(
-            embeddings.view(*shape, -1), groups, valid.view(shape)
+        if self.criterion_.tpr_source == "auxiliary":
+            # Every rank computes the loss of the whole batch (and the same vector updates).
+            embeddings = gather_with_gradient(embeddings, context)
+            return self.criterion_.forward_grouped(
+                embeddings.view(*shape, -1), groups, valid.view(shape)
+            )
+        # Each rank the queries of its own items against the whole batch; the shares add up
+        # to the batch's loss. Times world_size: the engine and DistributedDataParallel
+        # average over the ranks.
+        embeddings = gather_summing_gradient(embeddings, context)
+        queries = slice(context.rank * n_local, (context.rank + 1) * n_local)
+        share = self.criterion_.forward_grouped(
+            embeddings.view(*shape, -1), groups, valid.view(shape), queries=queries
         )
+        return share * context.world_size
 
     def validation_score(self, X_val, y_val):
         return mean_auprc_score(self._embed(X_val), y_val, metric="cosine", device=self._device)

@@ -503,7 +503,7 @@ class SOPRCLoss(nn.Module):
         grouped = embeddings[layout.index].view(*layout.valid.shape, -1)
         return self.forward_grouped(grouped, layout.classes, layout.valid)
 
-    def forward_grouped(self, embeddings, classes, valid=None):
+    def forward_grouped(self, embeddings, classes, valid=None, queries=None):
         """Loss of a batch laid out as groups of items of distinct classes; no host sync.
 
         Parameters
@@ -515,6 +515,16 @@ class SOPRCLoss(nn.Module):
             repeated in a batch would keep only one group's estimate).
         valid : torch.Tensor of bool of shape (n_groups, group_size), default=None
             Which entries are items (False: padding, ignored). None: all of them.
+        queries : slice or None, default=None
+            Only the terms of these queries, a slice of the items in group order (item ``g M
+            + m`` is ``embeddings[g, m]``), each still ranking the whole batch: the result is
+            their sum over the number of queries of the whole batch, so the results of
+            disjoint slices covering the batch add up to its loss, and so do their gradients.
+            Data-parallel training gives each process the queries of its own items, which
+            divides the cost of the loss by the number of processes (as
+            :class:`~skrank.SOPRCEmbedder` does under ``torchrun``). None: every query.
+            Requires ``tpr_source="batch"`` (an auxiliary vector is updated from all the
+            queries of its class).
 
         Returns
         -------
@@ -523,12 +533,17 @@ class SOPRCLoss(nn.Module):
         """
         check_ndim(embeddings, 3, "(n_groups, group_size, n_dims)", input_name="embeddings")
         n_groups, size, _ = embeddings.shape
-        # Symmetric up to rounding: the pair shortcut reads s_qp for s_pq, 1e-7 apart at most.
-        scores = _CosineGram.apply(embeddings.reshape(n_groups * size, -1))
         valid = self._check_valid(valid, (n_groups, size), embeddings.device)
         if classes.dtype != torch.long:
             classes = classes.long()
-        return self._loss(scores, classes, valid, symmetric=True)
+        flat = embeddings.reshape(n_groups * size, -1)
+        if queries is None:
+            # Symmetric up to rounding: the pair shortcut reads s_qp for s_pq, 1e-7 apart at most.
+            return self._loss(_CosineGram.apply(flat), classes, valid, symmetric=True)
+        queries = self._check_queries(queries, n_groups * size)
+        unit = F.normalize(flat, dim=1)
+        scores = unit[queries] @ unit.T
+        return self._loss(scores, classes, valid, symmetric=False, queries=queries)
 
     def score_loss(self, scores, labels):
         """Loss of a batch given its ``(batch_size, batch_size)`` similarity matrix.
@@ -563,6 +578,17 @@ class SOPRCLoss(nn.Module):
             raise ValueError(f"labels must be class indices in 0..{self.n_classes - 1}.")
         return labels.long()
 
+    def _check_queries(self, queries, n_items):
+        if self.tpr_source != "batch":
+            raise ValueError(
+                'queries needs tpr_source="batch": with "auxiliary" a class\'s vector is '
+                "updated from all the queries of the class."
+            )
+        if not isinstance(queries, slice) or queries.step not in (None, 1):
+            raise TypeError(f"queries must be a slice with step 1 or None, got {queries!r}.")
+        start, stop, _ = queries.indices(n_items)
+        return slice(start, max(start, stop))
+
     @staticmethod
     def _check_valid(valid, shape, device):
         if valid is None:
@@ -574,14 +600,16 @@ class SOPRCLoss(nn.Module):
         return valid
 
     # ------------------------------------------------------------------ the grouped core
-    def _loss(self, scores, classes, valid, symmetric):
+    def _loss(self, scores, classes, valid, symmetric, queries=None):
+        """The loss of the grouped batch whose ``scores`` are its rows ``queries`` (None: all,
+        a square matrix), summed over those rows and divided by the batch's valid queries."""
         n_groups, size = valid.shape
         if size < 2:  # groups of one item: no query has a positive
             return scores.sum() * 0.0
         layout = self._layout(n_groups, size, scores.device)
         fused = not self.exact and self.tpr_source == "auxiliary"
         # The fused path differentiates by hand: its batch is built without autograd.
-        batch = _GroupedBatch(scores.detach() if fused else scores, valid, layout)
+        batch = _GroupedBatch(scores.detach() if fused else scores, valid, layout, queries)
         reference = n_reference = None
         if self.tpr_source == "auxiliary":
             self._check_keeps_auxiliary()
@@ -605,9 +633,8 @@ class SOPRCLoss(nn.Module):
         prior = self._query_priors(batch, classes, size)
         per_query = self._query_losses(batch, reference, n_reference, prior)
         per_query = per_query + self._semivariance(batch)
-        queries = batch.query_valid
-        total = torch.where(queries, per_query, torch.zeros_like(per_query)).sum()
-        return total / queries.sum().clamp(min=1)
+        total = torch.where(batch.query_valid, per_query, torch.zeros_like(per_query)).sum()
+        return total / batch.n_queries.clamp(min=1)
 
     def _layout(self, n_groups, size, device):
         """The index tensors of a grouped batch of this shape, built once and kept."""
@@ -625,7 +652,7 @@ class SOPRCLoss(nn.Module):
 
     def _query_priors(self, batch, classes, size):
         if self.prior == "dataset":
-            return self.priors[classes].clamp(min=1e-12).repeat_interleave(size)
+            return self.priors[classes].clamp(min=1e-12).repeat_interleave(size)[batch.rows]
         prior = batch.n_positives / (batch.n_positives + batch.n_negatives).clamp(min=1)
         return prior.to(batch.scores.dtype).clamp(min=1e-12)
 
@@ -879,21 +906,30 @@ class _StaticLayout:
 class _GroupedBatch:
     """Positives and negatives of every query of a grouped batch, in the layout's shapes.
 
-    ``scores`` is ``(B, B)``; the positives of an item are the other valid members of its group
-    (``positive_scores`` and ``positive_valid`` of shape (B, M - 1)), its negatives the valid
-    items of the other groups.
+    ``scores`` is ``(B, B)``, or ``(R, B)`` for the rows ``rows`` (a slice) alone; the positives
+    of an item are the other valid members of its group (``positive_scores`` and
+    ``positive_valid`` of shape (R, M - 1)), its negatives the valid items of the other groups.
+    ``n_queries`` counts the valid queries of the whole batch.
     """
 
-    def __init__(self, scores, valid, layout):
+    def __init__(self, scores, valid, layout, rows=None):
+        self.rows = slice(None) if rows is None else rows
         flat = valid.reshape(-1)
-        column = flat[:, None]
+        column = flat[self.rows, None]
+        positions = layout.positions[self.rows]
         self.scores = scores
-        self.positive_scores = scores.gather(1, layout.positions)
-        self.positive_valid = flat[layout.positions] & column
+        self.positive_scores = scores.gather(1, positions)
+        self.positive_valid = flat[positions] & column
         self.n_positives = self.positive_valid.sum(dim=1)
-        self.negative_mask = layout.different & column & flat
+        self.negative_mask = layout.different[self.rows] & column & flat
         self.n_negatives = self.negative_mask.sum(dim=1)
-        self.query_valid = (self.n_positives > 0) & (self.n_negatives > 0) & flat
+        self.query_valid = (self.n_positives > 0) & (self.n_negatives > 0) & flat[self.rows]
+        if rows is None:
+            self.n_queries = self.query_valid.sum()
+        else:  # a valid item is a query when its group has another item and others exist
+            per_group = valid.sum(dim=1)
+            answered = (per_group >= 2) & (per_group < per_group.sum())
+            self.n_queries = (per_group * answered).sum()
         # As (B, 1) floats, for the fused loss: counts (at least one) and each query's weight
         # in the mean over the valid queries.
         counts = torch.stack([self.n_positives, self.n_negatives], dim=1).clamp_(min=1)

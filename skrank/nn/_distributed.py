@@ -69,6 +69,16 @@ def gather_with_gradient(tensor, context):
     return torch.cat(parts)
 
 
+def gather_summing_gradient(tensor, context):
+    """:func:`gather`, differentiable: the gradient of each rank's part is the sum over the
+    ranks of the gradients their losses send it. When every rank computes its own share of a
+    loss of the gathered batch (shares that add up to the loss), each part then receives the
+    gradient of the whole loss."""
+    if not context.active:
+        return tensor
+    return _GatherSummingGradient.apply(tensor, context.rank, context.world_size)
+
+
 def mean_over_ranks(tensor, context):
     """The mean of ``tensor`` over the ranks (in place)."""
     if context.active:
@@ -88,3 +98,22 @@ class _ScaleGradient(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         return grad_output * ctx.factor, None
+
+
+class _GatherSummingGradient(torch.autograd.Function):
+    """All-gather forward; the backward pass all-reduces the gradient and keeps this rank's
+    part."""
+
+    @staticmethod
+    def forward(ctx, tensor, rank, world_size):
+        ctx.rank, ctx.size = rank, tensor.shape[0]
+        parts = [torch.empty_like(tensor) for _ in range(world_size)]
+        dist.all_gather(parts, tensor.contiguous())
+        return torch.cat(parts)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = grad_output.contiguous()
+        dist.all_reduce(grad)
+        start = ctx.rank * ctx.size
+        return grad[start : start + ctx.size], None, None

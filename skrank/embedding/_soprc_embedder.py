@@ -290,7 +290,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             return self.criterion_.forward_grouped(
                 embeddings.view(*shape, -1), groups, valid.view(shape)
             )
-        context, n_local = self._context, embeddings.shape[0]
+        context = self._context
         groups, valid = gather(groups, context), gather(valid, context)
         shape = (groups.shape[0], self.samples_per_class)
         if self.criterion_.tpr_source == "auxiliary":
@@ -303,9 +303,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         # to the batch's loss. Times world_size: the engine and DistributedDataParallel
         # average over the ranks.
         embeddings = gather_summing_gradient(embeddings, context)
-        queries = slice(context.rank * n_local, (context.rank + 1) * n_local)
         share = self.criterion_.forward_grouped(
-            embeddings.view(*shape, -1), groups, valid.view(shape), queries=queries
+            embeddings.view(*shape, -1), groups, valid.view(shape), queries=batch.part
         )
         return share * context.world_size
 

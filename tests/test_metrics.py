@@ -588,6 +588,7 @@ def torch_path(request, monkeypatch):
         monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 4 if coarse else 64)
         monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", 1 if coarse else 64)
         monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", path != "tiled-torch")
+        monkeypatch.setattr(_tiled_ranks, "NUMBA_MIN_PAIRS", 0)  # the fused loop at any size
     return path
 
 
@@ -724,6 +725,42 @@ def test_float32_paths_are_exact_on_ties_and_awkward_scores(torch_path):
         assert scores == pytest.approx(expected, abs=1e-12, rel=0), metric
 
 
+def test_the_fused_loop_is_loaded_once_the_work_repays_it(monkeypatch):
+    # Loading numba costs about 0.7 s once per process: calls run the torch operations until
+    # their pairs (this call's included) reach NUMBA_MIN_PAIRS, unless the loop is loaded
+    # already; USE_NUMBA=False forbids it whatever the work.
+    import sys
+
+    from skrank.metrics import _ranks, _tiled_ranks, _torch_retrieval
+
+    module = "skrank.metrics._tiled_kernel"
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setattr(_tiled_ranks, "NUMBA_MIN_PAIRS", 250)
+    monkeypatch.setattr(_tiled_ranks, "_pairs_without_numba", 0)
+    assert [_tiled_ranks.numba_pays_off(10) for _ in range(3)] == [False, False, True]
+    assert _tiled_ranks._pairs_without_numba == 200
+    assert _tiled_ranks.numba_pays_off(16)  # 256 pairs in one call
+    monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", False)
+    assert not _tiled_ranks.numba_pays_off(10**6)
+    monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", True)
+    monkeypatch.setitem(sys.modules, module, object())
+    assert _tiled_ranks.numba_pays_off(1)
+    # The retrieval metrics decide once per call, and every block follows.
+    monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setattr(_torch_retrieval, "TILED_CPU", True)
+    monkeypatch.setattr(_ranks, "SORT_FRACTION", 0)
+    loads = []
+    monkeypatch.setattr(_tiled_ranks, "_numba_kernels", lambda: loads.append(1))  # torch path
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(150, 4)), rng.integers(3, size=150)
+    monkeypatch.setattr(_tiled_ranks, "NUMBA_MIN_PAIRS", 2 * 150**2)
+    monkeypatch.setattr(_tiled_ranks, "_pairs_without_numba", 0)
+    expected = mean_auprc_score(X, y, metric="cosine", device="cpu")
+    assert not loads
+    assert mean_auprc_score(X, y, metric="cosine", device="cpu") == expected
+    assert loads
+
+
 @pytest.mark.parametrize(
     ("use_numba", "shared_width"),
     [(True, 4), (False, 1), (False, 4)],
@@ -793,7 +830,6 @@ def test_grid_tables_without_numba_equal_their_definition(shared_width, monkeypa
     from skrank.metrics import _tiled_ranks
     from skrank.metrics._ranks import Workspace
 
-    monkeypatch.setattr(_tiled_ranks, "USE_NUMBA", False)
     monkeypatch.setattr(_tiled_ranks, "SHARED_WIDTH", shared_width)
     monkeypatch.setattr(_tiled_ranks, "MIN_CELLS", 8)
     monkeypatch.setattr(_tiled_ranks, "CELLS_PER_POSITIVE", 1)
@@ -811,6 +847,7 @@ def test_grid_tables_without_numba_equal_their_definition(shared_width, monkeypa
         torch.from_numpy(n_positives),
         torch.from_numpy(index),
         Workspace(),
+        use_numba=False,
     )
     n_cells = len(grid.lookup) // n_rows - 1
     cells = grid.cells(torch.from_numpy(thresholds), torch.empty(n_rows, width), None).numpy()

@@ -31,6 +31,8 @@ cells one positive at a time. Work arrays are kept from block to block in a ``Wo
 MiB allocations cost page faults).
 """
 
+import sys
+
 import numpy as np
 import torch
 
@@ -46,6 +48,12 @@ TILE_ITEMS = 4096
 CELLS_PER_POSITIVE = 16
 MIN_CELLS = 1024
 USE_NUMBA = True  # the fused loop of ``_tiled_kernel`` when numba is installed
+# Loading the fused loop (importing numba and its cached machine code) takes about 0.7 s once
+# per process, and the loop saves about a fifth of the torch operations' time, which repays the
+# load after about this many query-item pairs (20,000 items ranked once): until then calls run
+# the torch operations, and count their pairs (numba_pays_off).
+NUMBA_MIN_PAIRS = 20_000**2
+_pairs_without_numba = 0
 MAX_FLAT_CELLS = 2**23  # rows x cells stays exact in float32 (and int32)
 SHARED_WIDTH = 4  # without numba, cells of at most this many positives are compared with an
 # item in one vector step
@@ -60,7 +68,7 @@ class _Grid:
     in lower cells, plus ``n_bins`` when the cell holds positives.
     """
 
-    def __init__(self, thresholds, n_positives, positive_index, workspace):
+    def __init__(self, thresholds, n_positives, positive_index, workspace, use_numba):
         n_rows, width = thresholds.shape
         self.n_rows, self.width = n_rows, width
         n_cells = int(
@@ -83,7 +91,7 @@ class _Grid:
         self.workspace = workspace
         # One entry past the last cell: the increments of a positive there land beyond it.
         lookup = workspace.get("lookup", (n_flat + 1,), torch.int32, "cpu")
-        compiled = _numba_kernels() if USE_NUMBA else None
+        compiled = _numba_kernels() if use_numba else None
         self.kernel = None if compiled is None else compiled.count_tile
         if self.kernel is not None:
             self.row_terms = [
@@ -341,6 +349,22 @@ def _compress(valid, values, padding, workspace, name):
     return out
 
 
+def numba_pays_off(n_items):
+    """Whether a call ranking ``n_items`` items against each other should run the fused loop:
+    when numba is allowed (``USE_NUMBA``) and the loop is loaded in this process already, or
+    this call's pairs and those ranked by the torch operations before reach
+    ``NUMBA_MIN_PAIRS`` (the pairs that repay loading it; until then, the call's pairs are
+    counted)."""
+    global _pairs_without_numba
+    if not USE_NUMBA or f"{__package__}._tiled_kernel" in sys.modules:
+        return USE_NUMBA
+    pairs = _pairs_without_numba + n_items**2
+    if pairs >= NUMBA_MIN_PAIRS:
+        return True
+    _pairs_without_numba = pairs
+    return False
+
+
 def _numba_kernels():
     """The module of the fused loops, or None when numba is not installed."""
     try:
@@ -364,8 +388,9 @@ def _ones(n, dtype=torch.int64):
 
 
 def tiled_positive_statistics(
-    class_scores, positive_columns, n_positives, tiles, column_index, workspace=None
-):
+    class_scores, positive_columns, n_positives, tiles, column_index, workspace=None,
+    use_numba=None,
+):  # fmt: skip
     """Per-query AUPRC and sorted tie-by-index ranks of the positives, tile by tile.
 
     Parameters
@@ -387,6 +412,8 @@ def tiled_positive_statistics(
     workspace : Workspace, default=None
         Work buffers kept from call to call (:class:`skrank.metrics._ranks.Workspace`; not
         shared between threads); None for fresh ones.
+    use_numba : bool or None, default=None
+        Run the fused loop (when numba is installed); None: ``USE_NUMBA``.
 
     Returns
     -------
@@ -406,7 +433,8 @@ def tiled_positive_statistics(
     columns = columns.gather(1, order)
     class_scores.scatter_(1, columns, -torch.inf)  # positives are not negatives (nor padding)
     workspace = workspace or Workspace()
-    grid = _Grid(thresholds, n_positives, column_index[columns], workspace)
+    use_numba = USE_NUMBA if use_numba is None else use_numba
+    grid = _Grid(thresholds, n_positives, column_index[columns], workspace, use_numba)
 
     buffers = {}  # work arrays by tile shape (most tiles share one)
 

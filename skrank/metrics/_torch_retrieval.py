@@ -309,6 +309,7 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     ks_t = torch.from_numpy(np.asarray(ks, dtype=np.int64))
 
     workspaces = threading.local()  # one per thread
+    use_numba = _tiled_ranks.numba_pays_off(n_items)
 
     def rank_block(block_start):
         block = np.arange(block_start, min(block_start + block_size, n_items))
@@ -338,6 +339,7 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
             tiles(rows, first, last, workspace),
             members_t[first:last],
             workspace,
+            use_numba,
         )
         statistics = (auprc, *rank_scores(ranks, block_positives, ks_t))
         where = members[block]

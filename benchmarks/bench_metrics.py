@@ -6,7 +6,10 @@ L2-normalised, cosine similarity) with:
 
 - ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (the torch
   path: float32 similarities, ranks counted without sorting, on the CPU tile by tile in a
-  numba loop when numba is installed; the default ``device="auto"``);
+  numba loop when numba is installed and the call is large enough to repay loading it; the
+  default ``device="auto"``); ``torch-no-numba``: the same as users get without numba;
+  ``torch-numba-at-once``: with numba's loop loaded by the first call whatever its size (as
+  before 0.2), up to ``--at-once-max``;
 - ``numpy``: the same with ``device="numpy"`` (float64, one sort per query), up to
   ``--numpy-max`` (641 s at N = 100,000 in an earlier run, hence not run there by default);
 - ``floor``: the float32 similarity products alone, ``X[block] @ X.T`` for blocks of 1024
@@ -37,6 +40,8 @@ Usage::
     python benchmarks/bench_metrics.py --quick          # small smoke run
     python benchmarks/bench_metrics.py --device cuda --sizes 100000 1000000 --numpy-max 0
     OMP_NUM_THREADS=2 python benchmarks/bench_metrics.py --sizes 100000 --name bench_metrics_2t
+    python benchmarks/bench_metrics.py --sizes 1000 3000 10000 --numpy-max 0 --pml-max 0 \
+        --no-numba-max 10000 --at-once-max 10000 --repeats 3 --name bench_metrics_first_call
 """
 
 import argparse
@@ -54,7 +59,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import Results  # noqa: E402
 
-METHODS = ("torch", "torch-no-numba", "numpy", "floor", "pml", "sklearn")
+METHODS = ("torch", "torch-no-numba", "torch-numba-at-once", "numpy", "floor", "pml", "sklearn")
 KEYS = ("mean_auprc", "recall@1", "recall@10", "map@r", "r_precision")
 FLOOR_BLOCK = 1024
 DIMENSION, N_CLUSTERS, SPREAD = 128, 100, 2.0
@@ -70,10 +75,12 @@ def make_embeddings(n_samples, seed=0):
     return X, y
 
 
-def load_skrank(device, numba=True):
+def load_skrank(device, numba=True, numba_at_once=False):
     from skrank.metrics import _tiled_ranks, retrieval_scores
 
     _tiled_ranks.USE_NUMBA = numba  # False: the torch operations users get without numba
+    if numba_at_once:  # the fused loop from the first call, however small (before 0.2)
+        _tiled_ranks.NUMBA_MIN_PAIRS = 0
 
     def run(X, y):
         scores = retrieval_scores(X, y, k=[1, 10], metric="cosine", at_r=True, device=device)
@@ -165,6 +172,7 @@ def worker(method, n_samples, device):
     loaders = {
         "torch": lambda: load_skrank(device),
         "torch-no-numba": lambda: load_skrank(device, numba=False),
+        "torch-numba-at-once": lambda: load_skrank(device, numba_at_once=True),
         "numpy": lambda: load_skrank("numpy"),
         "floor": lambda: load_floor(device),
         "pml": lambda: load_pml(device),
@@ -287,6 +295,12 @@ def main():
     parser.add_argument(
         "--no-numba-max", type=int, default=30_000, help="largest N for torch-no-numba"
     )
+    parser.add_argument(
+        "--at-once-max",
+        type=int,
+        default=0,
+        help="largest N for torch-numba-at-once (numba loaded by the first call)",
+    )
     parser.add_argument("--pml-max", type=int, default=10_000, help="largest N for pml")
     parser.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
     parser.add_argument("--memory-limit-gib", type=float, default=12.0)
@@ -312,6 +326,7 @@ def main():
     for n_samples in args.sizes:
         limits = (
             ("torch-no-numba", args.no_numba_max),
+            ("torch-numba-at-once", args.at_once_max),
             ("numpy", args.numpy_max),
             ("pml", args.pml_max),
             ("sklearn", args.sklearn_max),
@@ -351,7 +366,14 @@ def main():
             f"{args.repeats} alternated run(s) per method, the fastest kept; "
             f"numpy path up to N = {args.numpy_max:,}, PML up to N = {args.pml_max:,}, "
             f"torch-no-numba (the torch CPU path without numba installed) up to N = "
-            f"{args.no_numba_max:,}; "
+            f"{args.no_numba_max:,}"
+            + (
+                f", torch-numba-at-once (numba's loop loaded by the first call, as before 0.2) "
+                f"up to N = {args.at_once_max:,}"
+                if args.at_once_max
+                else ""
+            )
+            + "; "
             "time / floor divides by the float32 similarity products alone; max abs diff "
             "over the metrics a method shares with the torch path."
         ),

@@ -23,7 +23,7 @@ alternate.
 Usage::
 
     python benchmarks/bench_distributed.py [--processes 1 2] [--device cpu] [--baseline DIR]
-        [--repeats N]
+        [--repeats N] [--name NAME]
     python benchmarks/bench_distributed.py --dask [--cap-mib 64]
 """
 
@@ -81,7 +81,11 @@ def throughput(name, processes, device, repository=REPOSITORY):
             f"--nproc_per_node={processes}", str(worker), name, device, str(output),
         ]  # fmt: skip
         environment = {**os.environ, "PYTHONPATH": str(repository), "OMP_NUM_THREADS": "1"}
-        subprocess.run(command, check=True, capture_output=True, env=environment)
+        finished = subprocess.run(command, capture_output=True, text=True, env=environment)
+        if finished.returncode:
+            raise RuntimeError(
+                f"{name} on {processes} process(es) failed:\n{finished.stderr[-4000:]}"
+            )
         return json.loads(output.read_text())
 
 
@@ -174,6 +178,7 @@ def main(argv=None):
     parser.add_argument(
         "--repeats", type=int, default=1, help="measurements of each row, the median kept"
     )
+    parser.add_argument("--name", help="results file name (default: from --dask, --baseline)")
     args = parser.parse_args(argv)
     if args.dask:
         results = Results("bench_distributed_dask", packages=("dask",))
@@ -196,7 +201,7 @@ def main(argv=None):
             check=True, capture_output=True, text=True,
         ).stdout.strip()  # fmt: skip
         checkouts[f" @ {commit}"] = Path(args.baseline).resolve()
-    results = Results("bench_distributed" + ("_baseline" if args.baseline else ""))
+    results = Results(args.name or "bench_distributed" + ("_baseline" if args.baseline else ""))
     rows = []
     for name in ["SOPRCEmbedder", "SNMClassifier"]:
         single = {}

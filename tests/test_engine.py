@@ -713,3 +713,30 @@ def test_shared_parameter_docs_show_each_estimators_defaults():
     for estimator in (SOPRCEmbedder, SNMClassifier):
         assert "{shared_" not in estimator.__doc__
         assert "callbacks : list of skrank.nn.Callback or None, default=None" in estimator.__doc__
+
+
+def test_a_data_parallel_batch_holds_its_part_and_the_whole_batch():
+    """In a data-parallel context each rank's Batch is its part of the global batch, with the
+    whole batch's indices, padding and classes (the same on every rank, never gathered)."""
+    from skrank.nn._distributed import DistributedContext
+    from skrank.sampling import EpochBatches
+
+    X = np.arange(40, dtype=np.float32).reshape(20, 2)
+    inputs = TrainingInputs(X, torch.device("cpu"))
+    indices = torch.tensor([[3, 4, 9, 8, 0, 0, 15, 16]])
+    valid = torch.tensor([[True, True, True, True, False, False, True, True]])
+    groups = torch.tensor([[5, 2, 7, 1]])  # groups of two entries
+    epoch = EpochBatches(indices, valid, groups)
+    whole = inputs.batch(epoch, 0)
+    assert whole.global_indices is whole.global_valid is whole.global_groups is None
+    for rank in range(2):
+        batch = inputs.batch(epoch, 0, DistributedContext(rank, 2))
+        part = slice(4 * rank, 4 * rank + 4)
+        assert batch.part == part
+        torch.testing.assert_close(batch.indices, indices[0, part])
+        torch.testing.assert_close(batch.valid, valid[0, part])
+        torch.testing.assert_close(batch.groups, groups[0, 2 * rank : 2 * rank + 2])
+        torch.testing.assert_close(batch.inputs, torch.from_numpy(X[indices[0, part].numpy()]))
+        torch.testing.assert_close(batch.global_indices, indices[0])
+        torch.testing.assert_close(batch.global_valid, valid[0])
+        torch.testing.assert_close(batch.global_groups, groups[0])

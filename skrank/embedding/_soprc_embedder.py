@@ -19,7 +19,7 @@ from ..nn import (
     BaseTorchEstimator,
     WeightAveraging,
 )
-from ..nn._distributed import gather, gather_summing_gradient, gather_with_gradient
+from ..nn._distributed import gather_summing_gradient, gather_with_gradient
 from ..nn._modules import module_output_dim
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
@@ -291,7 +291,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 embeddings.view(*shape, -1), groups, valid.view(shape)
             )
         context = self._context
-        groups, valid = gather(groups, context), gather(valid, context)
+        groups, valid = batch.global_groups, batch.global_valid  # the same on every rank
         shape = (groups.shape[0], self.samples_per_class)
         if self.criterion_.tpr_source == "auxiliary":
             # Every rank computes the loss of the whole batch (and the same vector updates).

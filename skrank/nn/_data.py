@@ -39,6 +39,9 @@ class Batch(NamedTuple):
         rank trains on ``global_indices[part]``; None: ``indices`` is the whole batch.
     part : slice, default=slice(None)
         This rank's part of the whole batch.
+    global_valid, global_groups : torch.Tensor or None, default=None
+        In a data-parallel fit, ``valid`` and ``groups`` of the whole batch (every rank draws
+        the same batches, so no rank needs to gather them); None otherwise.
     """
 
     inputs: torch.Tensor
@@ -47,6 +50,8 @@ class Batch(NamedTuple):
     groups: torch.Tensor | None
     global_indices: torch.Tensor | None = None
     part: slice = slice(None)
+    global_valid: torch.Tensor | None = None
+    global_groups: torch.Tensor | None = None
 
 
 def _fits_on(device, n_bytes):
@@ -140,8 +145,9 @@ class TrainingInputs:
         indices, valid = epoch.indices[number], epoch.valid[number]
         groups = None if epoch.groups is None else epoch.groups[number]
         global_indices, part = None, slice(None)
+        global_valid = global_groups = None
         if context is not None and context.active:
-            global_indices = indices
+            global_indices, global_valid, global_groups = indices, valid, groups
             size = indices.shape[0] // context.world_size
             part = slice(context.rank * size, (context.rank + 1) * size)
             indices, valid = indices[part], valid[part]
@@ -154,4 +160,9 @@ class TrainingInputs:
             groups = None if groups is None else groups.to(self.device)
             if global_indices is not None:
                 global_indices = global_indices.to(self.device)
-        return Batch(rows, indices, valid, groups, global_indices, part)
+                global_valid = global_valid.to(self.device)
+                if global_groups is not None:
+                    global_groups = global_groups.to(self.device)
+        return Batch(
+            rows, indices, valid, groups, global_indices, part, global_valid, global_groups
+        )

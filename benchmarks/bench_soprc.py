@@ -78,6 +78,11 @@ DEFAULT_SAMPLES_PER_CLASS = 22  # 10 digits x 22 = 220 items, the nearest to 224
 BUDGET = dict(max_epochs=20, learning_rate=0.05, optimizer="sgd", lr_milestones=[15])
 
 
+def mnist_batch_items(samples_per_class):
+    """Items of an MNIST batch: ``samples_per_class`` of each digit, at most ``MAX_BATCH``."""
+    return min(MNIST_DIGITS, MAX_BATCH // samples_per_class) * samples_per_class
+
+
 class BenchEmbedder(SOPRCEmbedder):
     """SOPRCEmbedder as the benchmark fits it (the estimator itself)."""
 
@@ -317,8 +322,7 @@ def results_name(stem, args):
     name = f"bench_soprc_{stem}"
     if stem == "step_times":  # random embeddings: no batch size, budget or rows
         return name + ("_quick" if args.quick else "")
-    batch_size = min(MNIST_DIGITS, MAX_BATCH // args.samples_per_class) * args.samples_per_class
-    name += f"_{batch_size}"
+    name += f"_{mnist_batch_items(args.samples_per_class)}"
     if args.learning_rate != BUDGET["learning_rate"]:
         name += f"_lr{args.learning_rate:g}"
     if args.weight_averaging is not None:
@@ -412,7 +416,7 @@ def validate_on_mnist(seeds, budget, samples_per_class, only, soprc_settings):
 
 
 def save_validation(results, seeds, budget, samples_per_class):
-    batch_size = min(MNIST_DIGITS, MAX_BATCH // samples_per_class) * samples_per_class
+    batch_size = mnist_batch_items(samples_per_class)
     suffix = "" if samples_per_class == DEFAULT_SAMPLES_PER_CLASS else f"_{batch_size}"
     saved = Results(f"bench_soprc_mnist_validation{suffix}", packages=["pytorch-metric-learning"])
     names = list(results)
@@ -491,7 +495,7 @@ def setup_note(budget, samples_per_class, seeds):
     return (
         f"MLP 784-256-64, {budget['max_epochs']} epochs, SGD lr {budget['learning_rate']} "
         f"x0.1 after epochs {budget['lr_milestones']}, {samples_per_class} items per digit per "
-        f"batch ({min(MNIST_DIGITS, MAX_BATCH // samples_per_class) * samples_per_class} items), "
+        f"batch ({mnist_batch_items(samples_per_class)} items), "
         f"weight_averaging={budget.get('weight_averaging', SOPRCEmbedder().weight_averaging)} "
         f"for every row (peers included), seeds {seeds}"
     )

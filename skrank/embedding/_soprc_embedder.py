@@ -284,29 +284,25 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         embeddings = self.module_(batch.inputs)
         if embeddings.dtype != torch.float32:  # bfloat16 under autocast
             embeddings = embeddings.float()
-        groups, valid = batch.groups, batch.valid
-        if not self._context.active:
-            shape = (groups.shape[0], self.samples_per_class)
-            return self.criterion_.forward_grouped(
-                embeddings.view(*shape, -1), groups, valid.view(shape)
-            )
+        groups, valid, queries = batch.groups, batch.valid, None
         context = self._context
-        groups, valid = batch.global_groups, batch.global_valid  # the same on every rank
+        if context.active:
+            groups, valid = batch.global_groups, batch.global_valid  # the same on every rank
+            if self.criterion_.tpr_source == "auxiliary":
+                # Every rank computes the loss of the whole batch (and the same vector updates).
+                embeddings = gather_with_gradient(embeddings, context)
+            else:  # each rank the queries of its own items, against the whole batch
+                embeddings = gather_summing_gradient(embeddings, context)
+                queries = batch.part
         shape = (groups.shape[0], self.samples_per_class)
-        if self.criterion_.tpr_source == "auxiliary":
-            # Every rank computes the loss of the whole batch (and the same vector updates).
-            embeddings = gather_with_gradient(embeddings, context)
-            return self.criterion_.forward_grouped(
-                embeddings.view(*shape, -1), groups, valid.view(shape)
-            )
-        # Each rank the queries of its own items against the whole batch; the shares add up
-        # to the batch's loss. Times world_size: the engine and DistributedDataParallel
-        # average over the ranks.
-        embeddings = gather_summing_gradient(embeddings, context)
-        share = self.criterion_.forward_grouped(
-            embeddings.view(*shape, -1), groups, valid.view(shape), queries=batch.part
+        loss = self.criterion_.forward_grouped(
+            embeddings.view(*shape, -1), groups, valid.view(shape), queries=queries
         )
-        return share * context.world_size
+        if queries is None:
+            return loss
+        # The ranks' shares add up to the batch's loss; the engine and DistributedDataParallel
+        # average over the ranks.
+        return loss * context.world_size
 
     def validation_score(self, X_val, y_val):
         return mean_auprc_score(self._embed(X_val), y_val, metric="cosine", device=self._device)

@@ -153,5 +153,7 @@ def values_outside_zero_one(indicator):
     -------
     values : list or None
     """
-    values = np.unique(indicator.data if sparse.issparse(indicator) else np.asarray(indicator))
-    return None if np.isin(values, [0, 1]).all() else values.tolist()
+    values = indicator.data if sparse.issparse(indicator) else np.asarray(indicator)
+    if ((values == 0) | (values == 1)).all():  # no sort on the common, valid input
+        return None
+    return np.unique(values).tolist()

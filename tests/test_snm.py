@@ -21,7 +21,7 @@ from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _snm as snm_module
 from skrank.multilabel._label_embedding import principal_input_directions
 from skrank.multilabel._neighbors import blend_dense, blended_top_k, neighbor_votes
-from skrank.nn import Batch, Callback, WeightAveraging
+from skrank.nn import Batch, Callback, SparseLinear, WeightAveraging
 from skrank.sampling._labels import _draws_for_distinct, positive_table
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -108,12 +108,26 @@ def test_top_1_mining_beats_negative_sampling_on_hard_negatives():
     assert snm > sampling.score(X, y) + 0.05
 
 
-def test_sparse_input_matches_dense_input():
+@pytest.mark.parametrize("hidden_layer_sizes", [(32,), ()])
+def test_sparse_input_matches_dense_input(hidden_layer_sizes):
+    """The sparse input layer trains the model of the dense one where the two updates agree:
+    plain SGD (a row that is not read has a zero gradient) and no input dropout (whose masks
+    are drawn over the non-zeros only)."""
     X, y = clustered(n_samples=120, n_labels=6)
     X[np.abs(X) < 0.5] = 0
-    dense = SNMClassifier(random_state=0, **dict(FAST, max_epochs=3, n_negatives=4)).fit(X, y)
-    sparse = SNMClassifier(random_state=0, **dict(FAST, max_epochs=3, n_negatives=4))
-    sparse.fit(sp.csr_matrix(X), y)
+    params = dict(
+        FAST,
+        hidden_layer_sizes=hidden_layer_sizes,
+        max_epochs=3,
+        n_negatives=4,
+        optimizer="sgd",
+        momentum=0.0,
+        input_dropout=0.0,
+    )
+    dense = SNMClassifier(random_state=0, **params).fit(X, y)
+    sparse = SNMClassifier(random_state=0, **params).fit(sp.csr_matrix(X), y)
+    assert sparse.sparse_input_ and not dense.sparse_input_
+    assert isinstance(sparse.optimizers_[1], RowSparseOptimizer)
     np.testing.assert_allclose(
         dense.decision_function(X), sparse.decision_function(sp.csr_matrix(X)), atol=1e-5
     )
@@ -774,3 +788,73 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     unvalidated = SNMClassifier(**dict(FAST, validation_fraction=None, random_state=0))
     unvalidated.set_params(early_stopping=False, max_epochs=2).fit(X, y)
     assert unvalidated.neighbor_weight_ == 0.0 and unvalidated.neighbor_embeddings_ is None
+
+
+def test_encoder_init_choices_and_the_auto_rule():
+    """``"svd"`` starts at the principal directions, ``"random"`` at a Gaussian projection;
+    ``"auto"`` takes the identity when it applies, else the SVD only where its estimated cost
+    is below that of an epoch."""
+    X, y = bag_of_words(n_samples=120, n_features=30)
+    params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, tol=None, random_state=0)
+    exact = SNMClassifier(**params, embedding_dim=40).fit(X, y)
+    assert exact.encoder_init_ == "svd"  # the identity: 30 features, 40 dimensions
+    few = dict(params, embedding_dim=8)
+    svd = SNMClassifier(**few, encoder_init="svd").fit(X, y)
+    random = SNMClassifier(**few, encoder_init="random").fit(X, y)
+    assert (svd.encoder_init_, random.encoder_init_) == ("svd", "random")
+    assert not np.allclose(svd.decision_function(X), random.decision_function(X))
+    hidden = SNMClassifier(**dict(few, hidden_layer_sizes=(16,))).fit(X, y)
+    assert hidden.encoder_init_ is None
+    # The rule: 8 directions of 30 features, against epochs of 108 rows.
+    rows, labels, nnz = 108, 12, X[:108].nnz + 108
+    svd_cost = snm_module._svd_operations(rows + labels, 30, nnz, 8)
+    epoch_cost = 6 * 8 * (rows * (svd.n_negatives_ + 1) + X[:108].nnz)
+    auto = SNMClassifier(**few).fit(X, y)
+    assert auto.encoder_init_ == ("svd" if svd_cost <= epoch_cost else "random")
+    assert snm_module._svd_operations(10**5, 10**5, 10**7, 1024) > 50 * 6 * 1024 * (10**5 * 17)
+
+
+def test_svd_operation_count_follows_randomized_svd():
+    # 7 power iterations below a tenth of the smaller side, 4 above; 10 oversamples.
+    assert snm_module._svd_operations(1000, 1000, 5000, 50) == 8 * (4 * 5000 * 60 + 2 * 2000 * 3600)
+    assert snm_module._svd_operations(1000, 1000, 5000, 150) == 5 * (4 * 5000 * 160 + 4000 * 160**2)
+
+
+def test_auto_neighbor_weight_leaves_votes_off_beyond_the_row_cap(monkeypatch):
+    X, y = clustered(n_samples=240, n_labels=12)
+    params = dict(FAST, max_epochs=2, tol=None, random_state=0)
+    monkeypatch.setattr(snm_module, "AUTO_NEIGHBOR_MAX_ROWS", 100)
+    capped = SNMClassifier(**params).fit(X, y)
+    assert capped.neighbor_weight_ == 0.0 and capped.neighbor_embeddings_ is None
+    chosen = []
+    monkeypatch.setattr(snm_module, "AUTO_NEIGHBOR_MAX_ROWS", 1000)
+    original = SNMClassifier._blended_top_k
+    monkeypatch.setattr(
+        SNMClassifier,
+        "_blended_top_k",
+        lambda self, *a, **k: chosen.append(1) or original(self, *a, **k),
+    )
+    SNMClassifier(**params).fit(X, y)
+    assert chosen  # below the cap the weights are compared on the validation rows
+
+
+def test_sparse_input_steps_read_only_the_features_present():
+    """A fit's steps update the input layer's rows of the features present, no other row."""
+    X, y = bag_of_words(n_samples=64, n_features=200)
+    X = X.tolil()
+    X[:, 150:] = 0  # features 150.. never appear
+    X = X.tocsr()
+    X.eliminate_zeros()
+
+    class StartWeights(Callback):
+        def on_train_begin(self, estimator, **kwargs):
+            self.weight = estimator.module_.encoder.layers[0].weight.detach().clone()
+
+    # Every row trains (none held out) with all its features (no input dropout).
+    params = dict(FAST, hidden_layer_sizes=(), max_epochs=2, tol=None, random_state=0,
+                  validation_fraction=None, early_stopping=False, input_dropout=0.0)  # fmt: skip
+    clf = SNMClassifier(**params, callbacks=[StartWeights()]).fit(X, y)
+    layer = clf.module_.encoder.layers[0]
+    assert clf.sparse_input_ and isinstance(layer, SparseLinear)
+    changed = (layer.weight.detach() != clf.callbacks_[-1].weight).any(dim=1).numpy()[:-1]
+    np.testing.assert_array_equal(np.flatnonzero(changed), np.unique(X.indices))

@@ -6,6 +6,14 @@ package; nothing is ever downloaded.
 
 from ._arff import load_sparse_arff
 from ._composite import make_composite_digits
+from ._extreme import (
+    EXTREME_PRESETS,
+    ExtremeFormatError,
+    dump_extreme_file,
+    load_extreme_file,
+    load_extreme_split,
+    make_extreme_classification,
+)
 from ._real import load_bibtex, load_corel5k, load_mnist
 from ._sparse_multilabel import make_sparse_multilabel_classification
 from ._synthetic import (
@@ -15,11 +23,17 @@ from ._synthetic import (
 )
 
 __all__ = [
+    "EXTREME_PRESETS",
+    "ExtremeFormatError",
+    "dump_extreme_file",
     "load_bibtex",
     "load_corel5k",
+    "load_extreme_file",
+    "load_extreme_split",
     "load_mnist",
     "load_sparse_arff",
     "make_composite_digits",
+    "make_extreme_classification",
     "make_large_output_classification",
     "make_score_simulation",
     "make_sparse_multilabel_classification",

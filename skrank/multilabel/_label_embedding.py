@@ -11,8 +11,7 @@ from sklearn.utils.extmath import randomized_svd
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn import MLP
-from ..nn._distributed import DistributedContext, gather
+from ..nn import MLP, SparseRows, TrainingInputs
 
 
 class LabelEmbeddingNetwork(nn.Module):
@@ -55,6 +54,10 @@ class LabelEmbeddingNetwork(nn.Module):
         ``learn_score_scale``.
     learn_score_scale : bool, default=False
         Learn ``s`` with the network (it is stored as ``log s``, so it stays positive).
+    sparse_input : bool, default=False
+        Read sparse inputs as :class:`~skrank.nn.SparseRows` through a first layer that
+        touches only the weights of the features present (:class:`~skrank.nn.SparseLinear`;
+        see :class:`~skrank.nn.MLP`).
 
     Examples
     --------
@@ -79,6 +82,7 @@ class LabelEmbeddingNetwork(nn.Module):
         scores="cosine",
         score_scale=1.0,
         learn_score_scale=False,
+        sparse_input=False,
     ):
         super().__init__()
         if scores not in ("cosine", "dot"):
@@ -94,7 +98,9 @@ class LabelEmbeddingNetwork(nn.Module):
             activation=activation,
             dropout=dropout,
             normalize=self.cosine,
+            sparse_input=sparse_input,
         )
+        self.accepts_sparse_rows = self.encoder.accepts_sparse_rows
         # Part of the forward pass (so that data-parallel training averages its gradient).
         self.log_scale = nn.Parameter(
             torch.tensor(math.log(score_scale)), requires_grad=bool(learn_score_scale)
@@ -107,8 +113,13 @@ class LabelEmbeddingNetwork(nn.Module):
         nn.init.normal_(self.label_embeddings.weight, std=1.0 / math.sqrt(embedding_dim))
 
     def forward(self, x):
-        """Input embeddings ``g(x)`` (times the score scale), shape (batch_size, embedding_dim)."""
-        return self.encoder(self.input_dropout(x)) * self.log_scale.exp()
+        """Input embeddings ``g(x)`` (times the score scale), shape (batch_size, embedding_dim);
+        ``x`` a dense tensor or :class:`~skrank.nn.SparseRows`."""
+        if isinstance(x, SparseRows):
+            x = x.with_values(self.input_dropout(x.values))
+        else:
+            x = self.input_dropout(x)
+        return self.encoder(x) * self.log_scale.exp()
 
     @property
     def score_scale(self):
@@ -146,7 +157,8 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
     network : LabelEmbeddingNetwork
         The network whose encoder embeds ``X`` (run in evaluation mode, on the CPU).
     X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Inputs, densified ``rows_per_chunk`` rows at a time.
+        Inputs, read ``rows_per_chunk`` rows at a time (densified, or as sparse rows for a
+        network that reads them).
     positives : scipy.sparse matrix of shape (n_samples, n_labels)
         Positive-label indicator.
     rows_per_chunk : int, default=1024
@@ -165,9 +177,10 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
     network.eval()
     sums = None
     for start in range(0, X.shape[0], rows_per_chunk):
-        block = X[start : start + rows_per_chunk]
-        block = block.toarray() if sp.issparse(block) else np.asarray(block)
-        embeddings = network.encoder(torch.as_tensor(block, dtype=torch.float32, device=device))
+        block = TrainingInputs(
+            X[start : start + rows_per_chunk], device, sparse_rows=network.accepts_sparse_rows
+        )
+        embeddings = network.encoder(next(block.chunks(block.n_samples)))
         if sums is None:
             sums = embeddings.new_zeros((n_labels, embeddings.shape[1]))
         labels = positives[start : start + rows_per_chunk].tocoo()
@@ -226,126 +239,33 @@ def principal_input_directions(X, positives, n_directions, random_state=None):
     return np.vstack([basis, extra])
 
 
-class RowSparseOptimizer(torch.optim.Optimizer):
-    """Adagrad, lazy Adam or SGD on the rows of a table that a step read, and no other row.
+def random_input_directions(n_features, n_directions, random_state=None):
+    """A Gaussian random projection: rows of ``n_features`` independent ``N(0, 1/n_directions)``
+    entries.
 
-    :meth:`gather` hands out rows of the table as a leaf tensor that records its gradient;
-    :meth:`step` then updates those rows only (rows read several times get the sum of their
-    gradients, once), so a step costs ``O(rows read x dim)`` whatever the size of the table,
-    with fixed-shape tensor operations only: no host synchronisation on a GPU, unlike torch's
-    sparse gradients, whose coalescing reads sizes back. The updates are those of
-    :class:`torch.optim.Adagrad` (``eps=1e-10``), :class:`torch.optim.SparseAdam` (one step
-    count for the table; moments of unread rows untouched) and plain SGD (no momentum: a
-    momentum buffer would have to decay every row it ever touched).
-
-    A ``torch.optim.Optimizer``: learning-rate schedulers and ``state_dict`` work as usual.
+    The projection preserves norms and inner products of the inputs in expectation, up to a
+    relative distortion of order ``1/sqrt(n_directions)`` (the Johnson-Lindenstrauss lemma): a
+    linear encoder that starts as it, with label embeddings at the centroids of their inputs,
+    starts close to the input space's centroid rule, at the cost of drawing the matrix
+    (unlike :func:`principal_input_directions`, no pass over the data).
 
     Parameters
     ----------
-    table : torch.nn.Parameter of shape (n_rows, dim)
-        The table (e.g. ``LabelEmbeddingNetwork.label_embeddings.weight``); it is read through
-        :meth:`gather`, not through autograd.
-    method : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
-        The update rule.
-    lr : float, default=0.05
-        Learning rate.
-    synchronize : bool, default=False
-        In data-parallel training (``torch.distributed`` initialised), gather the rows read and
-        their gradients from every process and apply them all, averaged over the processes, so
-        that every process holds the same table (as DistributedDataParallel averages the
-        gradients of the other parameters).
+    n_features : int
+        Input dimension.
+    n_directions : int
+        Number of rows.
+    random_state : int or None, default=None
+        Seed of the draws (a torch generator).
 
-    Examples
-    --------
-    >>> import torch
-    >>> from skrank.multilabel import RowSparseOptimizer
-    >>> table = torch.nn.Parameter(torch.ones(1000, 4))
-    >>> optimizer = RowSparseOptimizer(table, method="sgd", lr=0.5)
-    >>> rows = optimizer.gather(torch.tensor([3, 7, 3]))
-    >>> rows.sum().backward()
-    >>> optimizer.step()
-    >>> table[3, 0].item(), table[7, 0].item(), table[0, 0].item()
-    (0.0, 0.5, 1.0)
+    Returns
+    -------
+    directions : torch.Tensor of shape (n_directions, n_features), float32
     """
-
-    _METHODS = ("adagrad", "sparse_adam", "sgd")
-
-    def __init__(self, table, *, method="adagrad", lr=0.05, synchronize=False):
-        if method not in self._METHODS:
-            raise ValueError(f"method must be one of {list(self._METHODS)}, got {method!r}.")
-        if not lr > 0:
-            raise ValueError(f"lr must be positive, got {lr!r}.")
-        eps = 1e-10 if method == "adagrad" else 1e-8
-        super().__init__([table], {"lr": lr, "method": method, "eps": eps, "betas": (0.9, 0.999)})
-        self._reads = []
-        self.synchronize = synchronize
-
-    @property
-    def table(self):
-        """The table being optimised."""
-        return self.param_groups[0]["params"][0]
-
-    def gather(self, rows):
-        """Rows ``rows`` of the table as a leaf tensor whose gradient the next step applies."""
-        values = self.table.detach()[rows].requires_grad_()
-        self._reads.append((rows, values))
-        return values
-
-    def zero_grad(self, set_to_none=True):
-        """Forget the rows gathered since the last step."""
-        self._reads.clear()
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        """Update the rows gathered since the last step with their gradients."""
-        reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
-        self._reads.clear()
-        if not reads:
-            return None
-        rows = torch.cat([rows for rows, _ in reads])
-        gradients = torch.cat([gradient for _, gradient in reads])
-        if self.synchronize and torch.distributed.is_initialized():
-            world = torch.distributed.get_world_size()
-            context = DistributedContext(torch.distributed.get_rank(), world)
-            rows, gradients = gather(rows, context), gather(gradients, context) / world
-        group = self.param_groups[0]
-        rows, gradient = _summed_per_row(rows, gradients)
-        table, lr = self.table, group["lr"]
-        state = self.state[table]
-        if group["method"] == "sgd":
-            table.index_put_((rows,), table[rows] - lr * gradient)
-        elif group["method"] == "adagrad":
-            if "sum" not in state:
-                state["sum"] = torch.zeros_like(table)
-            total = state["sum"][rows] + gradient.square()
-            state["sum"].index_put_((rows,), total)
-            table.index_put_((rows,), table[rows] - lr * gradient / (total.sqrt() + group["eps"]))
-        else:
-            if "exp_avg" not in state:
-                state["step"] = 0
-                state["exp_avg"] = torch.zeros_like(table)
-                state["exp_avg_sq"] = torch.zeros_like(table)
-            state["step"] += 1
-            beta1, beta2 = group["betas"]
-            average = torch.lerp(state["exp_avg"][rows], gradient, 1 - beta1)
-            square = torch.lerp(state["exp_avg_sq"][rows], gradient.square(), 1 - beta2)
-            state["exp_avg"].index_put_((rows,), average)
-            state["exp_avg_sq"].index_put_((rows,), square)
-            correction1 = 1 - beta1 ** state["step"]
-            correction2 = 1 - beta2 ** state["step"]
-            step_size = lr * correction2**0.5 / correction1
-            table.index_put_(
-                (rows,), table[rows] - step_size * average / (square.sqrt() + group["eps"])
-            )
-        return None
-
-
-def _summed_per_row(rows, gradients):
-    """Each read row with the sum of the gradients of all reads of that row (fixed shapes)."""
-    rows, order = torch.sort(rows)
-    new_row = torch.ones_like(rows, dtype=torch.bool)
-    new_row[1:] = rows[1:] != rows[:-1]
-    segment = torch.cumsum(new_row, 0) - 1
-    sums = torch.zeros_like(gradients).index_add_(0, segment, gradients[order])
-    # Repeated rows get the same sum, so their (identical) updates may land in any order.
-    return rows, sums[segment]
+    generator = torch.Generator()
+    if random_state is not None:
+        generator.manual_seed(int(random_state))
+    else:
+        generator.seed()
+    directions = torch.empty(n_directions, n_features)
+    return directions.normal_(0.0, 1.0 / math.sqrt(n_directions), generator=generator)

@@ -24,6 +24,7 @@ from ..nn import (
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
     EarlyStopping,
+    RowSparseOptimizer,
 )
 from ..nn._modules import layer_sizes
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
@@ -35,9 +36,9 @@ from ..utils._params import ComponentParameters, parameters_for, store_parameter
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
     LabelEmbeddingNetwork,
-    RowSparseOptimizer,
     label_centroids,
     principal_input_directions,
+    random_input_directions,
 )
 from ._neighbors import blend_dense, blended_top_k, neighbor_votes
 
@@ -45,6 +46,9 @@ __all__ = ["SNMClassifier"]
 
 # The weights of the neighbours' votes that neighbor_weight="auto" chooses from.
 NEIGHBOR_WEIGHTS = (0.0, 0.1, 0.2)
+# Beyond this many training rows neighbor_weight="auto" leaves the votes off: their exact search
+# would cost each prediction more than scoring as many labels.
+AUTO_NEIGHBOR_MAX_ROWS = 50_000
 
 # Bytes that embedding_dim="auto" allows the parameters and their optimiser states per fit.
 AUTO_EMBEDDING_BYTES = 2**30
@@ -126,14 +130,22 @@ default="hinge"
         Initial model: ``"centroid"`` starts each label embedding at the mean of the input
         embeddings of its training examples (labels without a training example start at
         random); with a linear encoder (``hidden_layer_sizes=()``) the encoder also starts as
-        the projection onto the ``embedding_dim`` principal directions of the (normalised)
-        training inputs and their label centroids, so that the model starts as the
-        nearest-centroid rule of the input space (exactly when ``embedding_dim`` reaches the
-        number of features); early stopping then scores this start too and, if no epoch beats
-        it on the validation rows, keeps it, rebuilt from all the training rows.
-        ``"random"``: Gaussian label rows and encoder.
+        a projection of the inputs (``encoder_init``), so that the model starts as (close to)
+        the nearest-centroid rule of the input space; early stopping then scores this start
+        too and, if no epoch beats it on the validation rows, keeps it, rebuilt from all the
+        training rows. ``"random"``: Gaussian label rows and encoder.
+    encoder_init : {"auto", "svd", "random"}, default="auto"
+        The projection a linear encoder starts as, with ``label_init="centroid"``:
+        ``"svd"``, onto the ``embedding_dim`` principal directions of the (normalised)
+        training inputs and their label centroids (a randomised SVD; the identity, exactly the
+        input space, when ``embedding_dim`` reaches the number of features, at most 2048);
+        ``"random"``, a Gaussian random projection, which preserves inner products up to a
+        distortion of order ``1/sqrt(embedding_dim)`` and costs no pass over the data.
+        ``"auto"``: the identity where it applies, else ``"svd"`` when its estimated cost is
+        below that of one training epoch, else ``"random"`` (``encoder_init_`` holds the
+        choice); chosen on validation splits (see the User Guide).
     label_optimizer : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
-        Optimiser of the label table (:class:`~skrank.multilabel.RowSparseOptimizer`); all three
+        Optimiser of the label table (:class:`~skrank.nn.RowSparseOptimizer`); all three
         update only the rows read by a step (plain SGD without momentum, as momentum would have
         to decay every row it ever touched). Adagrad's per-coordinate step sizes suit rows that
         receive gradients rarely.
@@ -159,7 +171,9 @@ default="hinge"
         those with label ``y`` (non-positive similarities count 0), and ``s`` the score scale.
         ``"auto"``: the weight among 0, 0.1 and 0.2 with the best Precision@``score_k`` on the
         validation rows (``validation_fraction``; the other training rows voting; the smaller
-        weight among ties; 0 without validation rows); ``neighbor_weight_`` holds the weight
+        weight among ties; 0 without validation rows, and 0 beyond
+        ``50,000`` training rows, where the exact search of every prediction over the training
+        rows would cost as much as scoring 50,000 labels); ``neighbor_weight_`` holds the weight
         used. Chosen on validation splits of Bibtex and Corel5k, where it chose 0 on Bibtex
         (fixed weights lost there) and mostly 0.1 or 0.2 on Corel5k, where votes gained (see
         the User Guide). 0 turns the votes off. Training is unchanged (so is early stopping,
@@ -189,6 +203,15 @@ default="hinge"
         Number of input features.
     embedding_dim_ : int
         The embedding dimension used (``"auto"`` resolved).
+    sparse_input_ : bool
+        Whether the network reads sparse inputs through a sparse first layer (a sparse ``X``
+        at fit): it reads and updates only the weights of the features present in a batch,
+        so that a step costs ``O(nnz x embedding_dim)`` whatever the number of features
+        (:class:`~skrank.nn.SparseLinear`, updated by lazy Adam, or plain SGD for
+        ``optimizer="sgd"``, through :class:`~skrank.nn.RowSparseOptimizer`).
+    encoder_init_ : {"svd", "random"} or None
+        The ``encoder_init`` used (``"auto"`` resolved; None without a linear encoder started
+        at the centroids).
     input_normalization_ : {"tfidf", "l2"} or None
         The ``input_normalization`` used (``"auto"`` resolved).
     input_transformer_ : sklearn.feature_extraction.text.TfidfTransformer or None
@@ -235,6 +258,7 @@ default="hinge"
         "learn_score_scale": ["boolean"],
         "input_normalization": [StrOptions({"auto", "tfidf", "l2"}), None],
         "label_init": [StrOptions({"centroid", "random"})],
+        "encoder_init": [StrOptions({"auto", "svd", "random"})],
         "label_optimizer": [StrOptions({"sparse_adam", "adagrad", "sgd"})],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "score_k": [Interval(Integral, 1, None, closed="left")],
@@ -300,6 +324,7 @@ default="hinge"
         *,
         input_normalization="auto",
         label_init="centroid",
+        encoder_init="auto",
         label_optimizer="adagrad",
         label_learning_rate=None,
         score_k=1,
@@ -351,6 +376,7 @@ default="hinge"
         X, positives = _drop_rows_without_positives(X, positives)
         self._check_label_parameters(len(classes))
         if not (self.warm_start and hasattr(self, "embedding_dim_")):
+            self.sparse_input_ = sp.issparse(X)
             self.embedding_dim_ = (
                 _auto_embedding_dim(X.shape[1], len(classes))
                 if self.embedding_dim == "auto"
@@ -385,10 +411,11 @@ default="hinge"
     def _choose_neighbor_weight(self, X_train, y_train, validation):
         """``neighbor_weight``, or for ``"auto"`` the weight of ``NEIGHBOR_WEIGHTS`` with the
         best Precision@``score_k`` on the validation rows, the training rows voting (0 without
-        validation rows; ties go to the smaller weight)."""
+        validation rows or beyond ``AUTO_NEIGHBOR_MAX_ROWS`` training rows; ties go to the
+        smaller weight)."""
         if self.neighbor_weight != "auto":
             return float(self.neighbor_weight)
-        if validation is None:
+        if validation is None or X_train.shape[0] > AUTO_NEIGHBOR_MAX_ROWS:
             return 0.0
         X_val, y_val = validation
         self._store_neighbors(X_train, y_train)
@@ -499,22 +526,32 @@ default="hinge"
                 LabelEmbeddingNetwork,
                 embedding_dim=self.embedding_dim_,
                 hidden_layer_sizes=layer_sizes(self.hidden_layer_sizes),
+                sparse_input=self.sparse_input_,
             ),
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)
+        self.encoder_init_ = None
         if self.label_init == "centroid":
             X, positives = self._initialization_data
             if not layer_sizes(self.hidden_layer_sizes):
                 # A linear encoder starts as the coordinates in the principal subspace of the
                 # inputs and centroids: the model starts as the input space's centroid rule.
+                self.encoder_init_ = self._resolve_encoder_init(X, positives)
                 linear = network.encoder.layers[-1]
                 seed = int(torch.randint(2**31 - 1, ()))  # fit seeds torch alike on every rank
-                directions = principal_input_directions(
-                    X, positives, self.embedding_dim_, random_state=seed
-                )
+                if self.encoder_init_ == "svd":
+                    directions = principal_input_directions(
+                        X, positives, self.embedding_dim_, random_state=seed
+                    )
+                else:
+                    directions = random_input_directions(
+                        X.shape[1], self.embedding_dim_, random_state=seed
+                    )
                 with torch.no_grad():
-                    linear.weight.copy_(torch.as_tensor(directions, dtype=linear.weight.dtype))
+                    # A SparseLinear stores one row per feature (and a padding row).
+                    weight = linear.weight[:-1].T if self.sparse_input_ else linear.weight
+                    weight.copy_(torch.as_tensor(directions))
                     linear.bias.zero_()
             centroids = label_centroids(
                 network,
@@ -526,6 +563,20 @@ default="hinge"
             with torch.no_grad():
                 network.label_embeddings.weight[seen] = centroids[seen]
         return network
+
+    def _resolve_encoder_init(self, X, positives):
+        """``encoder_init``, or for ``"auto"`` the identity/SVD where it costs less than an
+        epoch (estimated in floating-point operations), else the random projection."""
+        if self.encoder_init != "auto":
+            return self.encoder_init
+        n_rows, n_features = X.shape
+        if n_features <= min(self.embedding_dim_, 2048):
+            return "svd"  # the identity: every direction of the input space, found for free
+        nnz = X.nnz if sp.issparse(X) else n_rows * n_features
+        svd = _svd_operations(n_rows + positives.shape[1], n_features, nnz + positives.nnz,
+                              self.embedding_dim_)  # fmt: skip
+        epoch = 6 * self.embedding_dim_ * (n_rows * (self.n_negatives_ + 1) + nnz)
+        return "svd" if svd <= epoch else "random"
 
     def initialize_criterion(self, y):
         return OrderedWeightedLoss(
@@ -546,7 +597,7 @@ default="hinge"
             lr=self.label_learning_rate or default_rate,
             synchronize=self._context.active,
         )
-        return [self._make_optimizer(network), self._label_optimizer]
+        return self._network_optimizers(network) + [self._label_optimizer]
 
     def prepare_targets(self, y, device):
         """Each example's positive labels as a padded table on the device, and their counts."""
@@ -904,6 +955,17 @@ def _check_dense_scores_fit(n_samples, n_labels):
             "available memory. Use predict_top_k(X, k), which never builds it, or pass fewer "
             "rows at a time."
         )
+
+
+def _svd_operations(n_rows, n_columns, nnz, rank):
+    """Floating-point operations of scikit-learn's ``randomized_svd`` of a sparse
+    ``n_rows x n_columns`` matrix with ``nnz`` entries at ``rank`` (its defaults: 10
+    oversamples; 7 power iterations below a tenth of the smaller side, else 4), counting the
+    products with the matrix and the LU normalisations of the ``(n_rows + n_columns) x l``
+    blocks of each iteration and the final QR."""
+    width = rank + 10
+    iterations = 7 if rank < 0.1 * min(n_rows, n_columns) else 4
+    return (iterations + 1) * (4 * nnz * width + 2 * (n_rows + n_columns) * width**2)
 
 
 def _auto_embedding_dim(n_features, n_labels):

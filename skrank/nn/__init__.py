@@ -6,7 +6,10 @@
 - Callbacks: :class:`Callback` (the base class), :class:`ProgressBar`, :class:`EarlyStopping`,
   :class:`LRScheduler`, :class:`WeightAveraging`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
-  a step receives; :class:`MLP`, the default network; :func:`resolve_device`;
+  a step receives; :class:`MLP`, the default network; :class:`SparseRows` and
+  :class:`SparseLinear`, sparse batches and the layer that reads only their non-zero features;
+  :class:`RowSparseOptimizer`, which updates only the rows of a table a step read;
+  :func:`resolve_device`;
   :func:`store_parameters`, the one-line ``__init__`` of an estimator; :data:`ENGINE_DEFAULTS`,
   the engine's parameters and their defaults; :class:`ComponentParameters`, the parameters an
   estimator takes from the loss or network it builds.
@@ -32,6 +35,8 @@ from ._engine import (
     BaseTorchEstimator,
 )
 from ._modules import MLP
+from ._optim import RowSparseOptimizer
+from ._sparse import SparseLinear, SparseRows
 
 __all__ = [
     "ENGINE_DEFAULTS",
@@ -47,6 +52,9 @@ __all__ = [
     "EarlyStopping",
     "LRScheduler",
     "ProgressBar",
+    "RowSparseOptimizer",
+    "SparseLinear",
+    "SparseRows",
     "TrainingInputs",
     "WeightAveraging",
     "resolve_device",

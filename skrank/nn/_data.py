@@ -2,7 +2,8 @@
 
 :class:`TrainingInputs` holds the rows of ``X`` as float32: on the device when they fit its
 memory (dense rows as one tensor; sparse rows as a padded table of column indices and values,
-densified per batch on the device), otherwise in pinned host memory, gathered per batch on the
+densified per batch on the device or, for a module that reads them, handed over as
+:class:`~skrank.nn.SparseRows`), otherwise in pinned host memory, gathered per batch on the
 host and copied with ``non_blocking=True``. In the first case the batch indices are drawn on the
 device (``index_device``), so a step reads no index from the host; in the second they are drawn
 on the host, where the rows are.
@@ -14,10 +15,15 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ._sparse import SparseRows
+
 # Share of the free memory of a CUDA device that the training inputs may take.
 _DEVICE_DATA_FRACTION = 0.5
 # A padded sparse table is used while it holds at most this many times the stored values.
 _MAX_SPARSE_PADDING = 4
+# Devices whose sparse rows come from the CSR matrix itself, in the flat layout (no padding,
+# and fewer distinct rows for the step to update); elsewhere the padded table has fixed shapes.
+_FLAT_SPARSE_ROW_DEVICES = {"cpu"}
 
 
 class Batch(NamedTuple):
@@ -25,8 +31,9 @@ class Batch(NamedTuple):
 
     Attributes
     ----------
-    inputs : torch.Tensor of shape (batch_size, n_features), float32
-        The rows of the batch, on the training device (rows of padding entries are row 0).
+    inputs : torch.Tensor of shape (batch_size, n_features), float32, or skrank.nn.SparseRows
+        The rows of the batch, on the training device (rows of padding entries are row 0);
+        :class:`~skrank.nn.SparseRows` for a sparse ``X`` and a module that reads them.
     indices : torch.Tensor of shape (batch_size,), int64
         Their row numbers in the training data.
     valid : torch.Tensor of shape (batch_size,), bool
@@ -70,6 +77,10 @@ class TrainingInputs:
         Inputs.
     device : torch.device
         The training device.
+    sparse_rows : bool, default=False
+        For a sparse ``X``, hand out batches as :class:`~skrank.nn.SparseRows` (the non-zeros
+        only) instead of dense rows: what a module with ``accepts_sparse_rows`` reads. Resident
+        rows come in the padded layout (fixed shapes), streamed ones in the flat layout.
 
     Attributes
     ----------
@@ -79,9 +90,10 @@ class TrainingInputs:
         Whether the rows live on ``device``.
     """
 
-    def __init__(self, X, device):
+    def __init__(self, X, device, sparse_rows=False):
         self.device = torch.device(device)
         self.n_samples, self.n_features = X.shape
+        self.sparse_rows = bool(sparse_rows) and sp.issparse(X)
         self._dense = self._columns = self._values = self._csr = None
         if sp.issparse(X):
             self._init_sparse(sp.csr_matrix(X, dtype=np.float32))
@@ -97,18 +109,23 @@ class TrainingInputs:
 
     def _init_sparse(self, csr):
         csr.sum_duplicates()
+        csr.eliminate_zeros()
         lengths = np.diff(csr.indptr)
         width = max(int(lengths.max(initial=0)), 1)
         padded_entries = self.n_samples * width
-        self.resident = padded_entries <= _MAX_SPARSE_PADDING * max(csr.nnz, 1) and _fits_on(
-            self.device, padded_entries * 12
+        self.resident = (
+            not (self.sparse_rows and self.device.type in _FLAT_SPARSE_ROW_DEVICES)
+            and padded_entries <= _MAX_SPARSE_PADDING * max(csr.nnz, 1)
+            and _fits_on(self.device, padded_entries * 12)
         )
         if not self.resident:
             self._csr = csr
             return
         rows = np.repeat(np.arange(self.n_samples), lengths)
         slots = np.arange(csr.nnz) - csr.indptr[rows]
-        columns = np.zeros((self.n_samples, width), dtype=np.int64)
+        # Padding entries have value 0; sparse rows point them at SparseLinear's padding row.
+        padding = self.n_features if self.sparse_rows else 0
+        columns = np.full((self.n_samples, width), padding, dtype=np.int64)
         values = np.zeros((self.n_samples, width), dtype=np.float32)
         columns[rows, slots] = csr.indices
         values[rows, slots] = csr.data
@@ -116,15 +133,26 @@ class TrainingInputs:
         self._values = torch.as_tensor(values, device=self.device)
 
     def rows(self, indices):
-        """Rows ``indices`` (a tensor on ``index_device``) as float32 on the training device."""
+        """Rows ``indices`` (a tensor on ``index_device``) as float32 on the training device:
+        dense, or :class:`~skrank.nn.SparseRows` with ``sparse_rows``."""
         if self._dense is not None:
             rows = self._dense[indices]
+        elif self._columns is not None and self.sparse_rows:
+            return SparseRows(self._columns[indices], self._values[indices])
         elif self._columns is not None:
             rows = torch.zeros(
                 indices.shape[0], self.n_features, dtype=torch.float32, device=self.device
             )
             rows.scatter_add_(1, self._columns[indices], self._values[indices])
             return rows
+        elif self.sparse_rows:
+            block = self._csr[indices.numpy()]
+            rows = SparseRows(
+                torch.from_numpy(block.indices.astype(np.int64)),
+                torch.from_numpy(block.data),
+                torch.from_numpy(block.indptr[:-1].astype(np.int64)),
+            )
+            return rows.to(self.device, non_blocking=True)
         else:
             rows = torch.from_numpy(self._csr[indices.numpy()].toarray())
         if rows.device != self.device:
@@ -134,7 +162,7 @@ class TrainingInputs:
         return rows
 
     def chunks(self, chunk_size):
-        """Consecutive chunks of rows, in order, as float32 tensors on the training device."""
+        """Consecutive chunks of rows, in order, as :meth:`rows` gives them."""
         for start in range(0, self.n_samples, chunk_size):
             stop = min(start + chunk_size, self.n_samples)
             yield self.rows(torch.arange(start, stop, device=self.index_device))

@@ -27,6 +27,8 @@ from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
 from ._data import TrainingInputs
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
+from ._optim import RowSparseOptimizer
+from ._sparse import sparse_linear_layers
 
 __all__ = [
     "ENGINE_DEFAULTS",
@@ -286,12 +288,35 @@ class BaseTorchEstimator(BaseEstimator):
         """Return the list of optimisers (``optimizers_``) of ``module_`` and ``criterion_``.
 
         The default is one optimiser over their trainable parameters, as set by ``optimizer``,
-        ``learning_rate``, ``momentum`` and ``weight_decay``.
+        ``learning_rate``, ``momentum`` and ``weight_decay``, and one
+        :class:`~skrank.nn.RowSparseOptimizer` per :class:`~skrank.nn.SparseLinear` weight
+        (see :meth:`_network_optimizers`).
         """
         parameters = list(self.module_.parameters())
         if self.criterion_ is not None:
             parameters += list(self.criterion_.parameters())
-        return [self._make_optimizer([p for p in parameters if p.requires_grad])]
+        return self._network_optimizers([p for p in parameters if p.requires_grad])
+
+    def _network_optimizers(self, parameters):
+        """Optimisers of ``parameters``: the weights of the module's
+        :class:`~skrank.nn.SparseLinear` layers each get a :class:`~skrank.nn.RowSparseOptimizer`
+        that updates only the rows a step read (lazy Adam for ``optimizer="adam"`` or
+        ``"adamw"``, plain SGD for ``"sgd"``: momentum would decay every row), the others one
+        optimiser as set by ``optimizer``."""
+        row_sparse = {id(layer.weight) for layer in sparse_linear_layers(self.network_).values()}
+        dense = [p for p in parameters if id(p) not in row_sparse]
+        method = "sgd" if self.optimizer == "sgd" else "sparse_adam"
+        return [self._make_optimizer(dense)] + [
+            RowSparseOptimizer(
+                p,
+                method=method,
+                lr=self.learning_rate,
+                weight_decay=self.weight_decay,
+                synchronize=self._context.active,
+            )
+            for p in parameters
+            if id(p) in row_sparse
+        ]
 
     def _make_optimizer(self, parameters):
         # The fused kernels update every parameter in one operation (torch's fastest form), and
@@ -624,7 +649,7 @@ class BaseTorchEstimator(BaseEstimator):
         self.module_.to(device)
         if self.criterion_ is not None:
             self.criterion_.to(device)
-        inputs = TrainingInputs(X, device)
+        inputs = TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows())
         targets = self.prepare_targets(y, device)
         self.optimizers_ = self.initialize_optimizers()
         self.sampler_ = self.get_batch_sampler(y, inputs.index_device, rng)
@@ -633,6 +658,11 @@ class BaseTorchEstimator(BaseEstimator):
             self.module_.compile()
         if self._context.active:
             # Gradients are averaged over the ranks; module_ is the wrapper until fit returns.
+            # The row-sparse optimisers synchronise the weights of SparseLinear layers.
+            torch.nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+                self.module_,
+                [f"{name}.weight" for name in sparse_linear_layers(self.module_)],
+            )
             self.module_ = torch.nn.parallel.DistributedDataParallel(
                 self.module_, device_ids=[device] if device.type == "cuda" else None
             )
@@ -768,9 +798,14 @@ class BaseTorchEstimator(BaseEstimator):
         network = self.network_.to(device)
         network.eval()
         chunk_size = chunk_size or max(self.batch_size, 1024)
+        inputs = TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows())
         with torch.no_grad():
-            outputs = [network(rows) for rows in TrainingInputs(X, device).chunks(chunk_size)]
+            outputs = [network(rows) for rows in inputs.chunks(chunk_size)]
         return torch.cat(outputs)
+
+    def _reads_sparse_rows(self):
+        """Whether the network reads :class:`~skrank.nn.SparseRows` (``accepts_sparse_rows``)."""
+        return bool(getattr(self.network_, "accepts_sparse_rows", False))
 
     def _forward_in_chunks(self, X):
         """:meth:`forward` as a numpy array."""

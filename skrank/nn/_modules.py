@@ -6,6 +6,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._sparse import SparseLinear
+
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "leaky_relu": nn.LeakyReLU}
 
 
@@ -36,6 +38,11 @@ class MLP(nn.Module):
         Whether to insert batch normalisation before each hidden activation.
     normalize : bool, default=True
         Whether to L2-normalise the output rows (cosine geometry).
+    sparse_input : bool, default=False
+        Make the first layer a :class:`~skrank.nn.SparseLinear`, which reads
+        :class:`~skrank.nn.SparseRows` (only the weights of the features present; dense inputs
+        work too). The engine then hands such a module the batches of a sparse ``X`` as
+        sparse rows (``accepts_sparse_rows``), and updates that layer's weight row by row.
 
     Examples
     --------
@@ -57,6 +64,7 @@ class MLP(nn.Module):
         dropout=0.0,
         batch_norm=False,
         normalize=True,
+        sparse_input=False,
     ):
         super().__init__()
         if activation not in _ACTIVATIONS:
@@ -73,24 +81,25 @@ class MLP(nn.Module):
         layers = []
         width = n_features
         for hidden in hidden_layer_sizes:
-            layers.append(nn.Linear(width, hidden))
+            layers.append(_linear(width, hidden, sparse_input and not layers))
             if batch_norm:
                 layers.append(nn.BatchNorm1d(hidden))
             layers.append(_ACTIVATIONS[activation]())
             if dropout > 0:
                 layers.append(nn.Dropout(dropout))
             width = hidden
-        layers.append(nn.Linear(width, n_outputs))
+        layers.append(_linear(width, n_outputs, sparse_input and not layers))
         self.layers = nn.Sequential(*layers)
         self.normalize = normalize
+        self.accepts_sparse_rows = bool(sparse_input)
 
     def forward(self, x):
         """Map a batch of inputs to outputs.
 
         Parameters
         ----------
-        x : torch.Tensor of shape (batch_size, n_features)
-            Inputs.
+        x : torch.Tensor of shape (batch_size, n_features), or skrank.nn.SparseRows
+            Inputs (sparse rows when ``sparse_input``).
 
         Returns
         -------
@@ -101,6 +110,10 @@ class MLP(nn.Module):
         if self.normalize:
             out = F.normalize(out, dim=1)
         return out
+
+
+def _linear(in_features, out_features, sparse):
+    return SparseLinear(in_features, out_features) if sparse else nn.Linear(in_features, out_features)
 
 
 def module_output_dim(module, n_features, device):

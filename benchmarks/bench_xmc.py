@@ -1,0 +1,400 @@
+"""Extreme classification at scale: ``SNMClassifier`` against the libraries of the field.
+
+Methods, each with its documented defaults, each run in a child process of its own (one per
+data set, method and seed) that writes its own JSON, so that a long row can be run and resumed
+method by method (``--resume``):
+
+- ``snm``: ``SNMClassifier(random_state=seed)``;
+- ``pecos``: PECOS XR-Linear (libpecos), the README's quick start (PIFA label embedding,
+  hierarchical clustering, ``XLinearModel.train``), in its own environment
+  (``benchmarks/_pecos_env.py``);
+- ``omikuji-parabel``: omikuji with its default (Parabel) settings;
+- ``omikuji-bonsai``: omikuji with Bonsai's settings (unbalanced k-means, ``cluster_k=100``,
+  ``max_depth=3``, as its README gives them);
+- ``napkinxc-plt``: napkinXC's ``PLT`` (probabilistic label tree), ``seed=seed``.
+
+Data (``--data``): Bibtex and Corel5k (their own train/test splits); three problems of
+:func:`skrank.datasets.make_extreme_classification` shaped like the SNM paper's data sets,
+scaled to run in minutes on two cores: ``amazoncat-13k`` (13,330 labels, 5.04 labels a row;
+features and rows scaled down), ``wikilshtc-325k`` (10^5 labels, 3.19 labels a row; features
+and rows scaled down) and ``amazon-670k`` (670,091 labels and 135,909 features as the data set;
+rows reduced to 60,000 for training and 15,000 for test, alike for every method, for time); a
+fifth of each generated problem is held out for test. Measured per run: P@1/3/5, PSP@1/3/5
+(propensities of the training labels, ``A=0.55, B=1.5``), nDCG@5, fit wall time, prediction
+wall time for the whole test set (top 5), and the peak resident memory of the child from the
+end of data loading (VmHWM, reset through ``/proc/self/clear_refs``) to the end of prediction.
+SNM's runs also record its search's recall of the exact top 5 where it uses an approximate one.
+
+Usage::
+
+    python benchmarks/bench_xmc.py --data bibtex corel5k --seeds 0 1 2
+    python benchmarks/bench_xmc.py --data amazoncat-13k wikilshtc-325k amazon-670k --resume
+    python benchmarks/bench_xmc.py --quick          # small rows, a smoke run
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from _pecos_env import PECOS_PYTHON
+from _results import RESULTS_DIR, Results
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache" / "xmc"
+RUNS = RESULTS_DIR / "bench_xmc_runs"
+K = 5
+METHODS = ("snm", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
+# Generated rows: the preset, and the sizes scaled to a 2-core machine.
+GENERATED = {
+    "amazoncat-13k": dict(preset="amazoncat-13k", n_features=50_000, n_samples=100_000),
+    "wikilshtc-325k": dict(
+        preset="wikilshtc-325k", n_labels=100_000, n_features=200_000, n_samples=100_000
+    ),
+    "amazon-670k": dict(preset="amazon-670k", n_samples=75_000),
+}
+QUICK = {
+    "amazoncat-13k": dict(preset="amazoncat-13k", n_features=5_000, n_samples=4_000),
+    "wikilshtc-325k": dict(preset="wikilshtc-325k", n_labels=5_000, n_features=8_000,
+                           n_samples=4_000),  # fmt: skip
+    "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
+}
+
+
+# ------------------------------------------------------------------------------ data
+def data_directory(name, quick):
+    return CACHE / (name + ("-quick" if quick else ""))
+
+
+def prepare(name, quick):
+    """Write the row's train/test matrices once (scipy ``.npz``); return their directory."""
+    directory = data_directory(name, quick)
+    if (directory / "Y_test.npz").exists():
+        return directory
+    directory.mkdir(parents=True, exist_ok=True)
+    if name in ("bibtex", "corel5k"):
+        from skrank.datasets import load_bibtex, load_corel5k
+
+        loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
+        train, test = loader(subset="train"), loader(subset="test")
+        parts = train.data, train.target, test.data, test.target
+    else:
+        from skrank.datasets import make_extreme_classification
+
+        X, Y = make_extreme_classification(**(QUICK if quick else GENERATED)[name], random_state=0)
+        n_train = X.shape[0] - X.shape[0] // 5
+        parts = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+    for part, matrix in zip(("X_train", "Y_train", "X_test", "Y_test"), parts, strict=True):
+        sp.save_npz(directory / f"{part}.npz", sp.csr_matrix(matrix))
+    return directory
+
+
+def load(directory, *parts):
+    return [sp.load_npz(directory / f"{part}.npz").tocsr() for part in parts]
+
+
+# ------------------------------------------------------------------------------ child process
+def peak_resident_bytes():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def reset_peak():
+    """Reset the peak resident memory (VmHWM) of this process to its current size."""
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+
+
+def run_snm(directory, seed, out):
+    from skrank import SNMClassifier
+
+    X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
+    reset_peak()
+    start = time.perf_counter()
+    model = SNMClassifier(random_state=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X_train, Y_train)
+    fit_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    top = model.predict_top_k(X_test, K)
+    predict_seconds = time.perf_counter() - start
+    peak = peak_resident_bytes()
+    extra = {
+        "epochs": model.n_iter_,
+        "embedding_dim": model.embedding_dim_,
+        "encoder_init": model.encoder_init_,
+        "neighbor_weight": model.neighbor_weight_,
+        "search": getattr(model, "search_", model.search),
+        "warnings": sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught}),
+    }
+    if extra["search"] != "exact":
+        exact = model.set_params(search="exact").predict_top_k(X_test, K)
+        extra["recall_of_exact_top5"] = float(np.mean([
+            len(set(a) & set(b)) / K for a, b in zip(top, exact, strict=True)
+        ]))  # fmt: skip
+    return top, fit_seconds, predict_seconds, peak, extra
+
+
+def run_pecos(directory, seed, out):
+    with tempfile.TemporaryDirectory() as scratch:
+        subprocess.run(
+            [str(PECOS_PYTHON), str(HERE / "_pecos_xmc.py"), str(directory), scratch, str(K)],
+            check=True,
+        )
+        top = np.load(Path(scratch) / "top.npy")
+        timing = json.loads((Path(scratch) / "timing.json").read_text())
+    return top, timing["fit_seconds"], timing["predict_seconds"], timing["peak_bytes"], {}
+
+
+def training_file(directory):
+    """The training rows in the repository's text format, which omikuji reads."""
+    path = directory / "train.txt"
+    if not path.exists():
+        from skrank.datasets import dump_extreme_file
+
+        X_train, Y_train = load(directory, "X_train", "Y_train")
+        dump_extreme_file(X_train, Y_train, path)
+    return path
+
+
+def run_omikuji(directory, seed, out, bonsai):
+    import omikuji
+
+    path = training_file(directory)
+    (X_test,) = load(directory, "X_test")
+    reset_peak()
+    start = time.perf_counter()
+    hyper = omikuji.Model.default_hyper_param()
+    if bonsai:
+        hyper.cluster_balanced, hyper.cluster_k, hyper.max_depth = False, 100, 3
+    model = omikuji.Model.train_on_data(str(path), hyper)
+    fit_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
+    for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
+        row = slice(X_test.indptr[i], X_test.indptr[i + 1])
+        pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
+        labels = [label for label, _ in model.predict(pairs, top_k=K)]
+        top[i, : len(labels)] = labels
+    predict_seconds = time.perf_counter() - start
+    return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
+
+
+def run_napkinxc(directory, seed, out):
+    from napkinxc.models import PLT
+
+    X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
+    reset_peak()
+    with tempfile.TemporaryDirectory() as model_dir:
+        start = time.perf_counter()
+        model = PLT(model_dir, seed=seed)
+        model.fit(X_train, Y_train)
+        fit_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        predictions = model.predict(X_test, top_k=K)
+        predict_seconds = time.perf_counter() - start
+    top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
+    for i, labels in enumerate(predictions):
+        top[i, : len(labels)] = labels
+    return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
+
+
+RUNNERS = {
+    "snm": run_snm,
+    "pecos": run_pecos,
+    "omikuji-parabel": lambda d, s, o: run_omikuji(d, s, o, bonsai=False),
+    "omikuji-bonsai": lambda d, s, o: run_omikuji(d, s, o, bonsai=True),
+    "napkinxc-plt": run_napkinxc,
+}
+
+
+def scores(directory, top):
+    """P@1/3/5, PSP@1/3/5 and nDCG@5 of the top-5 label indices (-1: no prediction)."""
+    from skrank.metrics import label_propensities
+    from skrank.metrics._extreme import ndcg_from_hits, psp_from_top
+    from skrank.metrics._labels import mean_top_k_scores, top_k_hits
+
+    Y_train, Y_test = load(directory, "Y_train", "Y_test")
+    n_labels = Y_test.shape[1]
+    # A missing prediction points at an extra column that no row holds.
+    targets = sp.hstack([Y_test, sp.csr_matrix((Y_test.shape[0], 1))]).tocsr()
+    targets.eliminate_zeros()
+    top = np.where(top < 0, n_labels, top)
+    propensities = np.append(label_propensities(Y_train), 1.0)
+    ks = np.array([1, 3, 5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # test rows without labels are excluded
+        hits, n_true = top_k_hits(targets, top)
+        precision = mean_top_k_scores(hits, n_true, ks, "precision")
+        psp = psp_from_top(targets, top, ks, propensities)
+        ndcg = ndcg_from_hits(hits, n_true, np.array([5]))
+    return {
+        **{f"P@{k}": float(v) for k, v in zip(ks, precision, strict=True)},
+        **{f"PSP@{k}": float(v) for k, v in zip(ks, psp, strict=True)},
+        "nDCG@5": float(ndcg[0]),
+    }
+
+
+def child(args):
+    directory = data_directory(args.data[0], args.quick)
+    top, fit_seconds, predict_seconds, peak, extra = RUNNERS[args.method](
+        directory, args.seeds[0], args.out
+    )
+    result = {
+        "data": args.data[0],
+        "method": args.method,
+        "seed": args.seeds[0],
+        **scores(directory, top),
+        "fit_seconds": fit_seconds,
+        "predict_seconds": predict_seconds,
+        "peak_gib": None if peak is None else peak / 2**30,
+        "load_average": list(os.getloadavg()),
+        **extra,
+    }
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+
+
+# ------------------------------------------------------------------------------ parent
+def run_path(name, method, seed, quick):
+    return RUNS / (name + ("-quick" if quick else "")) / f"{method}-seed{seed}.json"
+
+
+def run_all(args):
+    for name in args.data:
+        directory = prepare(name, args.quick)
+        if any(m.startswith("omikuji") for m in args.methods):
+            training_file(directory)
+        for method in args.methods:
+            for seed in args.seeds:
+                path = run_path(name, method, seed, args.quick)
+                if args.resume and path.exists():
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                command = [sys.executable, __file__, "--child", "--data", name,
+                           "--method", method, "--seeds", str(seed), "--out", str(path)]  # fmt: skip
+                if args.quick:
+                    command.append("--quick")
+                print(f"{name} / {method} / seed {seed} ...", flush=True)
+                done = subprocess.run(command, timeout=args.timeout)
+                if done.returncode != 0:
+                    print(f"  failed with exit code {done.returncode}", flush=True)
+    report(args)
+
+
+COLUMNS = ["method", "runs", "P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", "nDCG@5",
+           "fit s", "predict s", "peak GiB"]  # fmt: skip
+LABELS = {
+    "snm": "SNMClassifier (skrank)",
+    "pecos": "PECOS XR-Linear",
+    "omikuji-parabel": "omikuji, Parabel settings",
+    "omikuji-bonsai": "omikuji, Bonsai settings",
+    "napkinxc-plt": "napkinXC PLT",
+}
+
+
+def report(args):
+    results = Results(
+        "bench_xmc" + ("_quick" if args.quick else "") + (f"_{args.tag}" if args.tag else ""),
+        packages=("omikuji", "napkinxc"),
+    )
+    results.data["versions"]["libpecos"] = _pecos_version()
+    for name in args.data:
+        runs = {
+            method: [
+                json.loads(path.read_text())
+                for seed in args.seeds
+                if (path := run_path(name, method, seed, args.quick)).exists()
+            ]
+            for method in args.methods
+        }
+        directory = data_directory(name, args.quick)
+        X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
+        rows = []
+        for method, done in runs.items():
+            if not done:
+                continue
+            row = [LABELS[method], len(done)]
+            for column in COLUMNS[2:]:
+                key = {"fit s": "fit_seconds", "predict s": "predict_seconds",
+                       "peak GiB": "peak_gib"}.get(column, column)  # fmt: skip
+                values = [run[key] for run in done if run.get(key) is not None]
+                row.append(_mean_std(values))
+            rows.append(row)
+        snm_notes = [run for run in runs.get("snm", [])]
+        notes = (
+            f"{X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
+            f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
+            f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row). "
+            "Mean (and std over seeds) of the runs."
+        )
+        if snm_notes:
+            first = snm_notes[0]
+            notes += (
+                f" SNM: {first['epochs']} epochs, embedding_dim {first['embedding_dim']}, "
+                f"encoder_init {first['encoder_init']}, neighbor_weight "
+                f"{first['neighbor_weight']}, search {first['search']}"
+                + (
+                    f" (recall of the exact top 5: {first['recall_of_exact_top5']:.4f})"
+                    if "recall_of_exact_top5" in first
+                    else ""
+                )
+                + "."
+            )
+        results.add_table(name, COLUMNS, rows, notes=notes)
+    results.save()
+
+
+def _mean_std(values):
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(float(values[0]), 4)
+    return f"{np.mean(values):.4f} ± {np.std(values):.4f}"
+
+
+def _pecos_version():
+    try:
+        return subprocess.run(
+            [str(PECOS_PYTHON), "-c", "import pecos; print(pecos.__version__)"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", nargs="+",
+                        default=["bibtex", "corel5k", *GENERATED])  # fmt: skip
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--resume", action="store_true", help="skip runs whose JSON exists")
+    parser.add_argument("--report-only", action="store_true", help="only gather the runs")
+    parser.add_argument("--quick", action="store_true", help="small rows, a smoke run")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per child")
+    parser.add_argument("--tag", help="suffix of the results file name")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--method", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args)
+    elif args.report_only:
+        report(args)
+    else:
+        run_all(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -421,7 +421,7 @@ def test_scorers_use_predict_top_k_and_match_score():
 
 
 def test_every_surrogate_weighting_and_loss_trains():
-    """No combination collapses: each reaches 90% of the defaults' training P@1 (issue 15).
+    """No combination collapses: each reaches 90% of the defaults' training P@1.
     Random label embeddings, so that the training (not the centroid start) is measured. The
     ramp combinations that cannot train (no gradient on errors) are refused with the reason."""
     X, y = clustered(n_samples=300, n_labels=30, noise=0.5, seed=2)

@@ -137,6 +137,28 @@ class LabelEmbeddingNetwork(nn.Module):
             return self.normalize_labels(self.label_embeddings.weight[start:stop])
 
 
+class LabelScores(nn.Module):
+    """The label scores of every label and the input embeddings of a
+    :class:`LabelEmbeddingNetwork`, its label table (as scored) a constant: the graph that
+    ``SNMClassifier.export_onnx`` writes.
+
+    Parameters
+    ----------
+    network : LabelEmbeddingNetwork
+        The network.
+    """
+
+    def __init__(self, network):
+        super().__init__()
+        self.network = network
+        self.register_buffer("labels", network.label_table())
+
+    def forward(self, x):
+        """Scores ``(n, K)`` of every label, and the input embeddings ``(n, d)``."""
+        embeddings = self.network(x)
+        return embeddings @ self.labels.T, embeddings
+
+
 @torch.no_grad()
 def label_centroids(network, X, positives, rows_per_chunk=1024):
     """Each label's centroid of the (unscaled) input embeddings of its examples.

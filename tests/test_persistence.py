@@ -381,7 +381,7 @@ def test_model_fitted_on_a_gpu_loads_on_a_cpu(fitted, monkeypatch):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("name", ["SOPRCEmbedder", "SNMClassifier"])
-def test_gpu_fitted_round_trip(name, monkeypatch):
+def test_gpu_fitted_round_trip(name, monkeypatch, tmp_path):
     X, y = _blobs()
     small = dict(max_epochs=2, random_state=0, device="cuda")
     if name == "SOPRCEmbedder":
@@ -390,14 +390,22 @@ def test_gpu_fitted_round_trip(name, monkeypatch):
         model = SNMClassifier(embedding_dim=8, neighbor_weight=0.2, **small)
     model.fit(X, y)
     expected = _outputs(model, X)
-    data, untrusted = sio.dumps(model), None
+    data = sio.dumps(model)
     untrusted = sio.get_untrusted_types(data=data)
     assert all(type_name.startswith("skrank.") for type_name in untrusted)
     on_gpu = sio.loads(data, trusted=untrusted)
     for before, after in zip(expected, _outputs(on_gpu, X), strict=True):
         np.testing.assert_array_equal(before, after)
+    session = _onnx_session(model, tmp_path)  # exported from the GPU's weights
+    outputs = session.run(None, {"X": model.onnx_inputs(X)})
+    if name == "SOPRCEmbedder":
+        np.testing.assert_allclose(outputs[0], expected, rtol=1e-5, atol=1e-5)
+    else:
+        finished = model.decision_function_from_onnx(*outputs)
+        np.testing.assert_allclose(finished, expected[0], rtol=1e-5, atol=1e-4)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     on_cpu = pickle.loads(pickle.dumps(model))
+    assert all(t.device.type == "cpu" for t in on_cpu.module_.state_dict().values())
     for before, after in zip(expected, _outputs(on_cpu, X), strict=True):
         np.testing.assert_allclose(before, after, rtol=1e-5, atol=1e-5)
 

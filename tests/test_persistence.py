@@ -205,6 +205,24 @@ def test_loading_is_the_users_choice_for_their_own_module():
     )
 
 
+def test_loading_draws_nothing_from_torchs_generator(fitted):
+    data = {name: pickle.dumps(fitted[name][0]) for name in NAMES}
+    state = torch.get_rng_state()
+    for name in NAMES:
+        pickle.loads(data[name])
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_numpy_random_state_parameter_needs_no_trust():
+    X, y = _blobs()
+    model = SOPRCEmbedder(
+        hidden_layer_sizes=(8,), batch_size=32, max_epochs=1, random_state=np.random.RandomState(0)
+    ).fit(X, y)
+    restored, untrusted = _skops_round_trip(model)
+    assert all(type_name.startswith("skrank.") for type_name in untrusted)
+    np.testing.assert_array_equal(model.transform(X), restored.transform(X))
+
+
 def test_changed_architecture_is_saved_whole(fitted):
     model, X = fitted["SOPRCEmbedder"]
     changed = copy.deepcopy(model).set_params(hidden_layer_sizes=(3,))

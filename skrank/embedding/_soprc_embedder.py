@@ -257,8 +257,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         embedder (see :meth:`skrank.nn.BaseTorchEstimator.rebuild_module`)."""
         if name == "module_" and self.module is None:
             return self._default_network(self.n_features_in_, self.n_components_)
-        if name == "criterion_":
-            return SOPRCLoss(self._class_counts, **parameters_for(self, SOPRCLoss))
+        counts = getattr(self, "_class_counts", None)  # set by initialize_criterion
+        if name == "criterion_" and counts is not None:
+            return SOPRCLoss(counts, **parameters_for(self, SOPRCLoss))
         return None
 
     def get_batch_sampler(self, y, device, random_state):

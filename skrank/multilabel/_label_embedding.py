@@ -100,9 +100,10 @@ class LabelEmbeddingNetwork(nn.Module):
             torch.tensor(math.log(score_scale)), requires_grad=bool(learn_score_scale)
         )
         # One initialisation pass over the (possibly huge) table: rows of norm about 1, so that
-        # normalisation does not shrink their gradients.
+        # normalisation does not shrink their gradients. (skip_init ignores a torch.device
+        # context unless told, and loading builds the table on the meta device.)
         self.label_embeddings = torch.nn.utils.skip_init(
-            nn.Embedding, n_labels, embedding_dim, sparse=True
+            nn.Embedding, n_labels, embedding_dim, sparse=True, device=torch.get_default_device()
         )
         nn.init.normal_(self.label_embeddings.weight, std=1.0 / math.sqrt(embedding_dim))
 

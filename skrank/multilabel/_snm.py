@@ -860,7 +860,7 @@ default="hinge"
 
         Returns
         -------
-        inputs : ndarray of float32 of shape (n_samples, n_features_in_)
+        inputs : ndarray of float32 of shape (n_samples, `n_features_in_`)
         """
         return dense_float32(self._validate_for_prediction(X))
 
@@ -873,7 +873,7 @@ default="hinge"
         ----------
         scores : array-like of shape (n_samples, n_labels)
             The graph's output ``scores``.
-        embeddings : array-like of shape (n_samples, embedding_dim_)
+        embeddings : array-like of shape (n_samples, `embedding_dim_`)
             The graph's output ``embeddings``.
 
         Returns

@@ -813,9 +813,9 @@ default="hinge"
         ``(n_samples, n_features_in_)`` (:meth:`onnx_inputs`), to two outputs: ``scores``, of
         shape ``(n_samples, n_labels)``, the label scores ``v_y(x) = <g(x), u_y>`` of every
         label (columns in the order of ``classes_``), and ``embeddings``, the input embeddings
-        ``g(x)`` of shape ``(n_samples, embedding_dim_)``. The label table is a constant of the
-        graph (``4 K d`` bytes). Outside the graph stay the input checks and
-        ``input_normalization`` (applied, with the densification of sparse rows, by
+        ``g(x)`` (times the score scale) of shape ``(n_samples, embedding_dim_)``. The label
+        table is a constant of the graph (``4 K d`` bytes). Outside the graph stay the input
+        checks and ``input_normalization`` (applied, with the densification of sparse rows, by
         :meth:`onnx_inputs`) and the neighbours' votes (``neighbor_weight_ > 0``), which
         :meth:`decision_function_from_onnx` adds to the outputs; without votes, ``scores`` is
         what :meth:`decision_function` returns, to float32 rounding (two-class targets: one

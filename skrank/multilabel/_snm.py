@@ -26,6 +26,7 @@ from ..nn import (
     EarlyStopping,
 )
 from ..nn._modules import layer_sizes
+from ..nn._onnx import check_onnx_installed, dense_float32, export_module
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -35,6 +36,7 @@ from ..utils._params import ComponentParameters, parameters_for, store_parameter
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
     LabelEmbeddingNetwork,
+    LabelScores,
     RowSparseOptimizer,
     label_centroids,
     principal_input_directions,
@@ -407,13 +409,13 @@ default="hinge"
     def _store_neighbors(self, X, positives):
         """Keep the unit input embeddings and the labels of the training rows (all of them)."""
         self.neighbor_embeddings_ = F.normalize(self.forward(X), dim=1).cpu().numpy()
-        self._neighbor_labels = positive_table(positives, len(self.classes_))
+        table, counts = positive_table(positives, len(self.classes_))
+        self._neighbor_labels = (table.numpy(), counts.numpy())
 
     def _neighbor_keys(self, device):
         """The voting rows' unit embeddings, label table and label counts, on ``device``."""
-        table, counts = self._neighbor_labels
-        keys = torch.from_numpy(self.neighbor_embeddings_)
-        return keys.to(device), table.to(device), counts.to(device)
+        arrays = (self.neighbor_embeddings_, *self._neighbor_labels)
+        return tuple(torch.from_numpy(array).to(device) for array in arrays)
 
     def _neighbor_votes(self, embeddings, keys):
         """Sparse (n, K) label votes of the training rows nearest to ``embeddings``; ``keys``
@@ -490,7 +492,7 @@ default="hinge"
                     callback.score_start = True
         return callbacks
 
-    def initialize_module(self, n_features):
+    def _network(self, n_features):
         network = LabelEmbeddingNetwork(
             n_features,
             len(self.classes_),
@@ -503,6 +505,10 @@ default="hinge"
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)
+        return network
+
+    def initialize_module(self, n_features):
+        network = self._network(n_features)
         if self.label_init == "centroid":
             X, positives = self._initialization_data
             if not layer_sizes(self.hidden_layer_sizes):
@@ -531,6 +537,15 @@ default="hinge"
         return OrderedWeightedLoss(
             self.negative_weights_, loss=self.loss, surrogate=self.surrogate, margin=self.margin
         )
+
+    def rebuild_module(self, name):
+        """The network and the loss, for loading a saved classifier (see
+        :meth:`skrank.nn.BaseTorchEstimator.rebuild_module`)."""
+        if name == "module_":
+            return self._network(self.n_features_in_)
+        if name == "criterion_":
+            return self.initialize_criterion(None)
+        return None
 
     def initialize_optimizers(self):
         table = self.module_.label_embeddings.weight
@@ -765,16 +780,20 @@ default="hinge"
             neighbours' votes when ``neighbor_weight > 0`` (see that parameter).
         """
         X = self._validate_for_prediction(X)
+        _check_dense_scores_fit(X.shape[0], len(self.classes_))
+        return self._decision_scores(torch.from_numpy(self._forward_in_chunks(X)))
+
+    def _decision_scores(self, embeddings, label_scores=None):
+        """:meth:`decision_function`'s scores from the input ``embeddings`` (a CPU tensor),
+        and the label scores (computed here when None), in chunks of rows."""
         n_labels = len(self.classes_)
-        _check_dense_scores_fit(X.shape[0], n_labels)
-        embeddings = torch.from_numpy(self._forward_in_chunks(X))
-        table = self.network_.label_table().cpu()
-        rows_per_chunk = chunk_rows(X.shape[0], 4 * n_labels)
+        table = self.network_.label_table().cpu() if label_scores is None else None
+        rows_per_chunk = chunk_rows(embeddings.shape[0], 4 * n_labels)
         keys = self._neighbor_keys("cpu") if self._uses_neighbors() else None
         chunks = []
-        for i in range(0, X.shape[0], rows_per_chunk):
+        for i in range(0, embeddings.shape[0], rows_per_chunk):
             chunk = embeddings[i : i + rows_per_chunk]
-            scores = chunk @ table.T
+            scores = chunk @ table.T if table is not None else label_scores[i : i + rows_per_chunk]
             if keys is not None:
                 votes = self._neighbor_votes(chunk, keys)
                 scores = blend_dense(
@@ -785,6 +804,98 @@ default="hinge"
         if n_labels == 2 and not self._multilabel_output:
             return scores[:, 1] - scores[:, 0]
         return scores
+
+    # ------------------------------------------------------------------ serving
+    def export_onnx(self, path, *, opset_version=None):
+        """Write the label scores as an ONNX graph, to serve them without Python or torch.
+
+        The graph maps its input ``X``, the normalised inputs as a dense float32 array of shape
+        ``(n_samples, n_features_in_)`` (:meth:`onnx_inputs`), to two outputs: ``scores``, of
+        shape ``(n_samples, n_labels)``, the label scores ``v_y(x) = <g(x), u_y>`` of every
+        label (columns in the order of ``classes_``), and ``embeddings``, the input embeddings
+        ``g(x)`` (times the score scale) of shape ``(n_samples, embedding_dim_)``. The label
+        table is a constant of the graph (``4 K d`` bytes). Outside the graph stay the input
+        checks and ``input_normalization`` (applied, with the densification of sparse rows, by
+        :meth:`onnx_inputs`) and the neighbours' votes (``neighbor_weight_ > 0``), which
+        :meth:`decision_function_from_onnx` adds to the outputs; without votes, ``scores`` is
+        what :meth:`decision_function` returns, to float32 rounding (two-class targets: one
+        column per class). Needs ``onnx`` and ``onnxscript`` (the ``onnx`` extra, which also
+        installs ``onnxruntime`` to run graphs). Read more in the :ref:`User Guide
+        <persistence>`.
+
+        Parameters
+        ----------
+        {onnx_path}
+        {opset_version}
+
+        Returns
+        -------
+        {onnx_written}
+
+        Examples
+        --------
+        >>> import onnxruntime  # doctest: +SKIP
+        >>> clf.export_onnx("snm.onnx")  # doctest: +SKIP
+        >>> session = onnxruntime.InferenceSession("snm.onnx")  # doctest: +SKIP
+        >>> scores, embeddings = session.run(None, {"X": clf.onnx_inputs(X)})  # doctest: +SKIP
+        >>> scores = clf.decision_function_from_onnx(scores, embeddings)  # doctest: +SKIP
+        """
+        check_is_fitted(self)
+        check_onnx_installed("SNMClassifier.export_onnx")
+        return export_module(
+            LabelScores(self.network_),
+            self.n_features_in_,
+            path,
+            ["scores", "embeddings"],
+            opset_version,
+        )
+
+    def onnx_inputs(self, X):
+        """``X`` as the graph of :meth:`export_onnx` reads it: checked, normalised
+        (``input_normalization_``) and densified, as a float32 array.
+
+        Parameters
+        ----------
+        {X}
+
+        Returns
+        -------
+        inputs : ndarray of float32 of shape (n_samples, `n_features_in_`)
+        """
+        return dense_float32(self._validate_for_prediction(X))
+
+    def decision_function_from_onnx(self, scores, embeddings):
+        """:meth:`decision_function`'s scores from the outputs of the graph of
+        :meth:`export_onnx`: the neighbours' votes blended in (when ``neighbor_weight_ > 0``)
+        and, for two-class targets, one column.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_labels)
+            The graph's output ``scores``.
+        embeddings : array-like of shape (n_samples, `embedding_dim_`)
+            The graph's output ``embeddings``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_labels) or (n_samples,), float32
+            As :meth:`decision_function` returns them for the same rows, to float32 rounding.
+        """
+        check_is_fitted(self)
+        scores = np.asarray(scores, dtype=np.float32)
+        embeddings = np.asarray(embeddings, dtype=np.float32)
+        width = self.network_.label_embeddings.embedding_dim
+        if (
+            scores.ndim != 2
+            or scores.shape[1] != len(self.classes_)
+            or embeddings.shape != (scores.shape[0], width)
+        ):
+            raise ValueError(
+                f"scores must have shape (n_samples, {len(self.classes_)}) and embeddings "
+                f"(n_samples, {width}), the outputs of the exported graph; got "
+                f"{scores.shape} and {embeddings.shape}."
+            )
+        return self._decision_scores(torch.from_numpy(embeddings), torch.from_numpy(scores))
 
     def score(self, X, y):
         """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
@@ -813,6 +924,9 @@ default="hinge"
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_faiss_index", None)  # rebuilt on demand; faiss objects do not pickle
+        # The label table's optimiser and the negatives' sampler: a fit builds them.
+        state.pop("_label_optimizer", None)
+        state.pop("_label_sampler", None)
         return state
 
     def __sklearn_tags__(self):
@@ -844,7 +958,7 @@ def _encode_targets(y):
                 "pass y > 0."
             )
         sparse_output = sp.issparse(y)
-        dtype = y.dtype
+        dtype = y.dtype.str  # a string: saved estimators hold no numpy type
         indicator = sp.csr_matrix(y, dtype=np.int8)
         indicator.eliminate_zeros()
         classes = np.arange(indicator.shape[1])

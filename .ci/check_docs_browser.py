@@ -8,8 +8,10 @@ network cut off (a proxy to nowhere and a host resolver that resolves nothing), 
 * user-guide pages: math typeset by MathJax (one ``mjx-container`` per formula of the page, no
   MathJax error) and no raw TeX delimiter (``\\[``, ``\\(``, ``$$``) left in the rendered text
   outside code;
-* gallery pages (``auto_examples/``): at least one figure per example page, and every image of
-  a gallery page loaded (``complete`` and ``naturalWidth > 0``), thumbnails included;
+* gallery pages (``auto_examples/``): at least one figure per example page, every image of
+  a gallery page loaded (``complete`` and ``naturalWidth > 0``), thumbnails included, and no
+  output block of an example holding a warning (``Warning``) or an absolute file path (a path
+  of the machine that built the pages, as warnings print);
 * every image of every page loaded.
 
 Chromium is driven through the DevTools protocol over a pipe (``--remote-debugging-pipe``), so
@@ -26,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +46,10 @@ SCREENSHOTS = {
 }
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome:", "devtools:")
 TEX_DELIMITERS = ("\\[", "\\(", "$$")
+# An absolute file path in an example's output: POSIX (two or more components after a "/" that
+# does not follow a word, a dot, a colon or another slash, so fractions, "a/b" and URLs do not
+# count) or Windows (a drive letter and a backslash).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[\w.-]+/)+[\w.-]*|\b[A-Za-z]:\\[\w.-]")
 
 # Runs in the page: what the checks need, as one JSON-serialisable object.
 PAGE_PROBE = r"""
@@ -64,8 +71,12 @@ PAGE_PROBE = r"""
     loaded: img.complete && img.naturalWidth > 0,
     width: img.naturalWidth,
   }));
+  const outputs = Array.from(document.querySelectorAll(".sphx-glr-script-out pre")).map(
+    (pre) => pre.textContent
+  );
   return {
     text: texts.join(" "),
+    outputs: outputs,
     mathSources: document.querySelectorAll(".math").length,
     mathRendered: document.querySelectorAll("mjx-container").length,
     mathErrors: document.querySelectorAll("mjx-merror").length,
@@ -245,6 +256,18 @@ class Tab:
         Path(path).write_bytes(base64.b64decode(data))
 
 
+def output_problems(outputs):
+    """Problems of a gallery page's output blocks: warnings and absolute file paths."""
+    problems = []
+    for number, output in enumerate(outputs, start=1):
+        for line in output.splitlines():
+            if "Warning" in line:
+                problems.append(f"output block {number} holds a warning: {line.strip()[:160]}")
+            elif ABSOLUTE_PATH.search(line):
+                problems.append(f"output block {number} holds a file path: {line.strip()[:160]}")
+    return problems
+
+
 def check_page(relative, probe, requests):
     """Problems of one page (empty list: the page passes)."""
     problems = []
@@ -268,6 +291,7 @@ def check_page(relative, probe, requests):
         figures = [image for image in probe["images"] if "sphx-glr" in image["cls"]]
         if not figures:
             problems.append("the example shows no figure")
+        problems.extend(output_problems(probe["outputs"]))
     if relative == "auto_examples/index.html":
         placeholders = [image["src"] for image in probe["images"] if "no_image" in image["src"]]
         if placeholders:

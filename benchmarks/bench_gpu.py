@@ -1,7 +1,7 @@
 """GPU speed of the torch estimators: GPU against CPU, and the estimator against plain loops.
 
-Run on a machine with a CUDA GPU (see DEVELOPERS.md for when one is lent); ``--device cpu
---quick`` runs a small smoke version anywhere.
+Run on a machine with a CUDA GPU; ``--device cpu --quick`` runs a small smoke version
+anywhere.
 
 Part ``mnist``: ``SOPRCEmbedder`` with its defaults on 5,000 MNIST images for 20 epochs, fitted
 on the GPU and on the CPU (all its cores), wall time of ``fit``. Target: the GPU at least 3x

@@ -14,9 +14,9 @@ sqrt(mean similar d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST):
   ``--metric-learn-python``, see ``_metric_learn_env.py``); the metric-learn rows are skipped
   with a message otherwise.
 
-Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items, as in the issue's reference
-figures) and MNIST-10k shipped with skrank (stratified 8,000 / 2,000 train / test split, PCA
-fitted on the training part keeping 90% of the variance).
+Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items) and MNIST-10k shipped with
+skrank (stratified 8,000 / 2,000 train / test split, PCA fitted on the training part keeping
+90% of the variance).
 
 Usage::
 
@@ -331,13 +331,13 @@ def main(argv=None):
     mnist_section(results, args.quick, 1000 if args.quick else None, 0.9, mnist_runs)
     if not args.quick:
 
-        def issue_runs(X, y):  # the issue's d = 100, n = 2,000 case, metric-learn defaults
+        def small_sample_runs(X, y):  # d = 100, n = 2,000, metric-learn's default constraints
             return [
                 ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
                 ("metric-learn, default constraints", lambda: fit_metric_learn(python, X, y)),
             ]
 
-        mnist_section(results, False, 2000, 100, issue_runs)
+        mnist_section(results, False, 2000, 100, small_sample_runs)
     results.save()
 
 

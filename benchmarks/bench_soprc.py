@@ -10,7 +10,7 @@ engine, with the same batches (``samples_per_class`` items of each of the batch'
 classes, at most 224 items, as the estimator draws them), the same optimiser,
 learning-rate schedule and number of epochs; only the loss differs. MNIST has 10 classes, so
 the default ``--samples-per-class 22`` gives batches of 220 items (10 x 22), the nearest to the
-paper's and the issue's batch of 224; ``--samples-per-class 4`` (the estimator's default, the
+paper's batch of 224; ``--samples-per-class 4`` (the estimator's default, the
 paper's 4 per class) gives batches of only 40 items. Rows: SOPRC (skrank), SmoothAP, FastAP,
 triplet margin and contrastive losses of pytorch-metric-learning with their default settings, and
 the ablation rows of Table 2 of the SOPRC paper. Reported: test mean AUPRC and Recall@{1,4,16},

@@ -248,7 +248,7 @@ def row(name, setting, scores, seconds):
 CAUSES = [
     (
         "2ed869b",
-        "as the issue measured it: sampler dealing every item once into batches of distinct "
+        "the first estimator: sampler dealing every item once into batches of distinct "
         "classes; TPR sums by autograd (_auxiliary_true_positive_sums)",
     ),
     ("7541d5a", "+ fixed-shape sampler: every batch P classes x M items (engine v2)"),
@@ -380,9 +380,9 @@ def table2(seeds, splits, results):
 
 _CURRENT_DEFAULTS = dict(weight_averaging=0.4, lambda_pos=10.0, lambda_neg=2.0)
 
-# The validation sweep of SOPRCEmbedder's settings (issue 14, second stop): one change, or a
-# combination of the best single changes, to the estimator's defaults before this sweep; each
-# fitted on the 30 fitting classes and scored on the 20 held-out training classes.
+# The validation sweep of SOPRCEmbedder's settings: one change, or a combination of the best
+# single changes, to a reference ("defaults before the sweep": no weight averaging, lambda
+# (5, 1)); each fitted on the 30 fitting classes and scored on the 20 held-out training classes.
 SWEEP = {
     "defaults before the sweep": {},
     "class_weights=uniform": dict(class_weights="uniform"),
@@ -403,7 +403,7 @@ SWEEP = {
     "samples_per_class=2": dict(samples_per_class=2),
     "samples_per_class=8": dict(samples_per_class=8),
     "prior=batch": dict(prior="batch"),
-    # Weight averaging (issue 14, fourth stop): skrank.nn.WeightAveraging; ~25 steps per epoch.
+    # Weight averaging (skrank.nn.WeightAveraging); about 25 steps per epoch.
     "EMA decay=0.98": dict(averaging=(0.98, 1)),
     "EMA decay=0.99": dict(averaging=(0.99, 1)),
     "EMA decay=0.995": dict(averaging=(0.995, 1)),
@@ -422,9 +422,9 @@ SWEEP = {
     "weight_averaging=0.4, tau2=0.01, lambda=(10, 2)": dict(
         weight_averaging=0.4, tau2=0.01, lambda_pos=10.0, lambda_neg=2.0
     ),
-    # The margin tau1 against the items per class of a batch (issue 14, seventh stop): on the
-    # same-class MNIST validation split the best tau1 grew from 0.1 at 4 items per class to 0.4
-    # at 8 or more; on top of the 0.2 defaults (weight averaging 0.4, lambda (10, 2)).
+    # The margin tau1 against the items per class of a batch: on the same-class MNIST
+    # validation split the best tau1 grows from 0.1 at 4 items per class to 0.4 at 8 or more;
+    # on top of the 0.2 defaults (weight averaging 0.4, lambda (10, 2)).
     **{
         f"0.2 defaults, samples_per_class={m}, tau1={tau1}": dict(
             _CURRENT_DEFAULTS, samples_per_class=m, tau1=tau1
@@ -529,7 +529,7 @@ def step_times(results, commit="33f545c", repeats=200):
     counts = np.bincount(np.unique(y.target, return_inverse=True)[1])
     losses = {
         f"SOPRCLoss(tpr_source='batch') @ {commit}": old.SOPRCLoss(counts, tpr_source="batch"),
-        "SOPRCLoss(tpr_source='batch'), this commit": SOPRCLoss(counts, tpr_source="batch"),
+        "SOPRCLoss(tpr_source='batch'), this checkout": SOPRCLoss(counts, tpr_source="batch"),
     }
     generator = torch.Generator().manual_seed(0)
     times = {name: [] for name in losses}

@@ -19,7 +19,7 @@ Data: 2,048 MNIST images (784 features), 10 classes; MLP 784-256-64; batches of 
 (56 classes x 4 would need 56 classes: here the 10 digits are the classes, so batches hold
 10 classes x 4 items = 40 items for the class-balanced losses, and 224 items for SNM).
 
-Targets (issue "Torch core v2"): at most 0.1 syncing ops per step for both estimators, and
+Targets: at most 0.1 syncing ops per step for both estimators, and
 SOPRCEmbedder's ops per step at most 1.5x the plain loop with MultiSimilarityLoss.
 
 Usage::

@@ -117,6 +117,7 @@ def reset_peak():
 
 def run_snm(directory, seed, out):
     from skrank import SNMClassifier
+    from skrank.metrics._search import overlap_recall
 
     X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
     reset_peak()
@@ -135,14 +136,13 @@ def run_snm(directory, seed, out):
         "embedding_dim": model.embedding_dim_,
         "encoder_init": model.encoder_init_,
         "neighbor_weight": model.neighbor_weight_,
-        "search": getattr(model, "search_", model.search),
+        "search": model.search_,
+        "search_probes": model.search_probes_,
         "warnings": sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught}),
     }
-    if extra["search"] != "exact":
+    if model.search_ != "exact":
         exact = model.set_params(search="exact").predict_top_k(X_test, K)
-        extra["recall_of_exact_top5"] = float(np.mean([
-            len(set(a) & set(b)) / K for a, b in zip(top, exact, strict=True)
-        ]))  # fmt: skip
+        extra["recall_of_exact_top5"] = overlap_recall(top, exact)
     return top, fit_seconds, predict_seconds, peak, extra
 
 

@@ -1,27 +1,181 @@
-"""Render the JSON results of the benchmarks into the tables of ``benchmarks/README.md``.
+"""Render the JSON results of the benchmarks: the tables of ``benchmarks/README.md`` and the
+results section of the repository's ``README.md``.
 
-Each block of the README between ``<!-- results: NAME -->`` and ``<!-- end results -->`` is
-replaced by the tables of ``benchmarks/results/NAME.json``, with a line giving the date, machine,
-versions and command of that run. The rest of the README is prose written by hand.
+``benchmarks/README.md``: each block between ``<!-- results: NAME -->`` and
+``<!-- end results -->`` is replaced by the tables of ``benchmarks/results/NAME.json``, with a
+line giving the date, machine, versions and command of that run. ``<!-- results: NAME
+tables=2,3 -->`` renders only those tables of the file (counted from 1); the JSON keeps the
+others. The rest of the page is prose written by hand.
+
+``README.md``: the block between ``<!-- results section -->`` and
+``<!-- end results section -->`` holds one small table per entry of :data:`README_TABLES`, each
+with the rows and columns it names picked from one or more results files, the command that
+produced them and the machine. Adding a table is adding an entry.
 
 Usage::
 
-    python benchmarks/report.py           # rewrite benchmarks/README.md
-    python benchmarks/report.py --check   # exit 1 if the README is not up to date
+    python benchmarks/report.py           # rewrite both pages
+    python benchmarks/report.py --check   # exit 1 if either page is not up to date
 """
 
 import argparse
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-README = HERE / "README.md"
+BENCHMARK_PAGE = HERE / "README.md"
+PROJECT_README = HERE.parent / "README.md"
 RESULTS_DIR = HERE / "results"
 BLOCK = re.compile(
-    r"(<!-- results: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- end results -->)", re.DOTALL
+    r"(<!-- results: (?P<name>[\w.-]+)(?: tables=(?P<tables>\d+(?:,\d+)*))? -->\n)"
+    r"(?P<body>.*?)(<!-- end results -->)",
+    re.DOTALL,
 )
+README_BLOCK = re.compile(
+    r"(<!-- results section -->\n)(?P<body>.*?)(<!-- end results section -->)", re.DOTALL
+)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of one table of one results file, for a table of the project's README.
+
+    Parameters
+    ----------
+    benchmark : str
+        The results file, ``benchmarks/results/<benchmark>.json``.
+    table : str
+        The start of the table's title in that file.
+    columns : tuple of str
+        The file's columns to show, in the order of the README table's columns (after its
+        label column when ``label`` is set).
+    rows : tuple of tuple
+        Each row's leading cells, as in the file (e.g. ``("SOPRCEmbedder",)`` or
+        ``(100000, "torch")``); the rows are shown in this order.
+    names : tuple of str or None, default=None
+        What to show in place of each row's first shown cell (e.g. a peer library's name).
+    label : str or None, default=None
+        The first cell of every row (e.g. the data set), when the README table has a label
+        column.
+    """
+
+    benchmark: str
+    table: str
+    columns: tuple
+    rows: tuple
+    names: tuple | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadmeTable:
+    """One table of the project's README: a title, its columns, and the rows it shows."""
+
+    title: str
+    columns: tuple
+    parts: tuple
+
+
+README_TABLES = (
+    ReadmeTable(
+        "SOPRCEmbedder against pytorch-metric-learning's losses: retrieval (mean AUPRC)",
+        ("data", "method", "mean AUPRC", "Recall@1", "s / fit"),
+        (
+            Rows(
+                "bench_soprc_disjoint",
+                "Class-disjoint retrieval",
+                ("method", "test mAUPRC", "test R@1", "s / fit"),
+                (("SOPRCEmbedder",), ("MultiSimilarity, tuned",)),
+                names=("SOPRCEmbedder", "pytorch-metric-learning MultiSimilarity, tuned"),
+                label="unseen classes (3 seeds)",
+            ),
+            Rows(
+                "bench_soprc_mnist_seeds10",
+                "Same-class MNIST retrieval",
+                ("loss", "mean AUPRC", "R@1", "s / fit"),
+                (("SOPRC (skrank)",), ("FastAP (PML)",)),
+                names=("SOPRCEmbedder", "pytorch-metric-learning FastAP"),
+                label="MNIST, seen classes (10 seeds)",
+            ),
+        ),
+    ),
+    ReadmeTable(
+        "SNMClassifier against one-vs-rest logistic regression: test top-k labels, 3 seeds",
+        ("data", "method", "P@1", "P@5", "R@5", "fit + predict s"),
+        tuple(
+            Rows(
+                "bench_snm_accuracy_bibtex_corel5k",
+                f"{data.lower()}: test metrics",
+                ("method", "P@1", "P@5", "R@5", "fit + predict s"),
+                (("SNM defaults (top-16)",), ("one-vs-rest logistic (C=1)",)),
+                names=("SNMClassifier", "scikit-learn one-vs-rest logistic regression"),
+                label=data,
+            )
+            for data in ("Bibtex", "Corel5k")
+        ),
+    ),
+    ReadmeTable(
+        "Exact retrieval metrics (mean AUPRC, Recall@k, MAP@R at once), one thread",
+        ("method", "items", "time (s)", "x matrix-product floor", "peak memory (MiB)"),
+        (
+            Rows(
+                "bench_metrics",
+                "Exact retrieval metrics",
+                ("method", "N", "time (s)", "time / floor", "peak RSS (MiB)"),
+                ((10_000, "torch"), (10_000, "pml"), (100_000, "torch")),
+                names=("skrank", "pytorch-metric-learning", "skrank"),
+            ),
+        ),
+    ),
+    ReadmeTable(
+        "PointwiseROCSimilarity's closed-form solve against cvxpy (Clarabel), MNIST",
+        ("dimension", "skrank KKT solve (s)", "cvxpy (s)", "speed-up", "relative difference"),
+        (
+            Rows(
+                "bench_pointwise_roc",
+                "2. KKT closed form",
+                ("d", "KKT (s)", "cvxpy (s)", "ratio", "rel. diff. A"),
+                ((784,),),
+            ),
+        ),
+    ),
+    ReadmeTable(
+        "MMC against metric-learn and the Euclidean metric",
+        ("task (score)", "method", "score", "fit s"),
+        (
+            Rows(
+                "bench_mmc",
+                "Digits n=1797",
+                ("method", "figure of merit", "fit s"),
+                (("skrank MMC, all pairs",), ("metric-learn, 20000 constraints",)),
+                names=("MMC, exact over all pairs", "metric-learn MMC, 20,000 constraints"),
+                label="digits (MMC's figure of merit)",
+            ),
+            Rows(
+                "bench_pair_learners",
+                "k-NN task, MNIST 3k/2k, PCA 90%: mean",
+                ("method", "5-NN accuracy", "fit seconds"),
+                (
+                    ("Euclidean",),
+                    ("MMC, defaults",),
+                    ("MMC, paper's criterion",),
+                    ("MMC, CV-selected",),
+                ),
+                names=(
+                    "Euclidean metric",
+                    "MMC, defaults",
+                    "MMC, paper's criterion",
+                    "MMC, chosen by repeated 5-fold CV (time: the whole search)",
+                ),
+                label="MNIST (5-NN accuracy, 5 seeds)",
+            ),
+        ),
+    ),
+)
+"""The tables of the README's results section, in order."""
 
 
 def _cell(value):
@@ -41,33 +195,62 @@ def _cell(value):
     return str(value).replace("|", "\\|")
 
 
-def render(results):
-    """Markdown for one results file: a provenance line, then each table with its notes."""
-    machine, versions = results["machine"], results["versions"]
+def _markdown_table(columns, rows):
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
+    return lines
+
+
+def command(results):
+    """The run's command as typed from the repository root (scripts run from ``benchmarks/``
+    recorded ``python bench_x.py``)."""
+    return re.sub(r"^(\S*python\S*) (bench_\w+\.py)", r"\1 benchmarks/\2", results["command"])
+
+
+def machine(results):
+    """The run's machine in a few words: CPUs and GPU."""
+    described = results["machine"]
+    gpu = described.get("gpu")
+    return f"{described.get('cpu_count')} CPUs, " + (f"GPU {gpu}" if gpu else "no GPU")
+
+
+def render(results, tables=None):
+    """Markdown for one results file: a provenance line, then each table with its notes.
+
+    ``tables``: the numbers (from 1) of the tables to render; all when None.
+    """
+    described, versions = results["machine"], results["versions"]
     peers = ", ".join(
         f"{name} {version}"
         for name, version in versions.items()
         if name not in ("python", "skrank", "skrank_commit") and version
     )
-    cpu = f"{machine.get('cpu_count')} CPUs"
-    if machine.get("gpu"):
-        cpu += f", GPU {machine['gpu']}"
-    load = machine.get("load_average_at_start")
+    cpu = f"{described.get('cpu_count')} CPUs"
+    if described.get("gpu"):
+        cpu += f", GPU {described['gpu']}"
+    load = described.get("load_average_at_start")
+    all_tables = results["tables"]
+    numbers = tables or range(1, len(all_tables) + 1)
+    for number in numbers:
+        if not 1 <= number <= len(all_tables):
+            raise ValueError(
+                f"{results['benchmark']}.json has {len(all_tables)} tables, not a table {number}."
+            )
+    shown = ""
+    if tables:
+        shown = f" (tables {', '.join(map(str, tables))} of {len(all_tables)} shown)"
     lines = [
-        f"Run {results['date'][:10]} on {machine.get('host')} ({cpu}, "
+        f"Run {results['date'][:10]} on {described.get('host')} ({cpu}, "
         f"load {load[0] if load else 'n/a'} at start); skrank {versions.get('skrank')} "
-        f"({versions.get('skrank_commit')}), Python {versions.get('python')}, {peers}.",
-        f"Command: `{results['command']}`; raw results: "
-        f"[`results/{results['benchmark']}.json`](results/{results['benchmark']}.json).",
+        f"({versions.get('skrank_commit')}), Python {versions.get('python')}, {peers}. "
+        f"Command: `{command(results)}`; raw results: "
+        f"[`results/{results['benchmark']}.json`](results/{results['benchmark']}.json){shown}.",
         "",
     ]
-    for table in results["tables"]:
-        lines.append(f"**{table['title']}**")
-        lines.append("")
-        lines.append("| " + " | ".join(table["columns"]) + " |")
-        lines.append("|" + "---|" * len(table["columns"]))
-        for row in table["rows"]:
-            lines.append("| " + " | ".join(_cell(value) for value in row) + " |")
+    for number in numbers:
+        table = all_tables[number - 1]
+        lines.append(f"**{table['title']}**")  # a table may follow a paragraph's line
+        lines += _markdown_table(table["columns"], table["rows"])
         if table.get("notes"):
             lines.append("")
             lines.append(table["notes"])
@@ -75,31 +258,104 @@ def render(results):
     return "\n".join(lines)
 
 
-def updated_readme(text, results_dir=RESULTS_DIR):
-    """The README text with every results block re-rendered; raises if a file is missing."""
+def _load(name, results_dir):
+    path = results_dir / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"A results block names {path.name}, which does not exist.")
+    return json.loads(path.read_text())
+
+
+def updated_benchmark_page(text, results_dir=RESULTS_DIR):
+    """The benchmark page with every results block re-rendered; raises if a file is missing."""
 
     def replace(match):
-        path = results_dir / f"{match['name']}.json"
-        if not path.exists():
-            raise FileNotFoundError(f"README block names {path.name}, which does not exist.")
-        return match.group(1) + render(json.loads(path.read_text())) + match.group(4)
+        tables = [int(number) for number in match["tables"].split(",")] if match["tables"] else None
+        return match.group(1) + render(_load(match["name"], results_dir), tables) + match.group(5)
 
     return BLOCK.sub(replace, text)
 
 
+def _pick_rows(results, part):
+    """The rows ``part`` names, in its order, each cut to its columns (and labelled)."""
+    titles = [table["title"] for table in results["tables"]]
+    matching = [table for table in results["tables"] if table["title"].startswith(part.table)]
+    if len(matching) != 1:
+        raise ValueError(
+            f"{part.benchmark}.json has {len(matching)} tables titled {part.table!r}...: {titles}"
+        )
+    table = matching[0]
+    missing = [column for column in part.columns if column not in table["columns"]]
+    if missing:
+        raise ValueError(f"{part.benchmark}.json, {table['title']!r}: no columns {missing}.")
+    indices = [table["columns"].index(column) for column in part.columns]
+    if part.names is not None and len(part.names) != len(part.rows):
+        raise ValueError(f"{part.benchmark}: {len(part.names)} names for {len(part.rows)} rows.")
+    picked = []
+    for position, key in enumerate(part.rows):
+        found = [row for row in table["rows"] if tuple(row[: len(key)]) == tuple(key)]
+        if len(found) != 1:
+            raise ValueError(
+                f"{part.benchmark}.json, {table['title']!r}: {len(found)} rows start with {key}."
+            )
+        cells = [found[0][index] for index in indices]
+        if part.names is not None:
+            cells[0] = part.names[position]
+        picked.append(([part.label] if part.label is not None else []) + cells)
+    return picked
+
+
+def render_readme_table(spec, results_dir=RESULTS_DIR):
+    """Markdown for one table of the README: a title line with the commands and machines."""
+    rows, runs = [], {}
+    for part in spec.parts:
+        results = _load(part.benchmark, results_dir)
+        rows += _pick_rows(results, part)
+        runs.setdefault(part.benchmark, results)
+    for row in rows:
+        if len(row) != len(spec.columns):
+            raise ValueError(f"{spec.title!r}: a row of {len(row)} cells for {spec.columns}.")
+    where = {(results["date"][:10], machine(results)) for results in runs.values()}
+    if len(where) == 1:  # one date and machine for every command: said once
+        commands = "; ".join(f"`{command(results)}`" for results in runs.values())
+        provenance = f"{commands} ({', '.join(where.pop())})"
+    else:
+        provenance = "; ".join(
+            f"`{command(results)}` ({results['date'][:10]}, {machine(results)})"
+            for results in runs.values()
+        )
+    return "\n".join([f"**{spec.title}**: {provenance}.", *_markdown_table(spec.columns, rows)])
+
+
+def updated_readme(text, tables=README_TABLES, results_dir=RESULTS_DIR):
+    """The project's README with its results section re-rendered."""
+    if not README_BLOCK.search(text):
+        raise ValueError("README.md has no '<!-- results section -->' block.")
+    body = "\n\n".join(render_readme_table(spec, results_dir) for spec in tables)
+    return README_BLOCK.sub(lambda match: match.group(1) + body + "\n" + match.group(3), text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the README is stale")
+    parser.add_argument("--check", action="store_true", help="fail if a page is stale")
     args = parser.parse_args(argv)
-    text = README.read_text()
-    new_text = updated_readme(text)
-    if args.check:
-        if new_text != text:
-            print("benchmarks/README.md is not up to date: run python benchmarks/report.py")
-            return 1
-        return 0
-    README.write_text(new_text)
-    print(f"{README} updated ({len(BLOCK.findall(new_text))} result blocks)")
+    pages = {
+        BENCHMARK_PAGE: updated_benchmark_page,
+        PROJECT_README: updated_readme,
+    }
+    stale = []
+    for page, update in pages.items():
+        text = page.read_text()
+        new_text = update(text)
+        if new_text == text:
+            continue
+        if args.check:
+            stale.append(page.relative_to(HERE.parent).as_posix())
+        else:
+            page.write_text(new_text)
+            print(f"{page.relative_to(HERE.parent)} updated")
+    if stale:
+        print(f"not up to date: {', '.join(stale)}: run python benchmarks/report.py")
+        return 1
     return 0
 
 

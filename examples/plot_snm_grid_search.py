@@ -42,6 +42,7 @@ classifier = SNMClassifier(
     embedding_dim=64,  # a linear encoder (the default): a hidden layer memorises sparse data
     input_normalization=None,  # the pipeline's TfidfTransformer weighs the features
     max_epochs=3 if quick else 8,
+    tol=None,  # a fixed budget of epochs for every candidate: no early stopping
     score_k=5,
     validation_fraction=0.1,  # records the validation Recall@5 of every epoch
     random_state=0,

@@ -9,7 +9,12 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)")
 # Pages whose every code block is a complete program (the other pages show fragments of a
 # user's own code, with names such as ``pipeline`` or ``model`` left to the reader).
-RUNNABLE_PAGES = ["index.rst", "user_guide/losses.rst", "user_guide/engine.rst"]
+RUNNABLE_PAGES = [
+    "index.rst",
+    "user_guide/losses.rst",
+    "user_guide/engine.rst",
+    "user_guide/persistence.rst",
+]
 
 
 def complete_blocks():

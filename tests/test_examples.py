@@ -1,9 +1,10 @@
 """Every gallery example runs (small settings: ``SKRANK_EXAMPLE_QUICK=1``, Agg backend).
 
 The examples also run in CI's documentation build, at their full settings, which put their
-figures in the gallery pages (.ci/check_docs_browser.py checks that each page shows them). Both
-runs are kept: they run different settings, and together they cost little (2026-11-23, the shared
-2-core machine, one thread: about 50 s here in quick mode, about 105 s in full in the docs build).
+figures in the gallery pages (.ci/check_docs_browser.py checks that each page shows them and
+that no output block holds a warning or a file path). Both runs are kept: they run different
+settings, and together they cost little (on a 2-core machine, one thread: about 40 s here in
+quick mode, about 2 minutes in full in the docs build).
 """
 
 import runpy
@@ -19,8 +20,11 @@ def test_there_are_examples():
     assert len(EXAMPLES) >= 4
 
 
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.name)
 def test_example_runs(path, documentation_run):
+    """The example runs, draws, and warns of nothing (a warning would print in its gallery
+    page: the example would be using an estimator wrongly, or showing a default to change)."""
     runpy.run_path(str(path), run_name="__main__")
     assert plt.get_fignums(), f"{path.name} draws no figure"
 

@@ -1,4 +1,4 @@
-"""The bad-input matrix: every estimator and public function at the extremes (issue 17).
+"""The bad-input matrix: every estimator and public function at the extremes.
 
 Each case is one call and its exact expected outcome, one of
 

@@ -16,7 +16,13 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 
 from skrank import SNMClassifier
-from skrank.metrics import get_scorer, top_k_inner_products
+from skrank.metrics import (
+    FaissInnerProductIndex,
+    FaissIVFIndex,
+    get_scorer,
+    top_k_inner_products,
+)
+from skrank.metrics._search import overlap_recall
 from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _snm as snm_module
 from skrank.multilabel._label_embedding import principal_input_directions
@@ -362,9 +368,14 @@ def test_faiss_search_agrees_with_exact_search_and_pickles():
     assert np.mean(approximate[:, 0] == exact[:, 0]) > 0.95
     restored = pickle.loads(pickle.dumps(clf))  # the cached index is dropped, then rebuilt
     np.testing.assert_array_equal(restored.predict_top_k(X, 3), approximate)
-    # validation during training searches exactly: no index is built from interim weights
+    # validation during training searches exactly; the index is built from the final weights
     params = dict(FAST, max_epochs=2, validation_fraction=0.2)
-    assert SNMClassifier(search="faiss", **params).fit(X, y)._faiss_index is None
+    fitted = SNMClassifier(search="faiss", **params).fit(X, y)
+    kind, index = fitted._faiss_index
+    fresh = FaissInnerProductIndex(fitted.module_.label_table().numpy())
+    queries = fitted.forward(X).numpy()
+    assert kind == "faiss" and fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
+    np.testing.assert_array_equal(index.search(queries, 3)[1], fresh.search(queries, 3)[1])
 
 
 def test_warm_start_continues_and_checks_labels():
@@ -435,7 +446,7 @@ def test_scorers_use_predict_top_k_and_match_score():
 
 
 def test_every_surrogate_weighting_and_loss_trains():
-    """No combination collapses: each reaches 90% of the defaults' training P@1 (issue 15).
+    """No combination collapses: each reaches 90% of the defaults' training P@1.
     Random label embeddings, so that the training (not the centroid start) is measured. The
     ramp combinations that cannot train (no gradient on errors) are refused with the reason."""
     X, y = clustered(n_samples=300, n_labels=30, noise=0.5, seed=2)
@@ -796,7 +807,7 @@ def test_encoder_init_choices_and_the_auto_rule():
     is below that of an epoch."""
     X, y = bag_of_words(n_samples=120, n_features=30)
     params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, tol=None, random_state=0)
-    exact = SNMClassifier(**params, embedding_dim=40).fit(X, y)
+    exact = SNMClassifier(**dict(params, embedding_dim=40)).fit(X, y)
     assert exact.encoder_init_ == "svd"  # the identity: 30 features, 40 dimensions
     few = dict(params, embedding_dim=8)
     svd = SNMClassifier(**few, encoder_init="svd").fit(X, y)
@@ -858,3 +869,50 @@ def test_sparse_input_steps_read_only_the_features_present():
     assert clf.sparse_input_ and isinstance(layer, SparseLinear)
     changed = (layer.weight.detach() != clf.callbacks_[-1].weight).any(dim=1).numpy()[:-1]
     np.testing.assert_array_equal(np.flatnonzero(changed), np.unique(X.indices))
+
+
+def test_ivf_index_is_exact_when_every_cell_is_probed_and_calibrates_its_probes():
+    pytest.importorskip("faiss")
+    rng = np.random.RandomState(0)
+    centers = rng.normal(size=(40, 16))  # label vectors lie in clusters, as learned ones do
+    table = normalize(centers[rng.randint(40, size=2000)] + 0.3 * rng.normal(size=(2000, 16)))
+    queries = normalize(centers[rng.randint(40, size=50)] + 0.3 * rng.normal(size=(50, 16)))
+    table, queries = table.astype(np.float32), queries.astype(np.float32)
+    exact = top_k_inner_products(torch.from_numpy(queries), lambda a, b: torch.from_numpy(
+        table[a:b]), 2000, 5)[1].numpy()  # fmt: skip
+    index = FaissIVFIndex(table, n_lists=20, random_state=0)
+    index.n_probe = 20
+    np.testing.assert_array_equal(np.sort(index.search(queries, 5)[1], axis=1),
+                                  np.sort(exact, axis=1))  # fmt: skip
+    recall = index.calibrate(queries, exact, target=0.9)
+    assert recall >= 0.9 and index.n_probe in (1, 2, 4, 5)  # powers of two, capped at 20 / 4
+    if index.n_probe > 1:
+        index.n_probe //= 2
+        assert overlap_recall(index.search(queries, 5)[1], exact) < 0.9  # the smallest that does
+    assert overlap_recall(exact, exact) == 1.0
+    assert overlap_recall(exact[:, ::-1], exact) == 1.0  # order within a row does not matter
+    assert overlap_recall(np.full_like(exact, -1), exact) == 0.0
+
+
+def test_auto_search_uses_the_calibrated_ivf_index_on_many_labels(monkeypatch):
+    pytest.importorskip("faiss")
+    X, y = clustered(n_samples=800, n_labels=200, n_features=16, noise=0.2)
+    params = dict(FAST, max_epochs=2, tol=None, random_state=0)
+    small = SNMClassifier(**params).fit(X, y)
+    assert (small.search_, small.search_recall_, small.search_probes_) == ("exact", 1.0, None)
+    monkeypatch.setattr(snm_module, "AUTO_IVF_LABELS", 100)
+    monkeypatch.setattr(snm_module, "SEARCH_RECALL_TARGET", 0.8)  # 200 labels: a few cells
+    clf = SNMClassifier(**params).fit(X, y)
+    assert clf.search_ == "ivf" and clf.search_recall_ >= 0.8 and clf.search_probes_ >= 1
+    approximate = clf.predict_top_k(X, 5)
+    exact = clf.set_params(search="exact").predict_top_k(X, 5)
+    assert overlap_recall(approximate, exact) > 0.75
+    restored = pickle.loads(pickle.dumps(clf.set_params(search="auto")))
+    np.testing.assert_array_equal(restored.predict_top_k(X, 5), approximate)  # rebuilt alike
+    # A recall target no number of probes reaches: "auto" falls back to the exact search.
+    monkeypatch.setattr(snm_module, "SEARCH_RECALL_TARGET", 1.01)
+    fallback = SNMClassifier(**params).fit(X, y)
+    assert fallback.search_ == "exact" and fallback.search_probes_ is None
+    assert fallback.search_recall_ == 1.0
+    forced = SNMClassifier(**dict(params, search="ivf")).fit(X, y)
+    assert forced.search_ == "ivf" and forced.search_recall_ < 1.01

@@ -21,6 +21,7 @@ from ..nn import (
 )
 from ..nn._distributed import gather_summing_gradient, gather_with_gradient
 from ..nn._modules import module_output_dim
+from ..nn._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
@@ -228,8 +229,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def initialize_module(self, n_features):
         if self.module is None:
             n_components = 64 if self.n_components is None else self.n_components
-            # The loss and transform normalise the embedding: the network need not.
-            module = MLP(n_features, self.hidden_layer_sizes, n_components, normalize=False)
+            module = self._default_network(n_features, n_components)
         else:
             module = copy.deepcopy(self.module)
         width = module_output_dim(module.to(self._device), n_features, self._device)
@@ -241,11 +241,26 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         self.n_components_ = width
         return module
 
+    def _default_network(self, n_features, n_components):
+        # The loss and transform normalise the embedding: the network need not.
+        return MLP(n_features, self.hidden_layer_sizes, n_components, normalize=False)
+
     def initialize_criterion(self, y):
         # A class absent from the training part (possible without stratification) gets a
         # count of 1: it never forms a positive pair.
         counts = np.bincount(y, minlength=self.classes_.shape[0])
-        return SOPRCLoss(np.maximum(counts, 1), **parameters_for(self, SOPRCLoss))
+        self._class_counts = np.maximum(counts, 1)
+        return SOPRCLoss(self._class_counts, **parameters_for(self, SOPRCLoss))
+
+    def rebuild_module(self, name):
+        """The default MLP (not a ``module`` of the user's) and the loss, for loading a saved
+        embedder (see :meth:`skrank.nn.BaseTorchEstimator.rebuild_module`)."""
+        if name == "module_" and self.module is None:
+            return self._default_network(self.n_features_in_, self.n_components_)
+        counts = getattr(self, "_class_counts", None)  # set by initialize_criterion
+        if name == "criterion_" and counts is not None:
+            return SOPRCLoss(counts, **parameters_for(self, SOPRCLoss))
+        return None
 
     def get_batch_sampler(self, y, device, random_state):
         # Data-parallel: the global batch holds world_size equal parts of whole groups.
@@ -325,13 +340,62 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         embedding : ndarray of float32 of shape (n_samples, `n_components_`)
             Unit-norm embeddings.
         """
+        return self._embed(self._validate_for_transform(X))
+
+    def _validate_for_transform(self, X):
         check_is_fitted(self)
         with naming_inputs("X"):
             X = validate_data(
                 self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False
             )
         check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
-        return self._embed(X)
+        return X
+
+    def export_onnx(self, path, *, opset_version=None):
+        """Write the embedding as an ONNX graph, to serve it without Python or torch.
+
+        The graph maps its input ``X``, a dense float32 array of shape ``(n_samples,
+        n_features_in_)``, to its output ``embedding``, of shape ``(n_samples,
+        n_components_)``: the network's output rows scaled to unit norm, what :meth:`transform`
+        returns, to float32 rounding. The input checks stay outside the graph, and so do
+        sparse inputs, which it reads densified: :meth:`onnx_inputs` applies both. Needs
+        ``onnx`` and ``onnxscript`` (the ``onnx`` extra, which also installs ``onnxruntime`` to
+        run graphs). Read more in the :ref:`User Guide <persistence>`.
+
+        Parameters
+        ----------
+        {onnx_path}
+        {opset_version}
+
+        Returns
+        -------
+        {onnx_written}
+
+        Examples
+        --------
+        >>> import onnxruntime  # doctest: +SKIP
+        >>> embedder.export_onnx("embedder.onnx")  # doctest: +SKIP
+        >>> session = onnxruntime.InferenceSession("embedder.onnx")  # doctest: +SKIP
+        >>> (embedding,) = session.run(None, {"X": embedder.onnx_inputs(X)})  # doctest: +SKIP
+        """
+        check_is_fitted(self)
+        check_onnx_installed("SOPRCEmbedder.export_onnx")
+        network = UnitRows(self.network_)
+        return export_module(network, self.n_features_in_, path, ["embedding"], opset_version)
+
+    def onnx_inputs(self, X):
+        """``X`` checked and densified as a float32 array: the input of the graph of
+        :meth:`export_onnx`.
+
+        Parameters
+        ----------
+        {X}
+
+        Returns
+        -------
+        inputs : ndarray of float32 of shape (n_samples, n_features)
+        """
+        return dense_float32(self._validate_for_transform(X))
 
     def score(self, X, y):
         """Mean AUPRC (mean average precision) of retrieval by cosine similarity on ``(X, y)``.

@@ -15,7 +15,7 @@
 - Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
 - Exact top-k search with the tie rule every skrank metric uses (the smaller index first):
   :func:`top_k_indices`, :func:`top_k_inner_products` (chunked, over a large table), and the
-  approximate :class:`FaissInnerProductIndex`.
+  approximate :class:`FaissInnerProductIndex` and :class:`FaissIVFIndex`.
 - Scorers for ``GridSearchCV``: :func:`get_scorer` ("mean_auprc", "recall@10",
   "precision@5", "tpr@fpr=0.01", ...), :func:`make_retrieval_scorer`.
 """
@@ -39,9 +39,15 @@ from ._retrieval import (
     retrieval_scores,
 )
 from ._scorer import get_scorer, make_retrieval_scorer
-from ._search import FaissInnerProductIndex, top_k_indices, top_k_inner_products
+from ._search import (
+    FaissInnerProductIndex,
+    FaissIVFIndex,
+    top_k_indices,
+    top_k_inner_products,
+)
 
 __all__ = [
+    "FaissIVFIndex",
     "FaissInnerProductIndex",
     "auprc_score",
     "get_scorer",

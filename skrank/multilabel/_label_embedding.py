@@ -106,9 +106,10 @@ class LabelEmbeddingNetwork(nn.Module):
             torch.tensor(math.log(score_scale)), requires_grad=bool(learn_score_scale)
         )
         # One initialisation pass over the (possibly huge) table: rows of norm about 1, so that
-        # normalisation does not shrink their gradients.
+        # normalisation does not shrink their gradients. (skip_init ignores a torch.device
+        # context unless told, and loading builds the table on the meta device.)
         self.label_embeddings = torch.nn.utils.skip_init(
-            nn.Embedding, n_labels, embedding_dim, sparse=True
+            nn.Embedding, n_labels, embedding_dim, sparse=True, device=torch.get_default_device()
         )
         nn.init.normal_(self.label_embeddings.weight, std=1.0 / math.sqrt(embedding_dim))
 
@@ -146,6 +147,28 @@ class LabelEmbeddingNetwork(nn.Module):
         """Rows ``start:stop`` of the label table as scored (no gradient)."""
         with torch.no_grad():
             return self.normalize_labels(self.label_embeddings.weight[start:stop])
+
+
+class LabelScores(nn.Module):
+    """The label scores of every label and the input embeddings of a
+    :class:`LabelEmbeddingNetwork`, its label table (as scored) a constant: the graph that
+    ``SNMClassifier.export_onnx`` writes.
+
+    Parameters
+    ----------
+    network : LabelEmbeddingNetwork
+        The network.
+    """
+
+    def __init__(self, network):
+        super().__init__()
+        self.network = network
+        self.register_buffer("labels", network.label_table())
+
+    def forward(self, x):
+        """Scores ``(n, K)`` of every label, and the input embeddings ``(n, d)``."""
+        embeddings = self.network(x)
+        return embeddings @ self.labels.T, embeddings
 
 
 @torch.no_grad()

@@ -16,8 +16,9 @@ from torch.nn import functional as F
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import OrderedWeightedLoss, owl_weights
 from ..losses._owl import check_weight_vector
-from ..metrics import FaissInnerProductIndex, top_k_inner_products
+from ..metrics import FaissInnerProductIndex, FaissIVFIndex, top_k_inner_products
 from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
+from ..metrics._search import overlap_recall
 from ..nn import (
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
@@ -27,6 +28,7 @@ from ..nn import (
     RowSparseOptimizer,
 )
 from ..nn._modules import layer_sizes
+from ..nn._onnx import check_onnx_installed, dense_float32, export_module
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -36,6 +38,7 @@ from ..utils._params import ComponentParameters, parameters_for, store_parameter
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
     LabelEmbeddingNetwork,
+    LabelScores,
     label_centroids,
     principal_input_directions,
     random_input_directions,
@@ -49,6 +52,11 @@ NEIGHBOR_WEIGHTS = (0.0, 0.1, 0.2)
 # Beyond this many training rows neighbor_weight="auto" leaves the votes off: their exact search
 # would cost each prediction more than scoring as many labels.
 AUTO_NEIGHBOR_MAX_ROWS = 50_000
+# search="auto" uses the inverted-file index from this many labels on, where its recall of the
+# exact top-k on up to SEARCH_SAMPLE_ROWS sample rows reaches SEARCH_RECALL_TARGET.
+AUTO_IVF_LABELS = 100_000
+SEARCH_SAMPLE_ROWS = 1000
+SEARCH_RECALL_TARGET = 0.99
 
 # Bytes that embedding_dim="auto" allows the parameters and their optimiser states per fit.
 AUTO_EMBEDDING_BYTES = 2**30
@@ -157,9 +165,16 @@ default="hinge"
     score_k : int, default=1
         The ``k`` of :meth:`score` (Recall@k), of the validation score (Precision@k, which
         early stopping monitors), and of multilabel :meth:`predict`.
-    search : {"exact", "faiss"}, default="exact"
-        Top-k search over the label table at prediction: exact (chunked), or an approximate
-        faiss HNSW index (needs ``faiss``, the ``ann`` extra) for very large ``K``.
+    search : {"auto", "exact", "ivf", "faiss"}, default="auto"
+        Top-k search over the label table at prediction: ``"exact"``, a chunked scan;
+        ``"ivf"``, faiss inverted lists (:class:`~skrank.metrics.FaissIVFIndex`, the ``ann``
+        extra: k-means cells of the label vectors, the fewest cells probed whose recall of the
+        exact top ``max(5, score_k)`` reaches 0.99 on up to 1,000 rows of the validation
+        split, or of the training rows); ``"faiss"``, an HNSW graph
+        (:class:`~skrank.metrics.FaissInnerProductIndex`). ``"auto"``: ``"ivf"`` from 100,000
+        labels on when faiss is installed and that recall reaches 0.99, else ``"exact"``
+        (``search_`` holds the choice and ``search_recall_`` the recall measured). The search
+        may also be set after the fit (a prediction-time choice).
     n_neighbors : int, default=10
         Number of nearest training rows whose labels vote at prediction (see
         ``neighbor_weight``).
@@ -216,6 +231,13 @@ default="hinge"
         The ``input_normalization`` used (``"auto"`` resolved).
     input_transformer_ : sklearn.feature_extraction.text.TfidfTransformer or None
         The fitted TF-IDF weighting, if used.
+    search_ : {"exact", "ivf", "faiss"}
+        The search of predictions (``search="auto"`` resolved).
+    search_recall_ : float
+        Recall of the exact top ``max(5, score_k)`` labels by ``search_`` on the fit's sample
+        rows (1.0 for the exact search).
+    search_probes_ : int or None
+        Cells probed by the ``"ivf"`` search (None for the others).
     neighbor_weight_ : float
         The weight of the neighbours' votes used (``"auto"`` resolved).
     neighbor_embeddings_ : ndarray of shape (n_training_rows, n_dimensions), float32 or None
@@ -262,7 +284,7 @@ default="hinge"
         "label_optimizer": [StrOptions({"sparse_adam", "adagrad", "sgd"})],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "score_k": [Interval(Integral, 1, None, closed="left")],
-        "search": [StrOptions({"exact", "faiss"})],
+        "search": [StrOptions({"auto", "exact", "faiss", "ivf"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "neighbor_weight": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
     }
@@ -328,7 +350,7 @@ default="hinge"
         label_optimizer="adagrad",
         label_learning_rate=None,
         score_k=1,
-        search="exact",
+        search="auto",
         n_neighbors=10,
         neighbor_weight="auto",
         **parameters,
@@ -383,7 +405,6 @@ default="hinge"
                 else self.embedding_dim
             )
         X_train, y_train, validation = self._split_validation(X, positives)
-        self._faiss_index = None
         self.neighbor_embeddings_ = self._neighbor_labels = None
         self.neighbor_weight_ = 0.0
         self._initialization_data = (X_train, y_train)
@@ -404,6 +425,7 @@ default="hinge"
                 self.optimizers_ = self.initialize_optimizers()  # on the new parameters
             if self.neighbor_weight_ > 0:
                 self._store_neighbors(X, positives)
+            self._prepare_search(X if validation is None else validation[0])
             return self
         finally:
             del self._initialization_data
@@ -434,13 +456,13 @@ default="hinge"
     def _store_neighbors(self, X, positives):
         """Keep the unit input embeddings and the labels of the training rows (all of them)."""
         self.neighbor_embeddings_ = F.normalize(self.forward(X), dim=1).cpu().numpy()
-        self._neighbor_labels = positive_table(positives, len(self.classes_))
+        table, counts = positive_table(positives, len(self.classes_))
+        self._neighbor_labels = (table.numpy(), counts.numpy())
 
     def _neighbor_keys(self, device):
         """The voting rows' unit embeddings, label table and label counts, on ``device``."""
-        table, counts = self._neighbor_labels
-        keys = torch.from_numpy(self.neighbor_embeddings_)
-        return keys.to(device), table.to(device), counts.to(device)
+        arrays = (self.neighbor_embeddings_, *self._neighbor_labels)
+        return tuple(torch.from_numpy(array).to(device) for array in arrays)
 
     def _neighbor_votes(self, embeddings, keys):
         """Sparse (n, K) label votes of the training rows nearest to ``embeddings``; ``keys``
@@ -517,7 +539,7 @@ default="hinge"
                     callback.score_start = True
         return callbacks
 
-    def initialize_module(self, n_features):
+    def _network(self, n_features):
         network = LabelEmbeddingNetwork(
             n_features,
             len(self.classes_),
@@ -531,6 +553,10 @@ default="hinge"
         )
         # The label table is read through the row-sparse optimiser, never through autograd.
         network.label_embeddings.weight.requires_grad_(False)
+        return network
+
+    def initialize_module(self, n_features):
+        network = self._network(n_features)
         self.encoder_init_ = None
         if self.label_init == "centroid":
             X, positives = self._initialization_data
@@ -582,6 +608,15 @@ default="hinge"
         return OrderedWeightedLoss(
             self.negative_weights_, loss=self.loss, surrogate=self.surrogate, margin=self.margin
         )
+
+    def rebuild_module(self, name):
+        """The network and the loss, for loading a saved classifier (see
+        :meth:`skrank.nn.BaseTorchEstimator.rebuild_module`)."""
+        if name == "module_":
+            return self._network(self.n_features_in_)
+        if name == "criterion_":
+            return self.initialize_criterion(None)
+        return None
 
     def initialize_optimizers(self):
         table = self.module_.label_embeddings.weight
@@ -655,7 +690,7 @@ default="hinge"
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
         embeddings = self._forward_in_chunks(X)
-        scores, indices = self._label_top_k(embeddings, k, search or self.search)
+        scores, indices = self._label_top_k(embeddings, k, search or self._search_method())
         if not (neighbors and self._uses_neighbors()):
             return scores, indices
         return self._blended_top_k(embeddings, indices, k)[0]
@@ -663,14 +698,69 @@ default="hinge"
     def _label_top_k(self, embeddings, k, search):
         """Scores and column indices (n, k) of the ``k`` best labels of the input
         ``embeddings`` by the label scores alone, best first."""
-        if search == "faiss":
-            if getattr(self, "_faiss_index", None) is None:
-                self._faiss_index = FaissInnerProductIndex(self.network_.label_table().cpu())
-            return self._faiss_index.search(embeddings, k)
+        if search in ("faiss", "ivf"):
+            scores, indices = self._approximate_index(search).search(embeddings, k)
+            incomplete = np.flatnonzero((indices < 0).any(axis=1))
+            if incomplete.size:  # fewer than k labels in the cells probed: search those exactly
+                scores[incomplete], indices[incomplete] = self._label_top_k(
+                    embeddings[incomplete], k, "exact"
+                )
+            return scores, indices
         queries = torch.from_numpy(embeddings).to(self._inference_device())
         n_labels = len(self.classes_)
         scores, indices = top_k_inner_products(queries, self.network_.label_table, n_labels, k)
         return scores.cpu().numpy(), indices.cpu().numpy()
+
+    def _search_method(self):
+        """The search of predictions: ``search_`` as the fit resolved ``"auto"``, else
+        ``search`` (which may be set after the fit)."""
+        return self.search_ if self.search == "auto" else self.search
+
+    def _approximate_index(self, search):
+        """The faiss index of the label table for ``search`` (built on first use: faiss
+        objects do not pickle), with the ``n_probe`` the fit calibrated."""
+        kind, index = getattr(self, "_faiss_index", None) or (None, None)
+        if kind != search:
+            table = self.network_.label_table().cpu().numpy()
+            if search == "faiss":
+                index = FaissInnerProductIndex(table)
+            else:
+                index = FaissIVFIndex(table, random_state=self._search_seed)
+                if self.search_probes_ is not None:
+                    index.n_probe = self.search_probes_
+            self._faiss_index = (search, index)
+        return index
+
+    def _prepare_search(self, X_sample):
+        """Resolve ``search`` into ``search_``; for an approximate search, build the index and
+        measure its recall of the exact top ``max(5, score_k)`` on up to
+        ``SEARCH_SAMPLE_ROWS`` rows of ``X_sample`` (``"auto"`` and ``"ivf"``: the smallest
+        number of cells probed that reaches ``SEARCH_RECALL_TARGET``; ``"auto"`` falls back
+        to the exact search where none does)."""
+        self._faiss_index = None
+        self.search_, self.search_recall_, self.search_probes_ = self.search, 1.0, None
+        self._search_seed = int(self._shared_random_state().randint(np.iinfo(np.int32).max))
+        n_labels = len(self.classes_)
+        if self.search == "auto":
+            self.search_ = "ivf" if n_labels >= AUTO_IVF_LABELS and _faiss_available() else "exact"
+        if self.search_ == "exact":
+            return
+        rows = np.random.RandomState(self._search_seed).permutation(X_sample.shape[0])
+        queries = self._forward_in_chunks(X_sample[np.sort(rows[:SEARCH_SAMPLE_ROWS])])
+        k = min(max(5, self.score_k), n_labels)
+        exact = self._label_top_k(queries, k, "exact")[1]
+        if self.search_ == "faiss":
+            found = self._approximate_index("faiss").search(queries, k)[1]
+            self.search_recall_ = overlap_recall(found, exact)
+            return
+        index = FaissIVFIndex(self.network_.label_table().cpu().numpy(),
+                              random_state=self._search_seed)  # fmt: skip
+        self.search_recall_ = index.calibrate(queries, exact, target=SEARCH_RECALL_TARGET)
+        self.search_probes_ = index.n_probe
+        if self.search == "auto" and self.search_recall_ < SEARCH_RECALL_TARGET:
+            self.search_, self.search_recall_, self.search_probes_ = "exact", 1.0, None
+            return
+        self._faiss_index = ("ivf", index)
 
     def _blended_top_k(self, embeddings, candidates, k, weights=None):
         """The ``k`` best labels of the scores blended with the neighbours' votes, in chunks of
@@ -816,16 +906,20 @@ default="hinge"
             neighbours' votes when ``neighbor_weight > 0`` (see that parameter).
         """
         X = self._validate_for_prediction(X)
+        _check_dense_scores_fit(X.shape[0], len(self.classes_))
+        return self._decision_scores(torch.from_numpy(self._forward_in_chunks(X)))
+
+    def _decision_scores(self, embeddings, label_scores=None):
+        """:meth:`decision_function`'s scores from the input ``embeddings`` (a CPU tensor),
+        and the label scores (computed here when None), in chunks of rows."""
         n_labels = len(self.classes_)
-        _check_dense_scores_fit(X.shape[0], n_labels)
-        embeddings = torch.from_numpy(self._forward_in_chunks(X))
-        table = self.network_.label_table().cpu()
-        rows_per_chunk = chunk_rows(X.shape[0], 4 * n_labels)
+        table = self.network_.label_table().cpu() if label_scores is None else None
+        rows_per_chunk = chunk_rows(embeddings.shape[0], 4 * n_labels)
         keys = self._neighbor_keys("cpu") if self._uses_neighbors() else None
         chunks = []
-        for i in range(0, X.shape[0], rows_per_chunk):
+        for i in range(0, embeddings.shape[0], rows_per_chunk):
             chunk = embeddings[i : i + rows_per_chunk]
-            scores = chunk @ table.T
+            scores = chunk @ table.T if table is not None else label_scores[i : i + rows_per_chunk]
             if keys is not None:
                 votes = self._neighbor_votes(chunk, keys)
                 scores = blend_dense(
@@ -836,6 +930,98 @@ default="hinge"
         if n_labels == 2 and not self._multilabel_output:
             return scores[:, 1] - scores[:, 0]
         return scores
+
+    # ------------------------------------------------------------------ serving
+    def export_onnx(self, path, *, opset_version=None):
+        """Write the label scores as an ONNX graph, to serve them without Python or torch.
+
+        The graph maps its input ``X``, the normalised inputs as a dense float32 array of shape
+        ``(n_samples, n_features_in_)`` (:meth:`onnx_inputs`), to two outputs: ``scores``, of
+        shape ``(n_samples, n_labels)``, the label scores ``v_y(x) = <g(x), u_y>`` of every
+        label (columns in the order of ``classes_``), and ``embeddings``, the input embeddings
+        ``g(x)`` (times the score scale) of shape ``(n_samples, embedding_dim_)``. The label
+        table is a constant of the graph (``4 K d`` bytes). Outside the graph stay the input
+        checks and ``input_normalization`` (applied, with the densification of sparse rows, by
+        :meth:`onnx_inputs`) and the neighbours' votes (``neighbor_weight_ > 0``), which
+        :meth:`decision_function_from_onnx` adds to the outputs; without votes, ``scores`` is
+        what :meth:`decision_function` returns, to float32 rounding (two-class targets: one
+        column per class). Needs ``onnx`` and ``onnxscript`` (the ``onnx`` extra, which also
+        installs ``onnxruntime`` to run graphs). Read more in the :ref:`User Guide
+        <persistence>`.
+
+        Parameters
+        ----------
+        {onnx_path}
+        {opset_version}
+
+        Returns
+        -------
+        {onnx_written}
+
+        Examples
+        --------
+        >>> import onnxruntime  # doctest: +SKIP
+        >>> clf.export_onnx("snm.onnx")  # doctest: +SKIP
+        >>> session = onnxruntime.InferenceSession("snm.onnx")  # doctest: +SKIP
+        >>> scores, embeddings = session.run(None, {"X": clf.onnx_inputs(X)})  # doctest: +SKIP
+        >>> scores = clf.decision_function_from_onnx(scores, embeddings)  # doctest: +SKIP
+        """
+        check_is_fitted(self)
+        check_onnx_installed("SNMClassifier.export_onnx")
+        return export_module(
+            LabelScores(self.network_),
+            self.n_features_in_,
+            path,
+            ["scores", "embeddings"],
+            opset_version,
+        )
+
+    def onnx_inputs(self, X):
+        """``X`` as the graph of :meth:`export_onnx` reads it: checked, normalised
+        (``input_normalization_``) and densified, as a float32 array.
+
+        Parameters
+        ----------
+        {X}
+
+        Returns
+        -------
+        inputs : ndarray of float32 of shape (n_samples, `n_features_in_`)
+        """
+        return dense_float32(self._validate_for_prediction(X))
+
+    def decision_function_from_onnx(self, scores, embeddings):
+        """:meth:`decision_function`'s scores from the outputs of the graph of
+        :meth:`export_onnx`: the neighbours' votes blended in (when ``neighbor_weight_ > 0``)
+        and, for two-class targets, one column.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_labels)
+            The graph's output ``scores``.
+        embeddings : array-like of shape (n_samples, `embedding_dim_`)
+            The graph's output ``embeddings``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_labels) or (n_samples,), float32
+            As :meth:`decision_function` returns them for the same rows, to float32 rounding.
+        """
+        check_is_fitted(self)
+        scores = np.asarray(scores, dtype=np.float32)
+        embeddings = np.asarray(embeddings, dtype=np.float32)
+        width = self.network_.label_embeddings.embedding_dim
+        if (
+            scores.ndim != 2
+            or scores.shape[1] != len(self.classes_)
+            or embeddings.shape != (scores.shape[0], width)
+        ):
+            raise ValueError(
+                f"scores must have shape (n_samples, {len(self.classes_)}) and embeddings "
+                f"(n_samples, {width}), the outputs of the exported graph; got "
+                f"{scores.shape} and {embeddings.shape}."
+            )
+        return self._decision_scores(torch.from_numpy(embeddings), torch.from_numpy(scores))
 
     def score(self, X, y):
         """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
@@ -864,6 +1050,9 @@ default="hinge"
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_faiss_index", None)  # rebuilt on demand; faiss objects do not pickle
+        # The label table's optimiser and the negatives' sampler: a fit builds them.
+        state.pop("_label_optimizer", None)
+        state.pop("_label_sampler", None)
         return state
 
     def __sklearn_tags__(self):
@@ -895,7 +1084,7 @@ def _encode_targets(y):
                 "pass y > 0."
             )
         sparse_output = sp.issparse(y)
-        dtype = y.dtype
+        dtype = y.dtype.str  # a string: saved estimators hold no numpy type
         indicator = sp.csr_matrix(y, dtype=np.int8)
         indicator.eliminate_zeros()
         classes = np.arange(indicator.shape[1])
@@ -943,6 +1132,14 @@ def _recall_at_k(targets, top):
     """Recall@k of the top-k label columns ``top`` (n, k), by skrank.metrics' label core."""
     hits, n_true = top_k_hits(targets, top)
     return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "recall")[0])
+
+
+def _faiss_available():
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _check_dense_scores_fit(n_samples, n_labels):

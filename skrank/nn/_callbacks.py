@@ -27,10 +27,13 @@ from pathlib import Path
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from torch.optim import lr_scheduler
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, get_swa_multi_avg_fn
 from tqdm.auto import tqdm
 
 from ..utils._validation import check_positive_int
+
+_TORCH_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
 
 __all__ = [
     "Callback",
@@ -65,7 +68,10 @@ class Callback:
       or a divergence.
 
     A callback whose state must survive a checkpoint implements ``state_dict()`` and
-    ``load_state_dict(state)`` (tensors, numbers, strings, lists and dicts only).
+    ``load_state_dict(state)`` (tensors, numbers, strings, lists and dicts only). Attributes
+    named in the class attribute ``run_attributes`` (a tuple of names) hold the state of a
+    training run (weights, a progress bar): they are neither saved with the fitted estimator
+    nor copied, and ``on_train_begin`` must set them.
 
     Examples
     --------
@@ -74,6 +80,11 @@ class Callback:
     ...     def on_epoch_end(self, estimator, epoch, record):
     ...         print(f"epoch {epoch}: loss {record['loss']:.3f}")
     """
+
+    run_attributes = ()
+
+    def __getstate__(self):
+        return {key: value for key, value in vars(self).items() if key not in self.run_attributes}
 
     def on_train_begin(self, estimator, X, y, validation):
         """Called once, before the first epoch."""
@@ -110,6 +121,8 @@ class ProgressBar(Callback):
 
     Built by the estimators when ``verbose`` is set; in a notebook it renders as a widget.
     """
+
+    run_attributes = ("_bar",)
 
     def on_train_begin(self, estimator, X, y, validation):
         self._bar = tqdm(
@@ -160,6 +173,8 @@ class EarlyStopping(Callback):
         After training with ``score_start``: whether no epoch beat the untrained model and its
         weights were restored.
     """
+
+    run_attributes = ("_best_weights",)
 
     def __init__(
         self,
@@ -263,6 +278,8 @@ class LRScheduler(Callback):
     >>> warm_up = LRScheduler(LinearLR, start_factor=0.1, total_iters=3)  # 3 epochs of warm-up
     """
 
+    run_attributes = ("schedulers_",)
+
     def __init__(self, scheduler, step_every="epoch", **kwargs):
         if step_every not in ("epoch", "batch"):
             raise ValueError(f"step_every must be 'epoch' or 'batch', got {step_every!r}.")
@@ -274,6 +291,27 @@ class LRScheduler(Callback):
         arguments = "".join(f", {key}={value!r}" for key, value in self.kwargs.items())
         name = getattr(self.scheduler, "__name__", repr(self.scheduler))
         return f"LRScheduler({name}, step_every={self.step_every!r}{arguments})"
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if getattr(lr_scheduler, getattr(self.scheduler, "__name__", ""), None) is self.scheduler:
+            # torch's own schedulers by name: a saved estimator names no torch class.
+            state["scheduler"] = _TORCH_SCHEDULER_PREFIX + self.scheduler.__name__
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        scheduler = state["scheduler"]
+        if isinstance(scheduler, str):
+            name = scheduler.removeprefix(_TORCH_SCHEDULER_PREFIX)
+            state["scheduler"] = getattr(lr_scheduler, name, None)
+            if not (
+                scheduler.startswith(_TORCH_SCHEDULER_PREFIX)
+                and isinstance(state["scheduler"], type)
+                and issubclass(state["scheduler"], lr_scheduler.LRScheduler)
+            ):
+                raise ValueError(f"{scheduler!r} is not a scheduler of torch.optim.lr_scheduler.")
+        vars(self).update(state)
 
     def on_train_begin(self, estimator, X, y, validation):
         self.schedulers_ = [self.scheduler(opt, **self.kwargs) for opt in estimator.optimizers_]
@@ -345,6 +383,8 @@ class WeightAveraging(Callback):
     >>> from skrank.nn import WeightAveraging
     >>> embedder = SOPRCEmbedder(callbacks=[WeightAveraging(decay=0.99, start_epoch=2)])
     """
+
+    run_attributes = ("averaged_model_", "_pairs", "_update", "_training_weights", "_pending_state")
 
     def __init__(self, decay=0.999, start_epoch=1):
         if decay is not None and (not isinstance(decay, Real) or not 0 <= decay < 1):

@@ -7,7 +7,6 @@ Lightning's ``Trainer`` are the models). Read more in the :ref:`User Guide <engi
 """
 
 import copy
-import io
 import time
 import warnings
 from numbers import Integral, Real
@@ -23,12 +22,23 @@ from ..exceptions import DivergenceWarning
 from ..sampling import ShuffledBatchSampler
 from ..utils._docstrings import render_entries
 from ..utils._params import add_keyword_parameters
+from ..utils._persistence import VersionedStateMixin
 from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
 from ._data import TrainingInputs
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
 from ._optim import RowSparseOptimizer
 from ._sparse import sparse_linear_layers
+from ._persistence import (
+    TORCH_STATE_KEY,
+    SavedModule,
+    _SerializedTorch,  # noqa: F401 (named by files of skrank before 0.2, which it refuses)
+    load_weights,
+    matches_weights,
+    module_weights,
+    tensor_from_state,
+    tensor_state,
+)
 
 __all__ = [
     "ENGINE_DEFAULTS",
@@ -120,6 +130,18 @@ TORCH_INPUT_DOCS = {
         "1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
     ),
     "X": ("X", "{array-like, sparse matrix} of shape (n_samples, n_features)", "Inputs."),
+    "onnx_path": (
+        "path",
+        "str or os.PathLike",
+        'The file to write (a ``.onnx`` file; weights beyond 1 GiB go to ``path + ".data"`` '
+        "beside it).",
+    ),
+    "opset_version": (
+        "opset_version",
+        "int or None",
+        "The ONNX operator set; None: the exporter's default.",
+    ),
+    "onnx_written": ("path", "str", "The file written."),
 }
 
 TORCH_ATTRIBUTE_DOCS = {
@@ -186,7 +208,7 @@ _TORCH_PARAMETER_CONSTRAINTS = {
 }
 
 
-class BaseTorchEstimator(BaseEstimator):
+class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     """Base class and training engine of skrank's torch estimators.
 
     ``fit`` of a subclass validates its input and calls :meth:`fit_loop`, which builds the
@@ -208,6 +230,7 @@ class BaseTorchEstimator(BaseEstimator):
     :meth:`run_single_epoch`        :meth:`train_step` over the epoch's batches
     :meth:`validation_score`        none (needed with ``validation_fraction``)
     :meth:`get_default_callbacks`   from ``lr_milestones``, ``tol`` and ``verbose``
+    :meth:`rebuild_module`          None: modules are saved whole (see below)
     ==============================  =============================================================
 
     The engine keeps the training step free of host synchronisation: the data and each epoch's
@@ -215,8 +238,14 @@ class BaseTorchEstimator(BaseEstimator):
     epoch, when the engine also checks that loss and weights are finite (a divergence restores
     the last finite epoch's weights with a :class:`~skrank.exceptions.DivergenceWarning`).
     A ``KeyboardInterrupt`` during ``fit`` ends training after restoring the weights of the last
-    complete epoch, with a warning: the estimator is fitted and usable. Models pickle, and a
-    model fitted on a GPU unpickles on a CPU-only machine.
+    complete epoch, with a warning: the estimator is fitted and usable.
+
+    Fitted estimators save with pickle, joblib or skops and load on the CPU when the machine
+    has no GPU. The modules that :meth:`rebuild_module` builds are saved as numpy arrays and
+    rebuilt on load; other modules are saved whole and loaded with
+    ``torch.load(weights_only=True)``, allowing the classes they are made of (see
+    :ref:`persistence`). A file written by another skrank version loads with an
+    :class:`~skrank.exceptions.InconsistentVersionWarning`.
 
     A subclass's ``__init__`` declares its own parameters and ends with ``**engine_parameters``
     (its body ``store_parameters(self, locals())``): the engine adds the shared parameters below
@@ -812,40 +841,83 @@ class BaseTorchEstimator(BaseEstimator):
         return self.forward(X).cpu().numpy()
 
     # ------------------------------------------------------------------ persistence
+    def rebuild_module(self, name):
+        """Return an untrained module of the architecture of the fitted attribute ``name``, or
+        None if the estimator cannot build it again.
+
+        Saving a fitted estimator (pickle, joblib, skops) stores each module this method can
+        build as its weights, numpy arrays; loading builds it here and fills it with them, so
+        that loading runs no code but this method. A module it returns None for (the default,
+        e.g. a network the user passed) is saved whole by :func:`torch.save` and loaded with
+        ``torch.load(weights_only=True)`` allowing the classes it is made of, which skops then
+        lists as types to trust (see :ref:`persistence`).
+
+        Called on the fitted estimator, its parameters and other fitted attributes set, under
+        ``torch.device("meta")`` (build with torch's factory functions, on no explicit device).
+
+        Parameters
+        ----------
+        name : str
+            The attribute: ``"module_"``, ``"criterion_"``, or the name of another attribute
+            (or parameter) holding a module.
+
+        Returns
+        -------
+        module : torch.nn.Module or None
+        """
+        return None
+
     def __getstate__(self):
-        # object.__getstate__ returns the instance's own __dict__: never modify it.
         state = dict(super().__getstate__())
-        # Optimisers and samplers reference the training run; a fit rebuilds them.
-        for key in ("optimizers_", "sampler_"):
+        # The training run's optimisers, samplers, device and process group: a fit rebuilds them.
+        for key in ("optimizers_", "sampler_", "_device", "_context"):
             state.pop(key, None)
-        for key, value in state.items():
-            if isinstance(value, torch.nn.Module | torch.Tensor):
-                buffer = io.BytesIO()
-                torch.save(value, buffer)
-                state[key] = _SerializedTorch(buffer.getvalue())
+        saved = {}
+        for key, value in list(state.items()):
+            if isinstance(value, torch.nn.Module):
+                saved[key] = self._saved_module(key, value)
+            elif isinstance(value, torch.Tensor):
+                saved[key] = tensor_state(value)
+            else:
+                continue
+            del state[key]
+        state[TORCH_STATE_KEY] = saved
         return state
+
+    def _saved_module(self, name, module):
+        """The weights of a module :meth:`rebuild_module` builds again, else the whole module."""
+        weights = module_weights(module)
+        with torch.device("meta"):
+            rebuilt = self.rebuild_module(name)
+        if rebuilt is not None and matches_weights(rebuilt, weights):
+            return weights
+        return SavedModule(module)
 
     def __setstate__(self, state):
         state = dict(state)
-        for key, value in state.items():
-            if isinstance(value, _SerializedTorch):
-                state[key] = value.load()
+        saved = state.pop(TORCH_STATE_KEY, {})
         super().__setstate__(state)
+        for key, value in saved.items():
+            if isinstance(value, SavedModule):
+                loaded = value.load()
+            elif isinstance(value, dict):
+                loaded = load_weights(lambda key=key: self._rebuilt(key), value, key)
+            else:
+                loaded = tensor_from_state(value, key)
+            setattr(self, key, loaded)
+
+    def _rebuilt(self, name):
+        module = self.rebuild_module(name)
+        if module is None:
+            raise ValueError(
+                f"The file stores the weights of {type(self).__name__}.{name}, which "
+                f"{type(self).__name__}.rebuild_module cannot build."
+            )
+        return module
 
 
 def _n_rows(y):
     return y.shape[0] if hasattr(y, "shape") else len(y)
-
-
-class _SerializedTorch:
-    """A torch object saved with ``torch.save`` inside a pickle; loads on the CPU (GPU models
-    load anywhere). Unpickling runs code by nature: load pickles you trust only."""
-
-    def __init__(self, payload):
-        self.payload = payload
-
-    def load(self):
-        return torch.load(io.BytesIO(self.payload), map_location="cpu", weights_only=False)
 
 
 if BaseTorchEstimator.__doc__ is not None:  # None under python -OO

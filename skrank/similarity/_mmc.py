@@ -14,6 +14,7 @@ from .._compat import Interval, StrOptions, _fit_context
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import parameters_for, store_parameters
+from ..utils._persistence import VersionedStateMixin
 from ..utils._validation import (
     check_finite_product,
     naming_inputs,
@@ -37,7 +38,7 @@ _EVALUATION_DOCS = {
 
 
 @fill_shared_docs(methods={**_EVALUATION_DOCS, **CLASS_LABELS_DOCS})
-class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Mahalanobis Metric for Clustering (MMC), solved to a certified optimum.
 
     Learns a Mahalanobis distance ``d_A(x, x') = sqrt((x - x')^T A (x - x'))`` that maximises the

@@ -17,6 +17,7 @@ from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
+from ..utils._persistence import VersionedStateMixin
 from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
 from ._dask import fit_pointwise_roc_dask, is_dask_array
 from ._pair_scores import (
@@ -55,7 +56,7 @@ _PAIRS_DOCS = {
 
 
 @fill_shared_docs(methods={**_PAIRS_DOCS, **CLASS_LABELS_DOCS})
-class PointwiseROCSimilarity(BaseEstimator):
+class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
     """Bilinear similarity with the largest true-positive rate at a bounded negative risk.
 
     Learns ``S_A(x, x') = (1 + x^T A x') / 2`` on L2-normalised (optionally standardised or

@@ -1,0 +1,183 @@
+"""Saved estimators: size and load time of each estimator's skops file, beside its pickle.
+
+Fits each estimator once, then saves it with ``skops.io.dumps`` and with ``pickle.dumps``
+(protocol 5, as joblib writes) and times loading it from the bytes in memory: skops with
+``skops.io.get_untrusted_types`` and ``skops.io.loads(trusted=...)`` (listing the types is part
+of a safe load), against ``pickle.loads``. The loads alternate (skops, pickle, skops, ...) and
+each keeps its fastest of ``--repeats``: on a shared machine the ratio compares loads taken
+under similar load. Every loaded estimator is checked to predict as the original (bitwise), and
+the types skops lists to be skrank's own.
+
+The estimators, on data shipped with skrank:
+
+- ``SOPRCEmbedder``: its default network (784 -> 256 -> 64) on the MNIST test images;
+- ``SNMClassifier``: its defaults on Bibtex's training rows (1,836 sparse features, 159
+  labels: TF-IDF inputs, a linear encoder, the neighbour votes chosen on validation rows,
+  which keep the training rows' embeddings);
+- ``SNMClassifier`` on 100,000 labels (``make_large_output_classification``, 64 features,
+  ``embedding_dim=64``): a label table of 6.4 million floats;
+- ``PointwiseROCSimilarity``: its defaults on the MNIST test images (``A`` is 784 x 784);
+- ``MMC``: its defaults on scikit-learn's digits (64 features).
+
+The torch estimators train for ``--epochs`` epochs: the file holds the weights, whatever their
+values. Results go to ``benchmarks/results/bench_persistence.json``.
+
+Usage::
+
+    python benchmarks/bench_persistence.py
+    python benchmarks/bench_persistence.py --repeats 3 --epochs 1   # quicker
+"""
+
+import argparse
+import pickle
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import skops.io as sio
+from sklearn.datasets import load_digits
+
+from skrank import MMC, PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
+from skrank.datasets import load_bibtex, load_mnist, make_large_output_classification
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import Results  # noqa: E402
+
+
+def fitted_estimators(epochs):
+    """(name, data, fitted estimator, outputs) of each estimator measured."""
+    mnist_X, mnist_y = load_mnist(return_X_y=True)
+    bibtex_X, bibtex_Y = load_bibtex(subset="train", return_X_y=True)
+    large_X, large_y = make_large_output_classification(
+        n_samples=20_000, n_features=64, n_labels=100_000, random_state=0
+    )
+    digits_X, digits_y = load_digits(return_X_y=True)
+    torch_params = dict(max_epochs=epochs, device="cpu", random_state=0)
+    cases = [
+        (
+            "SOPRCEmbedder",
+            "MNIST test (10,000 x 784)",
+            SOPRCEmbedder(**torch_params),
+            mnist_X,
+            mnist_y,
+        ),
+        (
+            "SNMClassifier",
+            "Bibtex train (4,880 x 1,836, 159 labels)",
+            SNMClassifier(**torch_params),
+            bibtex_X,
+            bibtex_Y,
+        ),
+        (
+            "SNMClassifier",
+            "100,000 labels (20,000 x 64)",
+            SNMClassifier(embedding_dim=64, **torch_params),
+            large_X,
+            large_y,
+        ),
+        (
+            "PointwiseROCSimilarity",
+            "MNIST test (10,000 x 784)",
+            PointwiseROCSimilarity(),
+            mnist_X,
+            mnist_y,
+        ),
+        ("MMC", "digits (1,797 x 64)", MMC(random_state=0), digits_X / 16, digits_y),
+    ]
+    for name, data, estimator, X, y in cases:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.fit(X, y)
+        print(f"{name} on {data}: fitted in {time.perf_counter() - start:.1f} s", flush=True)
+        yield name, data, estimator, X[:500]
+
+
+def outputs(estimator, X):
+    if isinstance(estimator, SNMClassifier):
+        return estimator.predict_top_k(X, 5, return_scores=True)
+    if isinstance(estimator, PointwiseROCSimilarity):
+        return (estimator.pairwise_similarity(X),)
+    return (estimator.transform(X),)
+
+
+def load_skops(data):
+    return sio.loads(data, trusted=sio.get_untrusted_types(data=data))
+
+
+def fastest_loads(files, repeats):
+    """The fastest of ``repeats`` loads of each file, alternated; and the last loaded objects."""
+    times = {kind: [] for kind in files}
+    loaded = {}
+    loaders = {"skops": load_skops, "pickle": pickle.loads}
+    for _ in range(repeats):
+        for kind, data in files.items():
+            start = time.perf_counter()
+            loaded[kind] = loaders[kind](data)
+            times[kind].append(time.perf_counter() - start)
+    return {kind: min(values) for kind, values in times.items()}, loaded
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="loads per file (fastest kept)")
+    parser.add_argument("--epochs", type=int, default=2, help="training epochs of torch estimators")
+    args = parser.parse_args()
+
+    results = Results("bench_persistence", packages=("skops",))
+    rows = []
+    for name, data, estimator, X in fitted_estimators(args.epochs):
+        start = time.perf_counter()
+        files = {"skops": sio.dumps(estimator), "pickle": pickle.dumps(estimator, protocol=5)}
+        save_seconds = time.perf_counter() - start
+        untrusted = sio.get_untrusted_types(data=files["skops"])
+        if not all(type_name.startswith("skrank.") for type_name in untrusted):
+            raise AssertionError(f"{name}: skops lists types other than skrank's: {untrusted}")
+        seconds, loaded = fastest_loads(files, args.repeats)
+        expected = outputs(estimator, X)
+        for kind, restored in loaded.items():
+            for before, after in zip(expected, outputs(restored, X), strict=True):
+                np.testing.assert_array_equal(before, after, err_msg=f"{name} via {kind}")
+        skops_size, pickle_size = len(files["skops"]), len(files["pickle"])
+        rows.append(
+            [
+                name,
+                data,
+                round(skops_size / 2**20, 3),
+                round(pickle_size / 2**20, 3),
+                round(skops_size / pickle_size, 2),
+                round(1000 * seconds["skops"], 3),
+                round(1000 * seconds["pickle"], 3),
+                round(seconds["skops"] / seconds["pickle"], 1),
+                len(untrusted),
+            ]
+        )
+        print(rows[-1], f"(both saves: {save_seconds:.2f} s)", flush=True)
+    results.add_table(
+        "Saved estimators: skops file against pickle (bytes in memory)",
+        [
+            "estimator",
+            "fitted on",
+            "skops (MiB)",
+            "pickle (MiB)",
+            "size ratio",
+            "skops load (ms)",
+            "pickle load (ms)",
+            "load ratio",
+            "types to trust",
+        ],
+        rows,
+        notes=(
+            "skops load: get_untrusted_types then loads with those types trusted (all skrank's "
+            "own, checked); pickle: pickle.loads of protocol 5 (as joblib). Fastest of "
+            f"{args.repeats} alternated loads each; predictions after loading checked bitwise "
+            f"equal to the fitted estimator's. Torch estimators trained {args.epochs} epochs."
+        ),
+    )
+    results.save()
+
+
+if __name__ == "__main__":
+    main()

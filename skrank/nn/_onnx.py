@@ -1,0 +1,78 @@
+"""Export of fitted networks to ONNX, for serving without Python's torch.
+
+Graphs are written by :func:`torch.onnx.export` with the ``torch.export``-based exporter (the
+default since torch 2.9; it needs ``onnxscript``), the maintained one: the TorchScript-based
+exporter is deprecated. The first dimension of the input (the rows) is dynamic.
+"""
+
+import importlib.util
+import os
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+#: Weights beyond this size are written to a file beside the graph (ONNX files hold 2 GiB).
+EXTERNAL_DATA_BYTES = 2**30
+
+
+class UnitRows(torch.nn.Module):
+    """``module``'s output rows scaled to unit L2 norm (zero rows stay zero), as
+    ``SOPRCEmbedder.transform`` scales them."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        outputs = self.module(x)
+        norms = outputs.norm(dim=1, keepdim=True)
+        return outputs / norms.clamp(min=torch.finfo(outputs.dtype).tiny)
+
+
+def dense_float32(X):
+    """``X`` (an array or a sparse matrix) as a dense float32 array, as an ONNX graph reads it."""
+    return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float32)
+
+
+def check_onnx_installed(method):
+    """Raise an ImportError naming the ``onnx`` extra when the exporter's packages are
+    missing."""
+    missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(
+            f"{method} needs the packages {' and '.join(missing)} (torch's ONNX exporter): "
+            "pip install 'skrank[onnx]', which also installs onnxruntime to run the graph."
+        )
+
+
+def export_module(module, n_features, path, output_names, opset_version=None):
+    """Write ``module`` (on the CPU, in evaluation mode) as an ONNX graph with the input ``X``
+    of shape (n_samples, n_features), float32, and the outputs ``output_names``.
+
+    Returns
+    -------
+    path : str
+        The graph's file (its weights in ``path + ".data"`` beside it when they exceed 1 GiB).
+    """
+    path = os.fspath(path)
+    module = module.cpu().eval()
+    weight_bytes = sum(t.numel() * t.element_size() for t in module.state_dict().values())
+    n_samples = torch.export.Dim("n_samples")
+    with torch.no_grad(), warnings.catch_warnings():
+        # torch's exporter, not the user's code, uses this deprecated form (torch 2.13).
+        warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+        torch.onnx.export(
+            module,
+            (torch.zeros(2, n_features),),
+            path,
+            input_names=["X"],
+            output_names=list(output_names),
+            dynamic_shapes=({0: n_samples},),
+            opset_version=opset_version,
+            dynamo=True,
+            external_data=weight_bytes > EXTERNAL_DATA_BYTES,
+            verbose=False,
+        )
+    return path

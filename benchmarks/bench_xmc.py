@@ -195,6 +195,8 @@ def run_napkinxc(directory, seed, out):
     from napkinxc.models import PLT
 
     X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
+    # napkinXC reads float CSR matrices only (an int8 indicator is refused).
+    X_train, Y_train, X_test = (sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test))
     reset_peak()
     with tempfile.TemporaryDirectory() as model_dir:
         start = time.perf_counter()
@@ -286,9 +288,12 @@ def run_all(args):
                 if args.quick:
                     command.append("--quick")
                 print(f"{name} / {method} / seed {seed} ...", flush=True)
-                done = subprocess.run(command, timeout=args.timeout)
+                # The child's own output (omikuji's progress bars) goes to a log beside its JSON.
+                with open(path.with_suffix(".log"), "w") as log:
+                    done = subprocess.run(command, timeout=args.timeout, stdout=log, stderr=log)
                 if done.returncode != 0:
-                    print(f"  failed with exit code {done.returncode}", flush=True)
+                    print(f"  failed with exit code {done.returncode}: see {path.with_suffix('.log')}",
+                          flush=True)  # fmt: skip
     report(args)
 
 

@@ -2,7 +2,12 @@
 
 from sklearn.exceptions import InconsistentVersionWarning as _SklearnInconsistentVersionWarning
 
-__all__ = ["DivergenceWarning", "InconsistentVersionWarning", "SolverAccuracyWarning"]
+__all__ = [
+    "DivergenceWarning",
+    "ExtremeFormatError",
+    "InconsistentVersionWarning",
+    "SolverAccuracyWarning",
+]
 
 
 class DivergenceWarning(RuntimeWarning):
@@ -10,6 +15,14 @@ class DivergenceWarning(RuntimeWarning):
 
     The estimator keeps the last finite weights (those at the end of the last complete epoch), so
     it never returns a NaN model. Lowering the learning rate usually helps.
+    """
+
+
+class ExtremeFormatError(ValueError):
+    """A file in the Extreme Classification Repository's text format is malformed.
+
+    Raised by :func:`skrank.datasets.load_extreme_file` and
+    :func:`~skrank.datasets.load_extreme_split`; the message names the file and the line.
     """
 
 

@@ -8,12 +8,12 @@ import pytest
 import scipy.sparse as sp
 
 from skrank.datasets import (
-    ExtremeFormatError,
     dump_extreme_file,
     load_extreme_file,
     load_extreme_split,
     make_extreme_classification,
 )
+from skrank.exceptions import ExtremeFormatError
 
 
 def _small_problem(seed=0):

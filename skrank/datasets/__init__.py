@@ -8,7 +8,6 @@ from ._arff import load_sparse_arff
 from ._composite import make_composite_digits
 from ._extreme import (
     EXTREME_PRESETS,
-    ExtremeFormatError,
     dump_extreme_file,
     load_extreme_file,
     load_extreme_split,
@@ -24,7 +23,6 @@ from ._synthetic import (
 
 __all__ = [
     "EXTREME_PRESETS",
-    "ExtremeFormatError",
     "dump_extreme_file",
     "load_bibtex",
     "load_corel5k",

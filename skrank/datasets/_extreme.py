@@ -12,6 +12,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.utils import check_random_state
 
 from .._compat import Interval, StrOptions, validate_params
+from ..exceptions import ExtremeFormatError
 from ._io import is_path, open_binary
 from ._synthetic import _draw_zipf
 
@@ -277,11 +278,6 @@ def _draw_background(n_features, size, rng):
 
 
 # ---------------------------------------------------------------------- repository text format
-class ExtremeFormatError(ValueError):
-    """A file in the Extreme Classification Repository's format is malformed (the message names
-    the file and the line)."""
-
-
 _HEADER = re.compile(rb"^\s*(\d+)\s+(\d+)\s+(\d+)\s*$")
 
 

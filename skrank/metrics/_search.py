@@ -183,7 +183,7 @@ class FaissIVFIndex:
     """Approximate top-k inner product search over faiss inverted lists (the ``ann`` extra).
 
     The rows are clustered by k-means into ``n_lists`` cells (10 iterations on a sample of
-    at most 32 rows a cell); a query scans the rows of its ``n_probe`` best cells, exactly.
+    at most 40 rows a cell); a query scans the rows of its ``n_probe`` best cells, exactly.
     Building costs the k-means and one pass over the rows (seconds for a million rows of
     dimension 128, where an HNSW graph takes minutes); a query costs about ``n_probe /
     n_lists`` of an exact scan, plus its comparison with the cell centroids. Results are
@@ -219,9 +219,9 @@ class FaissIVFIndex:
         self.index = faiss.IndexIVFFlat(quantizer, dim, self.n_lists, faiss.METRIC_INNER_PRODUCT)
         self.index.cp.seed = int(random_state)
         self.index.cp.niter = 10
-        self.index.cp.max_points_per_centroid = 32
+        self.index.cp.max_points_per_centroid = 40
         rng = np.random.RandomState(random_state)
-        n_train = min(n_rows, 32 * self.n_lists)
+        n_train = min(n_rows, 40 * self.n_lists)
         sample = table if n_train == n_rows else table[np.sort(rng.choice(n_rows, n_train, False))]
         self.index.train(sample)
         self.index.add(table)

@@ -125,14 +125,16 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         if group.get("weight_decay"):  # absent from the state of earlier versions
             gradient = gradient + group["weight_decay"] * table[rows]
         state = self.state[table]
+        # Updates of the rows read: gathered copies updated in place, then written back.
         if group["method"] == "sgd":
             table.index_put_((rows,), table[rows] - lr * gradient)
         elif group["method"] == "adagrad":
             if "sum" not in state:
                 state["sum"] = torch.zeros_like(table)
-            total = state["sum"][rows] + gradient.square()
+            total = state["sum"][rows].addcmul_(gradient, gradient)
             state["sum"].index_put_((rows,), total)
-            table.index_put_((rows,), table[rows] - lr * gradient / (total.sqrt() + group["eps"]))
+            step = total.sqrt_().add_(group["eps"]).reciprocal_().mul_(gradient)
+            table.index_put_((rows,), table[rows].sub_(step, alpha=lr))
         else:
             if "exp_avg" not in state:
                 state["step"] = 0
@@ -140,16 +142,17 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 state["exp_avg_sq"] = torch.zeros_like(table)
             state["step"] += 1
             beta1, beta2 = group["betas"]
-            average = torch.lerp(state["exp_avg"][rows], gradient, 1 - beta1)
-            square = torch.lerp(state["exp_avg_sq"][rows], gradient.square(), 1 - beta2)
+            average = state["exp_avg"][rows].lerp_(gradient, 1 - beta1)
+            square = state["exp_avg_sq"][rows].mul_(beta2).addcmul_(
+                gradient, gradient, value=1 - beta2
+            )
             state["exp_avg"].index_put_((rows,), average)
             state["exp_avg_sq"].index_put_((rows,), square)
             correction1 = 1 - beta1 ** state["step"]
             correction2 = 1 - beta2 ** state["step"]
             step_size = lr * correction2**0.5 / correction1
-            table.index_put_(
-                (rows,), table[rows] - step_size * average / (square.sqrt() + group["eps"])
-            )
+            step = average.div_(square.sqrt_().add_(group["eps"]))
+            table.index_put_((rows,), table[rows].sub_(step, alpha=step_size))
         return None
 
 

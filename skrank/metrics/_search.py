@@ -195,7 +195,8 @@ class FaissIVFIndex:
     table : ndarray or torch.Tensor of shape (n_rows, dim)
         Rows to search (copied into the index as float32).
     n_lists : int or None, default=None
-        Number of cells; None: ``2 sqrt(n_rows)``, between 1 and ``n_rows / 8``.
+        Number of cells; None: ``2 sqrt(n_rows)``, between 1 and ``n_rows / 40`` (faiss wants
+        39 training rows a cell).
     n_probe : int, default=16
         Cells scanned per query.
     random_state : int, default=0
@@ -213,7 +214,7 @@ class FaissIVFIndex:
         table = np.ascontiguousarray(table, dtype=np.float32)
         n_rows, dim = table.shape
         if n_lists is None:
-            n_lists = int(min(max(1, 2 * np.sqrt(n_rows)), max(1, n_rows // 8)))
+            n_lists = int(min(max(1, 2 * np.sqrt(n_rows)), max(1, n_rows // 40)))
         self.n_lists = int(n_lists)
         quantizer = faiss.IndexFlatIP(dim)
         self.index = faiss.IndexIVFFlat(quantizer, dim, self.n_lists, faiss.METRIC_INNER_PRODUCT)

@@ -801,10 +801,10 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     assert unvalidated.neighbor_weight_ == 0.0 and unvalidated.neighbor_embeddings_ is None
 
 
-def test_encoder_init_choices_and_the_auto_rule():
+def test_encoder_init_choices_and_the_auto_rule(monkeypatch):
     """``"svd"`` starts at the principal directions, ``"random"`` at a Gaussian projection;
-    ``"auto"`` takes the identity when it applies, else the SVD only where its estimated cost
-    is below that of an epoch."""
+    ``"auto"`` takes the identity when it applies, else the exact principal directions only
+    where they cost less than an epoch, else the random projection."""
     X, y = bag_of_words(n_samples=120, n_features=30)
     params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, tol=None, random_state=0)
     exact = SNMClassifier(**dict(params, embedding_dim=40)).fit(X, y)
@@ -816,19 +816,29 @@ def test_encoder_init_choices_and_the_auto_rule():
     assert not np.allclose(svd.decision_function(X), random.decision_function(X))
     hidden = SNMClassifier(**dict(few, hidden_layer_sizes=(16,))).fit(X, y)
     assert hidden.encoder_init_ is None
-    # The rule: 8 directions of 30 features, against epochs of 108 rows.
-    rows, labels, nnz = 108, 12, X[:108].nnz + 108
-    svd_cost = snm_module._svd_operations(rows + labels, 30, nnz, 8)
-    epoch_cost = 6 * 8 * (rows * (svd.n_negatives_ + 1) + X[:108].nnz)
-    auto = SNMClassifier(**few).fit(X, y)
-    assert auto.encoder_init_ == ("svd" if svd_cost <= epoch_cost else "random")
-    assert snm_module._svd_operations(10**5, 10**5, 10**7, 1024) > 50 * 6 * 1024 * (10**5 * 17)
+    # 30 features: the eigendecomposition costs more than an epoch of 108 rows, or less.
+    principal = snm_module._principal_seconds(30)
+    epoch = snm_module._epoch_seconds(108, X[:108].nnz, svd.n_negatives_, 8)
+    assert SNMClassifier(**few).fit(X, y).encoder_init_ == (
+        "svd" if principal <= epoch else "random"
+    )
+    monkeypatch.setattr(snm_module, "_principal_seconds", lambda n_features: 0.0)
+    assert SNMClassifier(**few).fit(X, y).encoder_init_ == "svd"
+    monkeypatch.setattr(snm_module, "_principal_seconds", lambda n_features: np.inf)
+    assert SNMClassifier(**few).fit(X, y).encoder_init_ == "random"
+    monkeypatch.setattr(snm_module, "_principal_seconds", lambda n_features: 0.0)
+    monkeypatch.setattr(snm_module, "EXACT_PRINCIPAL_FEATURES", 20)  # beyond: random, always
+    assert SNMClassifier(**few).fit(X, y).encoder_init_ == "random"
 
 
-def test_svd_operation_count_follows_randomized_svd():
-    # 7 power iterations below a tenth of the smaller side, 4 above; 10 oversamples.
-    assert snm_module._svd_operations(1000, 1000, 5000, 50) == 8 * (4 * 5000 * 60 + 2 * 2000 * 3600)
-    assert snm_module._svd_operations(1000, 1000, 5000, 150) == 5 * (4 * 5000 * 160 + 4000 * 160**2)
+def test_cost_estimates_of_the_start_and_of_an_epoch():
+    # Bibtex's training rows: the exact directions cost about an epoch (measured: 0.8 of one).
+    principal, epoch = snm_module._principal_seconds(1836), snm_module._epoch_seconds(
+        4392, 303_000, 159, 1024
+    )
+    assert 0.5 < principal / epoch < 1.5
+    assert snm_module._principal_seconds(4096) > 10 * snm_module._principal_seconds(1836)
+    assert snm_module._epoch_seconds(2000, 0, 1, 1) == 6 * 2000 * 2 / 2e9
 
 
 def test_auto_neighbor_weight_leaves_votes_off_beyond_the_row_cap(monkeypatch):

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import torch
 from sklearn.preprocessing import normalize
@@ -12,6 +13,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..nn import MLP, SparseRows, TrainingInputs
+
+# Up to this many features the principal directions are the exact eigenvectors of a dense
+# Gram matrix (its eigendecomposition takes seconds), beyond by a randomised SVD.
+EXACT_PRINCIPAL_FEATURES = 4096
 
 
 class LabelEmbeddingNetwork(nn.Module):
@@ -221,7 +226,9 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
 def principal_input_directions(X, positives, n_directions, random_state=None):
     """Orthonormal directions spanning most of the L2-normalised inputs and label centroids.
 
-    The top right singular vectors of the stacked matrix ``[C; X_n]``, with ``X_n`` the rows
+    The top right singular vectors of the stacked matrix ``[C; X_n]`` (exactly, as the top
+    eigenvectors of its Gram matrix, up to ``EXACT_PRINCIPAL_FEATURES`` features; by
+    scikit-learn's ``randomized_svd`` beyond), with ``X_n`` the rows
     of ``X`` scaled to unit norm and ``C`` the L2-normalised mean of each label's rows of
     ``X_n``. A linear encoder whose weights are these rows maps inputs and centroids to their
     coordinates in that subspace, so that inner products (and cosines) there are those of the
@@ -252,12 +259,17 @@ def principal_input_directions(X, positives, n_directions, random_state=None):
     centroids = normalize(sp.csr_matrix(positives, dtype=np.float64).T @ inputs)
     stacked = sp.vstack([centroids, inputs]).tocsr()
     n_exact = min(n_directions, *stacked.shape)
-    if n_exact == stacked.shape[1] and n_exact <= 2048:
+    n_features = stacked.shape[1]
+    if n_exact == n_features and n_exact <= 2048:
         # Every direction of the input space: no need to find them.
         basis = np.eye(n_exact)
+    elif n_features <= EXACT_PRINCIPAL_FEATURES:
+        # The top eigenvectors of the Gram matrix: exact, and cheaper than the randomised SVD.
+        gram = (stacked.T @ stacked).toarray()
+        _, vectors = scipy.linalg.eigh(gram, subset_by_index=[n_features - n_exact, n_features - 1])
+        basis = vectors[:, ::-1].T
     else:
         _, _, basis = randomized_svd(stacked, n_exact, random_state=rng)
-    n_features = stacked.shape[1]
     extra = 1e-3 * rng.normal(size=(n_directions - n_exact, n_features)) / math.sqrt(n_features)
     return np.vstack([basis, extra])
 

@@ -37,6 +37,7 @@ from ..utils._memory import available_host_bytes, chunk_rows
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from ._label_embedding import (
+    EXACT_PRINCIPAL_FEATURES,
     LabelEmbeddingNetwork,
     LabelScores,
     label_centroids,
@@ -591,18 +592,19 @@ default="hinge"
         return network
 
     def _resolve_encoder_init(self, X, positives):
-        """``encoder_init``, or for ``"auto"`` the identity/SVD where it costs less than an
-        epoch (estimated in floating-point operations), else the random projection."""
+        """``encoder_init``, or for ``"auto"`` the identity, or the exact principal directions
+        where they cost less than an epoch, else the random projection."""
         if self.encoder_init != "auto":
             return self.encoder_init
         n_rows, n_features = X.shape
         if n_features <= min(self.embedding_dim_, 2048):
             return "svd"  # the identity: every direction of the input space, found for free
+        if n_features > EXACT_PRINCIPAL_FEATURES:
+            return "random"
         nnz = X.nnz if sp.issparse(X) else n_rows * n_features
-        svd = _svd_operations(n_rows + positives.shape[1], n_features, nnz + positives.nnz,
-                              self.embedding_dim_)  # fmt: skip
-        epoch = 6 * self.embedding_dim_ * (n_rows * (self.n_negatives_ + 1) + nnz)
-        return "svd" if svd <= epoch else "random"
+        return "svd" if _principal_seconds(n_features) <= _epoch_seconds(
+            n_rows, nnz, self.n_negatives_, self.embedding_dim_
+        ) else "random"
 
     def initialize_criterion(self, y):
         return OrderedWeightedLoss(
@@ -1154,15 +1156,24 @@ def _check_dense_scores_fit(n_samples, n_labels):
         )
 
 
-def _svd_operations(n_rows, n_columns, nnz, rank):
-    """Floating-point operations of scikit-learn's ``randomized_svd`` of a sparse
-    ``n_rows x n_columns`` matrix with ``nnz`` entries at ``rank`` (its defaults: 10
-    oversamples; 7 power iterations below a tenth of the smaller side, else 4), counting the
-    products with the matrix and the LU normalisations of the ``(n_rows + n_columns) x l``
-    blocks of each iteration and the final QR."""
-    width = rank + 10
-    iterations = 7 if rank < 0.1 * min(n_rows, n_columns) else 4
-    return (iterations + 1) * (4 * nnz * width + 2 * (n_rows + n_columns) * width**2)
+# Operations a second of a 2-core CPU: LAPACK's dense eigendecomposition runs near the peak of
+# the cores, a training step far below it (sparse gathers, sorts and row updates).
+DENSE_OPERATIONS_PER_SECOND = 2e10
+STEP_OPERATIONS_PER_SECOND = 2e9
+
+
+def _principal_seconds(n_features):
+    """Estimated time of the exact principal directions: the eigendecomposition of a
+    ``p x p`` Gram matrix, about ``9 p^3`` operations (tridiagonal reduction and vectors)."""
+    return 9 * n_features**3 / DENSE_OPERATIONS_PER_SECOND
+
+
+def _epoch_seconds(n_rows, nnz, n_negatives, embedding_dim):
+    """Estimated time of one training epoch: forward and backward passes (3 times 2
+    operations a multiply-add) over each row's positive and sampled negatives and its
+    non-zeros."""
+    operations = 6 * embedding_dim * (n_rows * (n_negatives + 1) + nnz)
+    return operations / STEP_OPERATIONS_PER_SECOND
 
 
 def _auto_embedding_dim(n_features, n_labels):

@@ -14,6 +14,8 @@ early stopping on, the lowered ``max_epochs`` stops training before early stoppi
 * ``make_sphere_classes`` (the toy data of the pointwise-ROC paper): every estimator;
 * ``make_large_output_classification`` (SNM's data, about one example per label), multiclass and
   multilabel: SNMClassifier; the class-pair learners need several items per class;
+* ``make_extreme_classification`` (sparse TF-IDF rows, 2,000 power-law labels, a few rows a
+  label): SNMClassifier;
 * ``make_score_simulation`` generates scores, not inputs: it applies to the metrics only.
 """
 
@@ -33,6 +35,7 @@ from skrank.datasets import (
     load_bibtex,
     load_corel5k,
     load_mnist,
+    make_extreme_classification,
     make_large_output_classification,
     make_sphere_classes,
 )
@@ -55,6 +58,9 @@ DATA = {
     "large_output": lambda: make_large_output_classification(random_state=0),
     "large_output_multilabel": lambda: make_large_output_classification(
         multilabel=True, n_labels_per_sample=3, random_state=0
+    ),
+    "extreme": lambda: make_extreme_classification(
+        n_samples=3000, n_features=5000, n_labels=2000, random_state=0
     ),
 }
 

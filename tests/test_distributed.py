@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -50,12 +51,18 @@ ESTIMATORS = {
         ),
     ),
 }
+# The same with sparse rows: the input layer read and updated row by row (rows of different
+# counts on the two ranks, gathered outside DistributedDataParallel).
+ESTIMATORS["SNMClassifier-sparse"] = ESTIMATORS["SNMClassifier"]
 BATCH = 16  # per process: the single process trains with 2 x 16
 
 
 def _fit(name, batch_size):
     cls, params = ESTIMATORS[name]
     X, y = _data()
+    if name.endswith("-sparse"):
+        X[np.abs(X) < 0.8] = 0
+        X = sp.csr_matrix(X)
     model = cls(**params, batch_size=batch_size, random_state=0).fit(X, y)
     weights = [p.detach().clone() for p in model.module_.parameters()]
     if cls is SNMClassifier:

@@ -56,6 +56,22 @@ def gather(tensor, context):
     return torch.cat(parts)
 
 
+def gather_uneven(tensor, context):
+    """:func:`gather` of tensors whose first dimensions differ between the ranks (their sizes
+    are exchanged first, which reads them back to the host)."""
+    if not context.active:
+        return tensor
+    size = torch.tensor([tensor.shape[0]], device=tensor.device)
+    sizes = [torch.empty_like(size) for _ in range(context.world_size)]
+    dist.all_gather(sizes, size)
+    sizes = [int(s) for s in sizes]
+    padded = tensor.new_zeros((max(sizes), *tensor.shape[1:]))
+    padded[: tensor.shape[0]] = tensor
+    parts = [torch.empty_like(padded) for _ in range(context.world_size)]
+    dist.all_gather(parts, padded)
+    return torch.cat([part[:n] for part, n in zip(parts, sizes, strict=True)])
+
+
 def gather_with_gradient(tensor, context):
     """:func:`gather`, with this rank's part still attached to its autograd graph, and its
     gradient scaled by ``world_size``: every rank then computes the same loss of the gathered

@@ -2,7 +2,7 @@
 
 import torch
 
-from ._distributed import DistributedContext, gather
+from ._distributed import DistributedContext, gather, gather_uneven
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):
@@ -118,7 +118,10 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         if self.synchronize and torch.distributed.is_initialized():
             world = torch.distributed.get_world_size()
             context = DistributedContext(torch.distributed.get_rank(), world)
-            rows, gradients = gather(rows, context), gather(gradients, context) / world
+            # Reads of fixed shapes gather as they are; on the CPU (the flat layout of sparse
+            # rows) the number of rows read differs between the ranks.
+            collect = gather_uneven if rows.device.type in _DISTINCT_ROW_DEVICES else gather
+            rows, gradients = collect(rows, context), collect(gradients, context) / world
         group = self.param_groups[0]
         rows, gradient = _summed_per_row(rows, gradients)
         table, lr = self.table, group["lr"]

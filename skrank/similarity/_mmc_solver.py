@@ -70,6 +70,7 @@ increasing that distance, which is the true ascent direction.
 problem would be unbounded so that the estimator can warn.
 """
 
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -82,8 +83,13 @@ from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_ne
 from ..sampling._pairs import class_codes
 from ..utils._memory import chunk_rows
 from ..utils._validation import power_of_two_scale
-from ._neighbor_pairs import nearest_pairs, pair_difference_scatter
-from ._pair_statistics import _symmetrize, dissimilar_pair_scatter, similar_pair_scatter
+from ._neighbor_pairs import nearest_pairs
+from ._pair_statistics import (
+    _symmetrize,
+    dissimilar_pair_scatter,
+    pair_difference_scatter,
+    similar_pair_scatter,
+)
 
 __all__ = [
     "AllNegativePairs",
@@ -95,6 +101,8 @@ __all__ = [
     "SpectraplexGeometry",
     "figure_of_merit",
     "fit_mmc",
+    "fit_mmc_pairs",
+    "given_pair_statistics",
     "initial_metric",
     "maximize_mean_distance",
     "mmc_statistics",
@@ -806,45 +814,168 @@ def fit_mmc(
     with threadpool_limits(limits=1, user_api="blas"):
         data = statistics(X, y)
         rows = data.rows
-        n, d = rows.shape
-        if min_rank is not None and not 1 <= min_rank <= d:
-            raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
-        cap = None if min_rank in (None, 1) else 1.0 / min_rank
-        geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
-        similar, dissimilar = data.similar, data.dissimilar
         if positives == "nearest":  # local similar pairs: the scatter of target neighbours
             similar = pair_difference_scatter(rows, nearest_pairs(rows, y, n_neighbors))
-        if negatives == "nearest":
-            negative_sample = nearest_pairs(rows, y, n_neighbors, same_class=False)
-            dissimilar = pair_difference_scatter(rows, negative_sample)
-        whitening, spread, unbounded = _whitening(similar, dissimilar, scatter_ridge, diagonal)
-        metric = initial_metric(rows, init, diagonal, data.covariance)
-        start = _to_whitened(metric, whitening, diagonal)
-        start = geometry.point(start) if cap is None else geometry.project(start)
+            data = data._replace(similar=similar)
         if negatives == "all":
             pairs, touched = AllNegativePairs(y, max_block_entries), slice(None)
-        elif negatives == "nearest":
-            pairs, touched = _touched_pairs(negative_sample, max_block_entries)
         else:
-            draws = n if n_samples is None else n_samples
-            sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
-            pairs, touched = _touched_pairs(sampler(y, draws, random_state), max_block_entries)
-        if spread == 0:  # every dissimilar pair is at distance zero under every metric
-            result = SolverResult(start, np.zeros(1), 0.0, 0, True)
-        else:
-            # Only the rows that the pairs touch are read (rows on demand read no others).
-            touched_rows = rows[touched]
-            U = touched_rows * whitening if diagonal else touched_rows @ whitening
-            result = maximize_mean_distance(
-                pairs,
-                U,
-                geometry,
-                start,
-                floor=_FLOOR * spread,
-                max_iter=max_iter,
-                tol=tol,
-                verbose=verbose,
-            )
+            if negatives == "nearest":
+                sample = nearest_pairs(rows, y, n_neighbors, same_class=False)
+                data = data._replace(dissimilar=pair_difference_scatter(rows, sample))
+            else:
+                draws = rows.shape[0] if n_samples is None else n_samples
+                sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
+                sample = sampler(y, draws, random_state)
+            pairs, touched = _touched_pairs(sample, max_block_entries)
+        return _fit_on_statistics(
+            data,
+            pairs,
+            touched,
+            diagonal=diagonal,
+            init=init,
+            max_iter=max_iter,
+            tol=tol,
+            scatter_ridge=scatter_ridge,
+            min_rank=min_rank,
+            verbose=verbose,
+        )
+
+
+def fit_mmc_pairs(
+    pairs,
+    is_similar,
+    *,
+    diagonal=False,
+    init="identity",
+    max_iter=1000,
+    tol=1e-5,
+    scatter_ridge=1e-8,
+    min_rank=None,
+    verbose=False,
+    max_block_entries=None,
+):
+    """Solve MMC on given similar and dissimilar pairs (Xing et al.'s side information).
+
+    The problem of :func:`fit_mmc` with the means taken over the given pairs: the constraint
+    over the similar ones, the objective over the dissimilar ones (each pair counted as often as
+    it is given). Both scatters are exact, summed over chunks of pairs
+    (:func:`~skrank.similarity._pair_statistics.pair_difference_scatter`); the solver reads the
+    rows of the dissimilar pairs once (for index pairs, each distinct item once).
+
+    Parameters
+    ----------
+    pairs : GivenPairs
+        The pairs (:func:`~skrank.similarity._given_pairs.check_pairs`).
+    is_similar : ndarray of shape (n_pairs,), dtype=bool
+        Which pairs are similar (both kinds present).
+    diagonal, init, max_iter, tol, scatter_ridge, min_rank, verbose, max_block_entries
+        As in :func:`fit_mmc`. ``init="covariance"`` is the inverse covariance of the pairs'
+        items, each counted once per pair it belongs to.
+
+    Returns
+    -------
+    fit : MMCFit
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        data = given_pair_statistics(pairs, is_similar, with_covariance=_is_covariance(init))
+        objective_pairs, touched = _touched_pairs(pairs.sample(~is_similar), max_block_entries)
+        return _fit_on_statistics(
+            data,
+            objective_pairs,
+            touched,
+            diagonal=diagonal,
+            init=init,
+            max_iter=max_iter,
+            tol=tol,
+            scatter_ridge=scatter_ridge,
+            min_rank=min_rank,
+            verbose=verbose,
+        )
+
+
+def _is_covariance(init):
+    return isinstance(init, str) and init == "covariance"
+
+
+def given_pair_statistics(pairs, is_similar, *, with_covariance=False):
+    """:class:`MMCStatistics` of given pairs: exact scatters over the similar and dissimilar ones.
+
+    The items are rescaled by a power of two (exact) so that scatters of data at 1e-300 or 1e300
+    neither underflow nor overflow; the rows are returned rescaled on demand (read when the
+    solver needs them).
+
+    Parameters
+    ----------
+    pairs : GivenPairs
+        The pairs.
+    is_similar : ndarray of shape (n_pairs,), dtype=bool
+        Which pairs are similar.
+    with_covariance : bool, default=False
+        Also compute the covariance of the pairs' items (each counted once per pair), for
+        ``init="covariance"``.
+
+    Returns
+    -------
+    statistics : MMCStatistics
+    """
+    scale = power_of_two_scale(np.asarray(pairs.max_abs()))
+    rows = pairs.prepared_rows(functools.partial(np.multiply, scale))
+    similar = pair_difference_scatter(rows, pairs.sample(is_similar))
+    dissimilar = pair_difference_scatter(rows, pairs.sample(~is_similar))
+    covariance = _pair_item_covariance(pairs, rows) if with_covariance else None
+    return MMCStatistics(rows, similar, dissimilar, covariance, scale)
+
+
+def _pair_item_covariance(pairs, rows):
+    """Covariance of the items of the pairs, each counted once per pair (one pass, in chunks)."""
+    d = rows.shape[1]
+    total, gram = np.zeros(d), np.zeros((d, d))
+    for part in pairs.chunks():
+        for items in pairs.items(part, rows):
+            total += items.sum(axis=0)
+            gram += items.T @ items
+    n = 2 * pairs.n_pairs
+    mean = total / n
+    return _symmetrize(gram - n * np.outer(mean, mean)) / max(n - 1, 1)
+
+
+def _fit_on_statistics(
+    data, pairs, touched, *, diagonal, init, max_iter, tol, scatter_ridge, min_rank, verbose
+):
+    """Whiten the constraint of ``data`` and maximise the mean distance of ``pairs``.
+
+    ``pairs`` (:class:`AllNegativePairs` or :class:`SampledPairs`) index the rows ``touched``
+    of ``data.rows``; only those rows are read.
+    """
+    rows = data.rows
+    d = rows.shape[1]
+    if min_rank is not None and not 1 <= min_rank <= d:
+        raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
+    cap = None if min_rank in (None, 1) else 1.0 / min_rank
+    geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
+    whitening, spread, unbounded = _whitening(
+        data.similar, data.dissimilar, scatter_ridge, diagonal
+    )
+    metric = initial_metric(rows, init, diagonal, data.covariance)
+    start = _to_whitened(metric, whitening, diagonal)
+    start = geometry.point(start) if cap is None else geometry.project(start)
+    if spread == 0:  # every dissimilar pair is at distance zero under every metric
+        result = SolverResult(start, np.zeros(1), 0.0, 0, True)
+    else:
+        # Only the rows that the pairs touch are read (rows on demand read no others).
+        touched_rows = rows[touched]
+        U = touched_rows * whitening if diagonal else touched_rows @ whitening
+        result = maximize_mean_distance(
+            pairs,
+            U,
+            geometry,
+            start,
+            floor=_FLOOR * spread,
+            max_iter=max_iter,
+            tol=tol,
+            verbose=verbose,
+        )
     return MMCFit(
         geometry.components(result.point, whitening) * data.scale,
         result.objective,

@@ -31,6 +31,7 @@ __all__ = [
     "feasible_alpha_range",
     "fit_input_transform",
     "regularized_positive_matrix",
+    "score_alpha_levels",
     "select_alpha",
     "solve_cvxpy",
     "solve_kkt",
@@ -421,7 +422,7 @@ def regularized_positive_matrix(P, identity_weight):
     return P + scale * np.eye(P.shape[0])
 
 
-def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
+def fit_input_transform(X, kind, eigenvalue_floor=1e-6, sample_weight=None):
     """Mean and matrix of an input transform ``x -> (x - mean) @ matrix`` fitted on ``X``.
 
     Parameters
@@ -435,6 +436,9 @@ def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
         eigenvalues are floored at ``eigenvalue_floor`` times the largest).
     eigenvalue_floor : float, default=1e-6
         Relative floor on the covariance eigenvalues of ``"whiten"``.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Weight of each item in the mean and the (co)variances, e.g. how many pairs it belongs
+        to; None weighs them alike.
 
     Returns
     -------
@@ -446,13 +450,13 @@ def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
     # (c X - mean_c) @ matrix_c.
     scale = power_of_two_scale(X)
     X = X * scale
-    mean = X.mean(axis=0)
+    mean = np.average(X, axis=0, weights=sample_weight)
     if kind == "center":
         return mean / scale, np.eye(X.shape[1])
     if kind == "standardize":
-        std = X.std(axis=0)
+        std = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=sample_weight))
         return mean / scale, np.diag(scale / np.where(std > 0, std, 1.0))
-    covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
+    covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True, aweights=sample_weight))
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     floor = eigenvalue_floor * max(eigenvalues[-1], np.finfo(float).tiny)
     return mean / scale, eigenvectors * (scale / np.sqrt(np.maximum(eigenvalues, floor)))
@@ -518,10 +522,36 @@ def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
     """
     from ..metrics import pairwise_roc_score
 
+    def validation_tpr(A):
+        return pairwise_roc_score(X_val @ A @ X_val.T, codes_val, fpr)
+
+    return score_alpha_levels(P, N, validation_tpr, tolerance=tolerance, n_levels=n_levels)
+
+
+def score_alpha_levels(P, N, validation_score, *, tolerance=0.0, n_levels=20):
+    """The :func:`alpha_levels` and the validation score of the solution at each of them.
+
+    Parameters
+    ----------
+    P, N : ndarray of shape (d, d)
+        Matrices of the problem fitted on the training part.
+    validation_score : callable
+        ``validation_score(A)``: the score of the similarity of matrix ``A`` on held-out data
+        (:func:`select_alpha`: the TPR at a target FPR over all pairs of held-out items; a fit on
+        given pairs: the same over held-out pairs).
+    tolerance : float, default=0.0
+        The tolerance added to ``alpha``.
+    n_levels : int, default=20
+        Number of levels tried.
+
+    Returns
+    -------
+    levels : ndarray of shape (n_levels,)
+    scores : ndarray of shape (n_levels,)
+    """
     levels = alpha_levels(P, N, tolerance, n_levels)
     scores = np.empty(levels.shape[0])
     for index, level in enumerate(levels):
         beta = max(2.0 * (level + tolerance) - 1.0, -_frobenius(N))
-        A = solve_kkt(P, N, beta).A
-        scores[index] = pairwise_roc_score(X_val @ A @ X_val.T, codes_val, fpr)
+        scores[index] = validation_score(solve_kkt(P, N, beta).A)
     return levels, scores

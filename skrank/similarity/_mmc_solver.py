@@ -95,6 +95,7 @@ __all__ = [
     "AllNegativePairs",
     "MMCFit",
     "MMCStatistics",
+    "PairDifferences",
     "SampledPairs",
     "SimplexGeometry",
     "SolverResult",
@@ -481,6 +482,32 @@ class SampledPairs:
         return float(weight @ distances), _symmetrize(U.T @ laplacian_U)
 
 
+class PairDifferences:
+    """Weighted pairs given by their differences ``x_i - x_j``, one row each.
+
+    The objective's rows are then the differences (``U`` holds ``W^T (x_i - x_j)``), a pair's
+    distance is the norm of its embedded row and the gradient is ``sum_p c_p u_p u_p^T``: no
+    pair graph, and one row per pair instead of two items when the pairs share few items.
+
+    Parameters
+    ----------
+    weight : ndarray of shape (n_pairs,)
+        Weight of each pair (summing to one).
+    """
+
+    def __init__(self, weight):
+        self.weight = weight
+
+    def value_and_gradient(self, Z, U, floor, diagonal):
+        """Weighted distance sum and its gradient (as ``SampledPairs.value_and_gradient``)."""
+        distances = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+        pair_weight = self.weight / (2 * np.maximum(distances, floor))
+        value = float(self.weight @ distances)
+        if diagonal:
+            return value, pair_weight @ (U * U)
+        return value, _symmetrize(U.T @ (U * pair_weight[:, None]))
+
+
 class SolverResult(NamedTuple):
     """Outcome of :func:`maximize_mean_distance`."""
 
@@ -828,10 +855,11 @@ def fit_mmc(
                 sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
                 sample = sampler(y, draws, random_state)
             pairs, touched = _touched_pairs(sample, max_block_entries)
+        # Only the rows that the pairs touch are read (rows on demand read no others).
         return _fit_on_statistics(
             data,
             pairs,
-            touched,
+            rows[touched],
             diagonal=diagonal,
             init=init,
             max_iter=max_iter,
@@ -879,11 +907,24 @@ def fit_mmc_pairs(
     """
     with threadpool_limits(limits=1, user_api="blas"):
         data = given_pair_statistics(pairs, is_similar, with_covariance=_is_covariance(init))
-        objective_pairs, touched = _touched_pairs(pairs.sample(~is_similar), max_block_entries)
+        dissimilar = pairs.subset(~is_similar)
+        n_touched = np.unique(np.concatenate([dissimilar.first, dissimilar.second])).shape[0]
+        if dissimilar.n_pairs <= n_touched:
+            # Fewer pairs than rows they touch (always so for an (n_pairs, 2, d) array): the
+            # pairs' differences are fewer rows than the items, and need no pair graph.
+            objective_pairs = PairDifferences(np.full(dissimilar.n_pairs, 1 / dissimilar.n_pairs))
+            objective_rows = np.empty((dissimilar.n_pairs, pairs.n_features))
+            for part in dissimilar.chunks():
+                first, second = dissimilar.items(part, data.rows)
+                objective_rows[part] = first - second
+        else:
+            sample = dissimilar.sample(slice(None))
+            objective_pairs, touched = _touched_pairs(sample, max_block_entries)
+            objective_rows = data.rows[touched]
         return _fit_on_statistics(
             data,
             objective_pairs,
-            touched,
+            objective_rows,
             diagonal=diagonal,
             init=init,
             max_iter=max_iter,
@@ -941,12 +982,12 @@ def _pair_item_covariance(pairs, rows):
 
 
 def _fit_on_statistics(
-    data, pairs, touched, *, diagonal, init, max_iter, tol, scatter_ridge, min_rank, verbose
+    data, pairs, objective_rows, *, diagonal, init, max_iter, tol, scatter_ridge, min_rank, verbose
 ):
     """Whiten the constraint of ``data`` and maximise the mean distance of ``pairs``.
 
-    ``pairs`` (:class:`AllNegativePairs` or :class:`SampledPairs`) index the rows ``touched``
-    of ``data.rows``; only those rows are read.
+    ``pairs`` (:class:`AllNegativePairs`, :class:`SampledPairs` or :class:`PairDifferences`)
+    index the rows ``objective_rows`` (items of ``data.rows``, or pair differences).
     """
     rows = data.rows
     d = rows.shape[1]
@@ -963,9 +1004,7 @@ def _fit_on_statistics(
     if spread == 0:  # every dissimilar pair is at distance zero under every metric
         result = SolverResult(start, np.zeros(1), 0.0, 0, True)
     else:
-        # Only the rows that the pairs touch are read (rows on demand read no others).
-        touched_rows = rows[touched]
-        U = touched_rows * whitening if diagonal else touched_rows @ whitening
+        U = objective_rows * whitening if diagonal else objective_rows @ whitening
         result = maximize_mean_distance(
             pairs,
             U,

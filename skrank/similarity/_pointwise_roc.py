@@ -603,7 +603,9 @@ class PointwiseROCSimilarity(BaseEstimator):
                 random_state=rng,
             )
         except ValueError:  # a kind of pair too rare to be split
-            fit_part, validation = indices, indices
+            fit_part, validation = train_test_split(
+                indices, test_size=self.validation_fraction, random_state=rng
+            )
         validation = validation[:_MAX_VALIDATION_PAIRS]
         if len({*is_similar[fit_part]}) < 2 or len({*is_similar[validation]}) < 2:
             self._warn_alpha_on_training_pairs("pairs", "Give more pairs of each kind")

@@ -266,23 +266,25 @@ def check_pair_labels(y, n_pairs, *, input_name="y"):
         raise ValueError(
             f"{input_name} has {y.shape[0]} labels for {n_pairs} pairs: give one label per pair."
         )
-    classes = np.unique(y)
-    numeric = classes.dtype.kind in "biuf"
-    if not numeric or not (np.isin(classes, [0, 1]).all() or np.isin(classes, [-1, 1]).all()):
+    is_similar = y == 1
+    minus_one, zero = (y == -1), (y == 0)  # elementwise: np.unique sorts or hashes all labels
+    numeric = y.dtype.kind in "biuf"
+    if not numeric or not np.all(is_similar | minus_one | zero) or (minus_one.any() and zero.any()):
+        classes = np.unique(y)
         shown = ", ".join(repr(value) for value in classes[:5].tolist())
         raise ValueError(
             f"{input_name} must say of each pair whether it is similar (1 or True) or dissimilar "
             f"(-1, 0 or False), with values in {{-1, 1}} or {{0, 1}}; got the values {shown}"
             f"{', ...' if classes.shape[0] > 5 else ''}."
         )
-    is_similar = y == 1
     if is_similar.all() or not is_similar.any():
         kind = "similar" if is_similar.all() else "dissimilar"
         raise ValueError(
             f"{input_name} labels every pair {kind}: both similar and dissimilar pairs are "
             "needed (the criteria compare the two kinds)."
         )
-    return is_similar, classes
+    dissimilar = y[np.argmin(is_similar)]
+    return is_similar, np.array([dissimilar, y[np.argmax(is_similar)]], dtype=y.dtype)
 
 
 def pair_groups(pairs, n_items=None):

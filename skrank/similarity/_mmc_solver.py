@@ -908,7 +908,7 @@ def fit_mmc_pairs(
     with threadpool_limits(limits=1, user_api="blas"):
         data = given_pair_statistics(pairs, is_similar, with_covariance=_is_covariance(init))
         dissimilar = pairs.subset(~is_similar)
-        n_touched = np.unique(np.concatenate([dissimilar.first, dissimilar.second])).shape[0]
+        n_touched = np.count_nonzero(np.bincount(np.r_[dissimilar.first, dissimilar.second]))
         if dissimilar.n_pairs <= n_touched:
             # Fewer pairs than rows they touch (always so for an (n_pairs, 2, d) array): the
             # pairs' differences are fewer rows than the items, and need no pair graph.

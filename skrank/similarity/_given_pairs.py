@@ -49,6 +49,23 @@ PAIR_INPUT_DOCS = {
         "must be present.",
     ),
 }
+#: The Parameters section of the methods that take class-labelled items or given pairs.
+PAIR_INPUT_DOCS["evaluation_parameters"] = {
+    "Parameters": [
+        (
+            "X",
+            "array-like of shape (n_samples, n_features), (n_pairs, 2, n_features) or (n_pairs, 2)",
+            "Class-labelled items, or pairs (their items, or with ``items`` set their row indices "
+            "in ``items``).",
+        ),
+        (
+            "y",
+            "array-like of shape (n_samples,) or (n_pairs,)",
+            "Class labels of the items, or for pairs 1 or True (similar) and -1, 0 or False "
+            "(dissimilar).",
+        ),
+    ]
+}
 
 
 class GivenPairs:

@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
-from ..utils._docstrings import fill_docs, fill_shared_docs
+from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import parameters_for, store_parameters
 from ..utils._validation import (
@@ -23,35 +23,15 @@ from ..utils._validation import (
 )
 from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
 from ._given_pairs import PAIR_INPUT_DOCS, check_pair_labels, check_pairs, is_pair_input
-from ._mmc_solver import _merit, figure_of_merit, fit_mmc, fit_mmc_pairs
+from ._mmc_solver import _merit, figure_of_merit, fit_mmc, given_pair_statistics_for
 
 __all__ = ["MMC"]
 
 # Largest number of negative pairs that negatives="auto" draws on a dask array.
 _DASK_AUTO_PAIRS = 100_000
-# The parameters of the methods that evaluate the metric on labelled items or pairs (fill_docs).
-_EVALUATION_DOCS = {
-    "evaluation_parameters": {
-        "Parameters": [
-            (
-                "X",
-                "array-like of shape (n_samples, n_features), (n_pairs, 2, n_features) or "
-                "(n_pairs, 2)",
-                "Class-labelled items, or pairs (their items, or with ``items`` set their row "
-                "indices in ``items``).",
-            ),
-            (
-                "y",
-                "array-like of shape (n_samples,) or (n_pairs,)",
-                "Class labels of the items, or for pairs 1 or True (similar) and -1, 0 or "
-                "False (dissimilar).",
-            ),
-        ]
-    }
-}
 
 
-@fill_shared_docs(methods={**_EVALUATION_DOCS, **CLASS_LABELS_DOCS})
+@fill_shared_docs(methods={**PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
 class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Mahalanobis Metric for Clustering (MMC), solved to a certified optimum.
 
@@ -365,12 +345,15 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 )
         pairs = check_pairs(self, X, items=self.items, reset=True, input_name="X")
         is_similar, _ = check_pair_labels(y, pairs.n_pairs)
-        return fit_mmc_pairs(
+        return fit_mmc(
             pairs,
             is_similar,
             **parameters_for(
                 self,
-                fit_mmc_pairs,
+                fit_mmc,
+                negatives="given",
+                positives="all",
+                statistics=given_pair_statistics_for(self.init),
                 min_rank=self._min_rank(pairs.n_features),
                 verbose=bool(self.verbose),
             ),
@@ -424,7 +407,6 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return self.components_.T @ self.components_
 
-    @fill_docs({"pairs": PAIR_INPUT_DOCS["pairs"]})
     def pair_distance(self, X1, X2=None):
         """Learned distance between the two items of each pair.
 
@@ -435,9 +417,9 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X1 : array-like of shape (n_pairs, n_features), or pairs
-            First items of the pairs, or the pairs themselves when ``X2`` is None:
-            {pairs}
+        X1 : array-like of shape (n_pairs, n_features), (n_pairs, 2, n_features) or (n_pairs, 2)
+            First items of the pairs; or, when ``X2`` is None, the pairs: their two items, or
+            with ``items`` set their row indices in ``items``.
         X2 : array-like of shape (n_pairs, n_features) or None, default=None
             Second items of the pairs.
 
@@ -468,7 +450,6 @@ class MMC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             distances[part] = row_norms(first - second)
         return distances
 
-    @fill_docs({"pairs": PAIR_INPUT_DOCS["pairs"]})
     def decision_function(self, pairs):
         """Negated learned distance of each pair: larger means more alike.
 

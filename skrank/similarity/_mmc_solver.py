@@ -102,8 +102,8 @@ __all__ = [
     "SpectraplexGeometry",
     "figure_of_merit",
     "fit_mmc",
-    "fit_mmc_pairs",
     "given_pair_statistics",
+    "given_pair_statistics_for",
     "initial_metric",
     "maximize_mean_distance",
     "mmc_statistics",
@@ -791,11 +791,16 @@ def fit_mmc(
         Class labels (at least two classes, one with two items).
     diagonal : bool, default=False
         Learn a diagonal ``A``.
-    negatives : {"all", "pairs", "tuples", "nearest"}, default="all"
+    negatives : {"all", "pairs", "tuples", "nearest", "given"}, default="all"
         All negative pairs, or ``n_samples`` pairs drawn uniformly from them, or ``n_samples``
         K-tuples (one item per class) with unbiased weights, or each item with its
         ``n_neighbors`` nearest items of other classes in the input metric
         (:func:`~skrank.similarity._neighbor_pairs.nearest_pairs`), equally weighted.
+        ``"given"``: ``X`` holds given pairs
+        (:class:`~skrank.similarity._given_pairs.GivenPairs`), ``y`` says which are similar,
+        and ``statistics`` is :func:`given_pair_statistics` (with ``positives="all"``): the
+        constraint over the similar pairs, the objective over the dissimilar ones, each pair
+        counted as often as it is given.
     n_samples : int or None, default=None
         Number of pairs or tuples drawn; ``None`` means the number of training items.
     positives : {"all", "nearest"}, default="all"
@@ -827,7 +832,8 @@ def fit_mmc(
     statistics : callable, default=mmc_statistics
         ``statistics(X, y)`` returns the :class:`MMCStatistics` of the items:
         :func:`mmc_statistics` for items in memory,
-        :func:`~skrank.similarity._dask.mmc_statistics_dask` for a dask array.
+        :func:`~skrank.similarity._dask.mmc_statistics_dask` for a dask array,
+        :func:`given_pair_statistics` for given pairs (``given_pair_statistics_for(init)``).
 
     BLAS runs on one thread: the solver's matrix products are small or memory-bound, and on a
     shared 2-core machine multi-threaded OpenBLAS made fits 3 to 20 times slower.
@@ -844,8 +850,10 @@ def fit_mmc(
         if positives == "nearest":  # local similar pairs: the scatter of target neighbours
             similar = pair_difference_scatter(rows, nearest_pairs(rows, y, n_neighbors))
             data = data._replace(similar=similar)
-        if negatives == "all":
-            pairs, touched = AllNegativePairs(y, max_block_entries), slice(None)
+        if negatives == "given":
+            pairs, objective_rows = _given_objective(X, y, rows, max_block_entries)
+        elif negatives == "all":
+            pairs, objective_rows = AllNegativePairs(y, max_block_entries), rows
         else:
             if negatives == "nearest":
                 sample = nearest_pairs(rows, y, n_neighbors, same_class=False)
@@ -855,75 +863,10 @@ def fit_mmc(
                 sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
                 sample = sampler(y, draws, random_state)
             pairs, touched = _touched_pairs(sample, max_block_entries)
-        # Only the rows that the pairs touch are read (rows on demand read no others).
+            objective_rows = rows[touched]  # rows on demand read no others
         return _fit_on_statistics(
             data,
             pairs,
-            rows[touched],
-            diagonal=diagonal,
-            init=init,
-            max_iter=max_iter,
-            tol=tol,
-            scatter_ridge=scatter_ridge,
-            min_rank=min_rank,
-            verbose=verbose,
-        )
-
-
-def fit_mmc_pairs(
-    pairs,
-    is_similar,
-    *,
-    diagonal=False,
-    init="identity",
-    max_iter=1000,
-    tol=1e-5,
-    scatter_ridge=1e-8,
-    min_rank=None,
-    verbose=False,
-    max_block_entries=None,
-):
-    """Solve MMC on given similar and dissimilar pairs (Xing et al.'s side information).
-
-    The problem of :func:`fit_mmc` with the means taken over the given pairs: the constraint
-    over the similar ones, the objective over the dissimilar ones (each pair counted as often as
-    it is given). Both scatters are exact, summed over chunks of pairs
-    (:func:`~skrank.similarity._pair_statistics.pair_difference_scatter`); the solver reads the
-    rows of the dissimilar pairs once (for index pairs, each distinct item once).
-
-    Parameters
-    ----------
-    pairs : GivenPairs
-        The pairs (:func:`~skrank.similarity._given_pairs.check_pairs`).
-    is_similar : ndarray of shape (n_pairs,), dtype=bool
-        Which pairs are similar (both kinds present).
-    diagonal, init, max_iter, tol, scatter_ridge, min_rank, verbose, max_block_entries
-        As in :func:`fit_mmc`. ``init="covariance"`` is the inverse covariance of the pairs'
-        items, each counted once per pair it belongs to.
-
-    Returns
-    -------
-    fit : MMCFit
-    """
-    with threadpool_limits(limits=1, user_api="blas"):
-        data = given_pair_statistics(pairs, is_similar, with_covariance=_is_covariance(init))
-        dissimilar = pairs.subset(~is_similar)
-        n_touched = np.count_nonzero(np.bincount(np.r_[dissimilar.first, dissimilar.second]))
-        if dissimilar.n_pairs <= n_touched:
-            # Fewer pairs than rows they touch (always so for an (n_pairs, 2, d) array): the
-            # pairs' differences are fewer rows than the items, and need no pair graph.
-            objective_pairs = PairDifferences(np.full(dissimilar.n_pairs, 1 / dissimilar.n_pairs))
-            objective_rows = np.empty((dissimilar.n_pairs, pairs.n_features))
-            for part in dissimilar.chunks():
-                first, second = dissimilar.items(part, data.rows)
-                objective_rows[part] = first - second
-        else:
-            sample = dissimilar.sample(slice(None))
-            objective_pairs, touched = _touched_pairs(sample, max_block_entries)
-            objective_rows = data.rows[touched]
-        return _fit_on_statistics(
-            data,
-            objective_pairs,
             objective_rows,
             diagonal=diagonal,
             init=init,
@@ -933,6 +876,31 @@ def fit_mmc_pairs(
             min_rank=min_rank,
             verbose=verbose,
         )
+
+
+def _given_objective(pairs, is_similar, rows, max_block_entries):
+    """The objective's pairs (the given dissimilar ones) and the rows they index.
+
+    When the pairs are fewer than the rows they touch (always so for an (n_pairs, 2, d) array),
+    the rows are the pairs' differences (:class:`PairDifferences`: fewer rows, no pair graph);
+    otherwise the touched items, with :class:`SampledPairs` over them.
+    """
+    dissimilar = pairs.subset(~is_similar)
+    n_touched = np.count_nonzero(np.bincount(np.r_[dissimilar.first, dissimilar.second]))
+    if dissimilar.n_pairs > n_touched:
+        sample = dissimilar.sample(slice(None))
+        objective_pairs, touched = _touched_pairs(sample, max_block_entries)
+        return objective_pairs, rows[touched]
+    differences = np.empty((dissimilar.n_pairs, dissimilar.n_features))
+    for part in dissimilar.chunks():
+        first, second = dissimilar.items(part, rows)
+        differences[part] = first - second
+    return PairDifferences(np.full(dissimilar.n_pairs, 1 / dissimilar.n_pairs)), differences
+
+
+def given_pair_statistics_for(init):
+    """:func:`given_pair_statistics` with the covariance that ``init="covariance"`` needs."""
+    return functools.partial(given_pair_statistics, with_covariance=_is_covariance(init))
 
 
 def _is_covariance(init):

@@ -52,27 +52,10 @@ _N_ALPHA_LEVELS = 20
 # The parameters of the methods that take pairs of items, or items or pairs (fill_docs).
 _PAIRS_DOCS = {
     "pairs_parameters": {"Parameters": [PAIR_INPUT_DOCS["pairs"]]},
-    "evaluation_parameters": {
-        "Parameters": [
-            (
-                "X",
-                "array-like of shape (n_samples, n_features), (n_pairs, 2, n_features) or "
-                "(n_pairs, 2)",
-                "Class-labelled items, or pairs (their items, or with ``items`` set their row "
-                "indices in ``items``).",
-            ),
-            (
-                "y",
-                "array-like of shape (n_samples,) or (n_pairs,)",
-                "Class labels of the items, or for pairs 1 or True (similar) and -1, 0 or "
-                "False (dissimilar).",
-            ),
-        ]
-    },
 }
 
 
-@fill_shared_docs(methods={**_PAIRS_DOCS, **CLASS_LABELS_DOCS})
+@fill_shared_docs(methods={**_PAIRS_DOCS, **PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
 class PointwiseROCSimilarity(BaseEstimator):
     """Bilinear similarity with the largest true-positive rate at a bounded negative risk.
 
@@ -93,6 +76,15 @@ class PointwiseROCSimilarity(BaseEstimator):
     (:func:`~skrank.similarity.regularized_positive_matrix`). ``P`` and ``N`` are computed
     exactly from the class sums and the Gram matrix in ``O(n d^2)`` time, with no loop over the
     ``n^2`` pairs, and can be accumulated over chunks with :meth:`partial_fit`.
+
+    **Learning from pairs.** ``fit(pairs, y)`` learns from given pairs instead of class labels:
+    ``y`` is 1 or True for a similar pair and -1, 0 or False for a dissimilar one, ``pairs`` an
+    array of shape (n_pairs, 2, n_features) (a dask array chunked along the pairs for pairs
+    larger than memory) or an (n_pairs, 2) array of row indices into ``items``. ``P`` and ``N``
+    are then the means over the given similar and dissimilar pairs (exact, summed over chunks of
+    pairs), ``alpha="auto"`` holds out pairs instead of items, ``threshold_`` is calibrated on
+    the dissimilar pairs, ``predict`` returns the labels of ``y`` and ``score(pairs, y)`` the
+    TPR at ``threshold_fpr`` over the pairs. See the :ref:`User Guide <pairs>`.
 
     **Choosing alpha for a target FPR** (``alpha="auto"``, the default). The paper's level bounds
     the negative risk, not the false-positive rate users read. ``"auto"`` holds out
@@ -224,11 +216,14 @@ class PointwiseROCSimilarity(BaseEstimator):
         reservoir holds a single class). :meth:`calibrate_threshold` recalibrates it on other
         data.
     classes_ : ndarray of shape (2,)
-        Labels predicted for pairs: 0 (different classes) and 1 (same class).
-    item_classes_ : ndarray of shape (n_item_classes,)
-        Class labels of the training items, in the order of their class codes.
-    pair_statistics_ : skrank.similarity.PairStatistics
-        Class counts, class sums and Gram matrix of the (normalised) training items.
+        Labels predicted for pairs, dissimilar then similar: 0 (different classes) and 1 (same
+        class) after a fit on class labels, the two labels of ``y`` after a fit on pairs.
+    item_classes_ : ndarray of shape (n_item_classes,) or None
+        Class labels of the training items, in the order of their class codes (None after a
+        fit on pairs).
+    pair_statistics_ : skrank.similarity.PairStatistics or None
+        Class counts, class sums and Gram matrix of the (normalised) training items (None
+        after a fit on pairs).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -813,14 +808,16 @@ class PointwiseROCSimilarity(BaseEstimator):
         return similarity - self.threshold_
 
     def predict(self, pairs):
-        """Predict whether the items of each pair share a class.
+        """Predict whether the items of each pair are similar (share a class).
 
         {pairs_parameters}
 
         Returns
         -------
         labels : ndarray of shape (n_pairs,)
-            1 when the similarity exceeds ``threshold_`` (same class), else 0.
+            ``classes_[1]`` when the similarity exceeds ``threshold_``, else ``classes_[0]``:
+            1 and 0 after a fit on class labels, the two labels ``fit`` saw after a fit on
+            pairs (e.g. 1 and -1, or True and False).
         """
         is_similar = self.decision_function(pairs) > 0
         return self.classes_[is_similar.astype(np.int64)]

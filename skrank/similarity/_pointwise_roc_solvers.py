@@ -66,6 +66,16 @@ _PROBLEM_DOCS = {
 }
 
 
+# The options and the levels of the functions that score levels of alpha (fill_docs).
+_LEVEL_DOCS = {
+    "level_options": [
+        ("tolerance", "float", "The tolerance added to ``alpha``."),
+        ("n_levels", "int", "Number of levels tried."),
+    ],
+    "levels": ("levels", "ndarray of shape (n_levels,)", "The levels of :func:`alpha_levels`."),
+}
+
+
 class NeymanPearsonSolution(NamedTuple):
     """Solution of ``max <P, A>`` subject to ``<N, A> <= beta`` and ``||A||_F <= 1``.
 
@@ -490,6 +500,7 @@ def alpha_levels(P, N, tolerance=0.0, n_levels=20):
     return np.clip(np.linspace(low, high, n_levels + 1)[1:], 0.0, 1.0)
 
 
+@fill_docs(_LEVEL_DOCS)
 def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
     """The level ``alpha`` whose solution has the largest TPR at ``fpr`` on validation pairs.
 
@@ -509,14 +520,11 @@ def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
         Their class codes (a positive and a negative pair at least).
     fpr : float
         The target false-positive rate, in (0, 1).
-    tolerance : float, default=0.0
-        The tolerance added to ``alpha``.
-    n_levels : int, default=20
-        Number of levels tried.
+    {level_options}
 
     Returns
     -------
-    levels : ndarray of shape (n_levels,)
+    {levels}
     scores : ndarray of shape (n_levels,)
         Validation TPR at ``fpr`` of each level.
     """
@@ -528,6 +536,7 @@ def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
     return score_alpha_levels(P, N, validation_tpr, tolerance=tolerance, n_levels=n_levels)
 
 
+@fill_docs(_LEVEL_DOCS)
 def score_alpha_levels(P, N, validation_score, *, tolerance=0.0, n_levels=20):
     """The :func:`alpha_levels` and the validation score of the solution at each of them.
 
@@ -539,15 +548,13 @@ def score_alpha_levels(P, N, validation_score, *, tolerance=0.0, n_levels=20):
         ``validation_score(A)``: the score of the similarity of matrix ``A`` on held-out data
         (:func:`select_alpha`: the TPR at a target FPR over all pairs of held-out items; a fit on
         given pairs: the same over held-out pairs).
-    tolerance : float, default=0.0
-        The tolerance added to ``alpha``.
-    n_levels : int, default=20
-        Number of levels tried.
+    {level_options}
 
     Returns
     -------
-    levels : ndarray of shape (n_levels,)
+    {levels}
     scores : ndarray of shape (n_levels,)
+        ``validation_score`` of the solution at each level.
     """
     levels = alpha_levels(P, N, tolerance, n_levels)
     scores = np.empty(levels.shape[0])

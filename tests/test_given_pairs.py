@@ -420,3 +420,18 @@ def test_index_pairs_given_without_items_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         MMC().fit(indices.astype(float), labels)  # float features: items, as given
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_pairs_at_extreme_magnitudes_give_the_fit_at_scale_one(scale):
+    items, indices, labels = _random_pairs(seed=15)
+    pairs = items[indices]
+    expected, fitted = MMC().fit(pairs, labels), MMC().fit(pairs * scale, labels)
+    np.testing.assert_allclose(fitted.components_ * scale, expected.components_, atol=1e-12)
+    assert fitted.objective_and_constraint(pairs * scale, labels) == pytest.approx(
+        expected.objective_and_constraint(pairs, labels), rel=1e-12
+    )
+    roc = PointwiseROCSimilarity(alpha=0.6)
+    np.testing.assert_allclose(
+        clone(roc).fit(pairs * scale, labels).A_, clone(roc).fit(pairs, labels).A_, atol=1e-14
+    )

@@ -36,7 +36,8 @@ _PAIRS_INPUT = (
 )
 _MMC_PAIRS_INPUT = (
     "decision_function takes pairs of shape (n_pairs, 2, n_features); the check calls it on 2D "
-    "items, which is rightly refused. tests/test_given_pairs.py checks the same properties on pairs."
+    "items, which is rightly refused. tests/test_given_pairs.py checks the same properties on "
+    "pairs."
 )
 # Checks that call every method of a fitted estimator on 2D items.
 _METHOD_CHECKS = [

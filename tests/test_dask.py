@@ -154,7 +154,15 @@ def test_mmc_on_dask_at_an_extreme_scale_equals_the_fit_at_scale_one(scale):
 def test_mmc_on_dask_refuses_all_negative_pairs():
     X, y = _data(n=50)
     with pytest.raises(ValueError, match='negatives="pairs" or "tuples"'):
-        MMC().fit(da.from_array(X, chunks=10), y)
+        MMC(negatives="all").fit(da.from_array(X, chunks=10), y)
+
+
+def test_mmc_defaults_on_dask_sample_pairs_as_the_in_memory_fit():
+    X, y = _data(n=80)
+    on_dask = MMC(random_state=0).fit(da.from_array(X, chunks=25), y)
+    in_memory = MMC(negatives="pairs", n_samples=80, random_state=0).fit(X, y)
+    np.testing.assert_allclose(on_dask.components_, in_memory.components_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(on_dask.objective_, in_memory.objective_, rtol=1e-10)
 
 
 def test_partial_fit_refuses_a_dask_array():

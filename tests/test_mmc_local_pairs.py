@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 from sklearn.utils.estimator_checks import check_estimator
+from test_common import EXPECTED_FAILED_CHECKS
 
 from skrank import MMC
 from skrank.similarity._neighbor_pairs import nearest_pairs
@@ -40,5 +41,11 @@ def test_local_pairs_pass_scikit_learn_estimator_checks():
     results = check_estimator(
         MMC(positives="nearest", negatives="nearest", n_neighbors=3), on_fail=None
     )
-    failed = [(r["check_name"], r["exception"]) for r in results if r["status"] == "failed"]
+    # decision_function takes pairs: the checks calling it on 2D items are expected to fail
+    # there (tests/test_common.py lists them with the reason).
+    failed = [
+        (r["check_name"], r["exception"])
+        for r in results
+        if r["status"] == "failed" and r["check_name"] not in EXPECTED_FAILED_CHECKS["MMC"]
+    ]
     assert not failed

@@ -20,7 +20,8 @@ from skrank.similarity._mmc_solver import (
     maximize_mean_distance,
     project_capped_simplex,
 )
-from skrank.similarity._neighbor_pairs import nearest_pairs, pair_difference_scatter
+from skrank.similarity._neighbor_pairs import nearest_pairs
+from skrank.similarity._pair_statistics import pair_difference_scatter
 
 
 def _problem(seed=0, n=30, d=4, n_classes=3):

@@ -4,7 +4,8 @@ Protocol
 --------
 A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = better.
 
-- An *embedder* is an estimator with ``transform`` and no ``decision_function``. Retrieval
+- An *embedder* is an estimator with ``transform`` that is not a classifier (below; e.g.
+  :class:`~skrank.MMC`, whose ``decision_function`` scores pairs). Retrieval
   metrics score ``transform(X)`` against ``y`` (every item a query against the others).
   The metric space is the scorer's ``metric`` when given; otherwise the estimator's class
   attribute ``retrieval_metric`` ("cosine" or "euclidean"; for a ``Pipeline``, that of its
@@ -118,7 +119,10 @@ def _scores_labels(estimator):
     final = final_estimator(estimator)
     if _learns_similarity(estimator):
         return False  # its decision_function scores pairs of items, not labels
-    return hasattr(final, "decision_function") or hasattr(final, "predict_top_k")
+    if hasattr(final, "predict_top_k"):
+        return True
+    # decision_function ranks labels only beside classes_ (MMC's scores pairs: an embedder).
+    return hasattr(final, "decision_function") and hasattr(final, "classes_")
 
 
 def _retrieval_input(estimator, X, metric, name):
@@ -139,9 +143,9 @@ def _retrieval_input(estimator, X, metric, name):
 def _embed(estimator, X, name):
     if _scores_labels(estimator):
         raise ValueError(
-            f"The scorer {name!r} scores an embedding (an estimator with transform and no "
-            f"decision_function); {type(estimator).__name__} ranks labels (it has "
-            "decision_function or predict_top_k): it is a classifier."
+            f"The scorer {name!r} scores an embedding (an estimator with transform that ranks "
+            f"no labels); {type(estimator).__name__} ranks labels (it has classes_ and "
+            "decision_function, or predict_top_k): it is a classifier."
         )
     if not hasattr(estimator, "transform"):
         raise ValueError(

@@ -9,6 +9,10 @@ The two learners of a similarity or a distance from the pairs implied by class l
   :func:`select_alpha` (the level giving the best TPR at a target FPR on held-out pairs).
 - :class:`MMC`: a Mahalanobis metric (Xing et al., 2002), solved to a certified optimum.
 
+Both learn from the pairs implied by class labels or from given pairs, similar and dissimilar
+(Xing et al.'s side information); :func:`pair_groups` groups given pairs by the items they share,
+for group-aware cross-validation.
+
 :func:`one_standard_error_rule` chooses between a learned metric and no metric learning in a
 grid search: the learned one only when it beats the baseline by more than one standard error.
 
@@ -18,6 +22,7 @@ and the exact pair statistics they are built on, with no loop over pairs:
 :mod:`skrank.sampling`.
 """
 
+from ._given_pairs import pair_groups
 from ._mmc import MMC
 from ._pair_statistics import (
     PairStatistics,
@@ -45,6 +50,7 @@ __all__ = [
     "feasible_alpha_range",
     "negative_pair_outer_mean",
     "one_standard_error_rule",
+    "pair_groups",
     "regularized_positive_matrix",
     "select_alpha",
     "similar_pair_scatter",

@@ -38,7 +38,12 @@ from ._pair_scores import (
     negative_pair_similarities,
     threshold_at_fpr,
 )
-from ._pair_statistics import PairStatistics, _symmetrize, negative_pair_outer_mean
+from ._pair_statistics import (
+    PairStatistics,
+    PreparedRows,
+    _symmetrize,
+    negative_pair_outer_mean,
+)
 
 __all__ = [
     "DaskRows",
@@ -85,7 +90,7 @@ def check_dask_data(estimator, X, y, *, reset=True, ensure_min_samples=1):
     return X.astype(np.float64).rechunk({1: -1}), y
 
 
-class DaskRows:
+class DaskRows(PreparedRows):
     """Rows of a dask array read on demand, optionally mapped row by row (``prepare``).
 
     ``rows[indices]`` (integer array or slice) computes only the blocks holding those rows, on
@@ -100,28 +105,18 @@ class DaskRows:
         Function applied to the rows read (a row-wise map, e.g. normalisation).
     """
 
-    rows_on_demand = True
-
-    def __init__(self, array, prepare=None):
-        self.array = array
-        self.prepare = prepare
-        self.shape = array.shape
-
-    def __len__(self):
-        return self.shape[0]
-
     def __getitem__(self, index):
         dask = import_dask("Reading rows of a dask array")
         if isinstance(index, slice):
             (rows,) = dask.compute(self.array[index])
-            return self._prepared(rows)
+            return self._prepared(self._checked(rows))
         unique, inverse = np.unique(np.asarray(index), return_inverse=True)
         (rows,) = dask.compute(self.array[unique])
-        return self._prepared(rows)[inverse.ravel()]
+        return self._prepared(self._checked(rows))[inverse.ravel()]
 
-    def _prepared(self, rows):
-        rows = check_array(rows, dtype=np.float64, ensure_min_samples=0, input_name="X")
-        return rows if self.prepare is None else self.prepare(rows)
+    @staticmethod
+    def _checked(rows):
+        return check_array(rows, dtype=np.float64, ensure_min_samples=0, input_name="X")
 
 
 def reduce_blocks(X, function, args=(), row_arrays=()):
@@ -284,7 +279,12 @@ def fit_pointwise_roc_dask(estimator, X, y):
         )
         held_out = (fit_statistics[0], held_out[1].update(X_val, codes_val, rng))
     estimator._held_out = held_out
-    fitted = estimator._solve(statistics, N, selection.pop("alpha_index", None))
+    fitted = estimator._solve(
+        statistics.positive_matrix(),
+        N,
+        selection.pop("alpha_index", None),
+        negative_risk_matrix=statistics.negative_matrix(),
+    )
     fitted.update(selection)
     scores = negative_pair_similarities_dask(
         rows, codes, fitted["A_"], max_pairs=CALIBRATION_PAIRS, random_state=rng

@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -22,22 +23,16 @@ from ..utils._validation import (
     row_norms,
 )
 from ._dask import check_dask_data, fit_mmc_dask, is_dask_array
-from ._mmc_solver import figure_of_merit, fit_mmc
+from ._given_pairs import PAIR_INPUT_DOCS, check_pair_labels, check_pairs, is_pair_input
+from ._mmc_solver import _merit, figure_of_merit, fit_mmc, given_pair_statistics_for
 
 __all__ = ["MMC"]
 
-# The parameters of the methods that evaluate the metric on labelled items (fill_docs).
-_EVALUATION_DOCS = {
-    "evaluation_parameters": {
-        "Parameters": [
-            ("X", "array-like of shape (n_samples, n_features)", "Items."),
-            CLASS_LABELS_DOCS["class_labels"],
-        ]
-    }
-}
+# Largest number of negative pairs that negatives="auto" draws on a dask array.
+_DASK_AUTO_PAIRS = 100_000
 
 
-@fill_shared_docs(methods={**_EVALUATION_DOCS, **CLASS_LABELS_DOCS})
+@fill_shared_docs(methods={**PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
 class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Mahalanobis Metric for Clustering (MMC), solved to a certified optimum.
 
@@ -64,6 +59,14 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     nearest items of other classes, as LMNN's target neighbours and impostors): the same
     problem over other pair sets, for nearest-neighbour rules.
 
+    **Learning from pairs.** ``fit(pairs, y)`` learns from given pairs instead of class labels
+    (Xing et al.'s side information: pairs known to be similar, ``y`` = 1 or True, and pairs
+    known to be dissimilar, ``y`` = -1, 0 or False): the same problem with the constraint over
+    the similar pairs and the objective over the dissimilar ones. ``pairs`` is an array of shape
+    (n_pairs, 2, n_features) (a dask array chunked along the pairs for pairs larger than memory),
+    or an (n_pairs, 2) array of row indices into ``items``. ``score(pairs, y)`` is then the ROC
+    AUC of the pairs' negated distances, and ``decision_function(pairs)`` the negated distances.
+
     The similar-pair constraint is computed exactly from the within-class scatter in
     ``O(n d^2)``; the dissimilar-pair objective is averaged over all negative pairs (in blocks of
     bounded memory, ``O(n^2 d)`` per iteration) or estimated from a sample of pairs or K-tuples
@@ -80,15 +83,20 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     ----------
     diagonal : bool, default=False
         Learn a diagonal ``A`` (a weight per feature) instead of a full matrix.
-    negatives : {"all", "pairs", "tuples", "nearest"}, default="all"
-        Dissimilar pairs of the objective: ``"all"`` of them (exact, quadratic in the number of
-        items), ``n_samples`` pairs drawn uniformly with replacement, ``n_samples`` K-tuples
-        (one random item per class, all their pairs, weighted to be unbiased; best when classes
-        are few), or each item with its ``n_neighbors`` nearest items of other classes in the
-        input metric (local "impostors", as in LMNN), equally weighted.
+    negatives : {"auto", "all", "pairs", "tuples", "nearest"}, default="auto"
+        Dissimilar pairs of the objective, for a fit on class labels: ``"all"`` of them (exact,
+        quadratic in the number of items), ``n_samples`` pairs drawn uniformly with
+        replacement, ``n_samples`` K-tuples (one random item per class, all their pairs,
+        weighted to be unbiased; best when classes are few), or each item with its
+        ``n_neighbors`` nearest items of other classes in the input metric (local "impostors",
+        as in LMNN), equally weighted. ``"auto"`` is ``"all"`` for items in memory and
+        ``"pairs"`` for a dask array (every negative pair at every iteration would read the
+        array again and again), with at most 100,000 pairs when ``n_samples`` is None. A fit on
+        given pairs uses the given dissimilar pairs: ``"auto"`` or ``"all"``.
     n_samples : int or None, default=None
         Number ``B`` of pairs or tuples drawn when ``negatives`` is ``"pairs"`` or ``"tuples"``;
-        ``None`` means as many as training items. Ignored otherwise.
+        ``None`` means as many as training items (at most 100,000 with ``"auto"`` on a dask
+        array). Ignored otherwise.
     positives : {"all", "nearest"}, default="all"
         Similar pairs of the constraint: ``"all"`` same-class pairs (Xing et al.), or each item
         with its ``n_neighbors`` nearest items of the same class in the input (Euclidean)
@@ -125,6 +133,14 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Print the objective and duality gap during fitting.
     random_state : int, RandomState instance or None, default=None
         Seed of the pair or tuple sampler.
+    items : array-like of shape (n_items, n_features) or None, default=None
+        Item table for pairs given as row indices: with it, ``fit``, ``score``,
+        ``decision_function``, ``pair_distance`` and ``objective_and_constraint`` take an
+        (n_pairs, 2) integer array of row indices into ``items`` (as metric-learn's
+        ``preprocessor``), so that many pairs over few items need no (n_pairs, 2, n_features)
+        copy. None: those methods take class-labelled items (2-D) or the items of each pair
+        (3-D). ``transform`` always takes items. ``clone`` (hence each fit of a grid search)
+        copies the table.
 
     Attributes
     ----------
@@ -203,7 +219,7 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
     _parameter_constraints = {
         "diagonal": ["boolean"],
-        "negatives": [StrOptions({"all", "pairs", "tuples", "nearest"})],
+        "negatives": [StrOptions({"auto", "all", "pairs", "tuples", "nearest"})],
         "n_samples": [Interval(Integral, 1, None, closed="left"), None],
         "positives": [StrOptions({"all", "nearest"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
@@ -218,12 +234,13 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         ],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "items": ["array-like", None],
     }
 
     def __init__(
         self,
         diagonal=False,
-        negatives="all",
+        negatives="auto",
         n_samples=None,
         positives="all",
         n_neighbors=10,
@@ -234,56 +251,46 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         min_rank=0.5,
         verbose=False,
         random_state=None,
+        items=None,
     ):
         store_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn the metric from items and their class labels.
+        """Learn the metric from class-labelled items, or from similar and dissimilar pairs.
 
-        The solver works on statistics of the pairs computed once from ``X`` (on a dask array
-        chunked by rows, block by block, with the same result). It warns when the within-class
-        scatter is singular along directions in which the classes differ (the metric's scale
+        The solver works on statistics of the pairs computed once from ``X`` (on a dask array,
+        block by block, with the same result). It warns when the similar-pair scatter is
+        singular along directions in which the dissimilar pairs differ (the metric's scale
         there is then set by ``scatter_ridge``) and when it stops before ``tol``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training items, of any magnitude (MMC is scale-invariant; the fit is exact from
-            1e-300 to 1e300).
-        {class_labels}
+        X : array-like of shape (n_samples, n_features), (n_pairs, 2, n_features) or (n_pairs, 2)
+            Training items of any magnitude (MMC is scale-invariant; the fit is exact from 1e-300
+            to 1e300), with class labels ``y``. Or pairs: the two items of each pair (3-D), or
+            with ``items`` set, the row indices of the two items in ``items``.
+        y : array-like of shape (n_samples,) or (n_pairs,)
+            Class labels of the items (at least two classes, one of them with two items), or
+            for pairs: 1 or True for a similar pair, -1, 0 or False for a dissimilar one (both
+            kinds present).
 
         Returns
         -------
         self : MMC
             The fitted estimator.
         """
-        fit_function = fit_mmc
-        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
-            X, y = check_dask_data(self, X, y, ensure_min_samples=2)
-            fit_function = fit_mmc_dask
+        if is_pair_input(X, self.items):
+            fit = self._fit_pairs(X, y)
         else:
-            with naming_inputs("X", "y"):
-                X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
-        check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
-        fit = fit_function(
-            X,
-            y,
-            **parameters_for(
-                self,
-                fit_mmc,
-                min_rank=self._min_rank(X.shape[1]),
-                random_state=check_random_state(self.random_state),
-                verbose=bool(self.verbose),
-            ),
-        )
+            fit = self._fit_labels(X, y)
         if fit.unbounded:
             warnings.warn(
-                "The within-class scatter is singular along directions in which items of "
-                "different classes differ (e.g. features constant within classes, or more "
-                "features than items): MMC is unbounded there, and the metric's scale along them "
-                f"is set by scatter_ridge={self.scatter_ridge}. Reduce the dimension (e.g. PCA) "
-                "or raise scatter_ridge.",
+                "The similar-pair scatter is singular along directions in which dissimilar "
+                "pairs differ (e.g. features constant within classes, or more features than "
+                "items): MMC is unbounded there, and the metric's scale along them is set by "
+                f"scatter_ridge={self.scatter_ridge}. Reduce the dimension (e.g. PCA) or raise "
+                "scatter_ridge.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -301,6 +308,57 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self.n_iter_ = fit.n_iter
         self.converged_ = fit.converged
         return self
+
+    def _fit_labels(self, X, y):
+        fit_function, negatives, n_samples = fit_mmc, self.negatives, self.n_samples
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            X, y = check_dask_data(self, X, y, ensure_min_samples=2)
+            fit_function = fit_mmc_dask
+            if negatives == "auto":
+                negatives = "pairs"
+                if n_samples is None:
+                    n_samples = min(X.shape[0], _DASK_AUTO_PAIRS)
+        else:
+            _warn_if_index_pairs(X, y)
+            with naming_inputs("X", "y"):
+                X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        check_class_counts(np.bincount(encode_labels(y)[1]), needed_by="MMC")
+        return fit_function(
+            X,
+            y,
+            **parameters_for(
+                self,
+                fit_mmc,
+                negatives="all" if negatives == "auto" else negatives,
+                n_samples=n_samples,
+                min_rank=self._min_rank(X.shape[1]),
+                random_state=check_random_state(self.random_state),
+                verbose=bool(self.verbose),
+            ),
+        )
+
+    def _fit_pairs(self, X, y):
+        for name, allowed in (("negatives", ("auto", "all")), ("positives", ("all",))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f'{name}="{getattr(self, name)}" chooses pairs from class labels; a fit on '
+                    f'given pairs uses the given similar and dissimilar pairs: set {name}="all".'
+                )
+        pairs = check_pairs(self, X, items=self.items, reset=True, input_name="X")
+        is_similar, _ = check_pair_labels(y, pairs.n_pairs)
+        return fit_mmc(
+            pairs,
+            is_similar,
+            **parameters_for(
+                self,
+                fit_mmc,
+                negatives="given",
+                positives="all",
+                statistics=given_pair_statistics_for(self.init),
+                min_rank=self._min_rank(pairs.n_features),
+                verbose=bool(self.verbose),
+            ),
+        )
 
     def _min_rank(self, n_features):
         """``min_rank`` as a number of directions (None when uncapped)."""
@@ -350,23 +408,28 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         check_is_fitted(self)
         return self.components_.T @ self.components_
 
-    def pair_distance(self, X1, X2):
-        """Learned distance between each row of ``X1`` and the same row of ``X2``.
+    def pair_distance(self, X1, X2=None):
+        """Learned distance between the two items of each pair.
 
-        For all distances between two sets use
+        ``pair_distance(X1, X2)`` pairs each row of ``X1`` with the same row of ``X2``;
+        ``pair_distance(pairs)`` takes pairs as ``fit`` does (3-D, or row indices into
+        ``items``). For all distances between two sets use
         ``sklearn.metrics.pairwise_distances(mmc.transform(X1), mmc.transform(X2))``.
 
         Parameters
         ----------
-        X1 : array-like of shape (n_pairs, n_features)
-            First items of the pairs.
-        X2 : array-like of shape (n_pairs, n_features)
+        X1 : array-like of shape (n_pairs, n_features), (n_pairs, 2, n_features) or (n_pairs, 2)
+            First items of the pairs; or, when ``X2`` is None, the pairs: their two items, or
+            with ``items`` set their row indices in ``items``.
+        X2 : array-like of shape (n_pairs, n_features) or None, default=None
             Second items of the pairs.
 
         Returns
         -------
         distances : ndarray of shape (n_pairs,)
         """
+        if X2 is None:
+            return self._pair_distances(X1, "X1")
         first, second = self._transform(X1, "X1"), self._transform(X2, "X2")
         if first.shape != second.shape:
             raise ValueError(
@@ -374,6 +437,34 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
                 f"{second.shape[0]}."
             )
         return row_norms(first - second)  # scaled: no overflow of the squares at 1e200
+
+    def _pair_distances(self, pairs, input_name="pairs"):
+        """Distances of the pairs, computed in chunks of pairs (bounded memory)."""
+        check_is_fitted(self)
+        pairs = check_pairs(self, pairs, items=self.items, reset=False, input_name=input_name)
+        distances = np.empty(pairs.n_pairs)
+        for part in pairs.chunks():
+            first, second = (
+                check_finite_product(items, self.components_.T, input_name=input_name)
+                for items in pairs.items(part)
+            )
+            distances[part] = row_norms(first - second)
+        return distances
+
+    def decision_function(self, pairs):
+        """Negated learned distance of each pair: larger means more alike.
+
+        Parameters
+        ----------
+        {pairs}
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+            ``-d_A`` of each pair (MMC has no decision threshold: rank pairs by it, or
+            threshold it at a false-positive rate chosen on held-out pairs).
+        """
+        return -self._pair_distances(pairs)
 
     def get_metric(self):
         """The learned distance as a function of two vectors.
@@ -390,11 +481,12 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         return functools.partial(_mahalanobis_distance, components=self.components_.copy())
 
     def objective_and_constraint(self, X, y):
-        """MMC's objective and constraint in the learned metric, over all pairs of ``(X, y)``.
+        """MMC's objective and constraint in the learned metric, over pairs.
 
-        On held-out data these measure generalisation (Figure 4 of Vogel, Bellet & Clémençon,
-        2018); on the training data the constraint is at most one and the objective is the
-        optimum when ``negatives="all"`` and ``positives="all"``.
+        Over all pairs of class-labelled items ``(X, y)``, or over given pairs. On held-out
+        data these measure generalisation (Figure 4 of Vogel, Bellet & Clémençon, 2018); on the
+        training data the constraint is at most one and the objective is the optimum when the
+        pairs are those of the fit (``negatives="all"`` and ``positives="all"`` for labels).
 
         {evaluation_parameters}
 
@@ -409,11 +501,15 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         return float(objective), float(constraint)
 
     def score(self, X, y):
-        """Scale-invariant figure of merit over all pairs of ``(X, y)``.
+        """Figure of merit over all pairs of labelled items, or ROC AUC over given pairs.
 
-        ``mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar pairs)``: the training
-        objective divided by the square root of the constraint, on any labelled data. ``0`` if
-        all dissimilar pairs are at distance zero, ``inf`` if only the similar ones are.
+        For class-labelled items ``(X, y)``: ``mean d_A over dissimilar pairs / sqrt(mean d_A^2
+        over similar pairs)``, the training objective divided by the square root of the
+        constraint, scale-invariant; ``0`` if all dissimilar pairs are at distance zero,
+        ``inf`` if only the similar ones are. For given pairs (a 3-D array, or index pairs
+        with ``items`` set): the ROC AUC of :meth:`decision_function` (the negated distances)
+        against ``y``, the probability that a similar pair is closer than a dissimilar one
+        (MMC has no decision threshold).
 
         {evaluation_parameters}
 
@@ -421,10 +517,22 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         -------
         score : float
         """
+        if is_pair_input(X, self.items):
+            distances = self._pair_distances(X, "X")
+            is_similar, _ = check_pair_labels(y, distances.shape[0])
+            return float(roc_auc_score(is_similar, -distances))
         return float(self._figure_of_merit(X, y)[0])
 
     def _figure_of_merit(self, X, y):
         check_is_fitted(self)
+        if is_pair_input(X, self.items):
+            distances = self._pair_distances(X, "X")
+            is_similar, _ = check_pair_labels(y, distances.shape[0])
+            scale = power_of_two_scale(distances)  # squares at 1e200 neither overflow nor vanish
+            dissimilar = float(np.mean(distances[~is_similar] * scale))
+            similar = float(np.mean((distances[is_similar] * scale) ** 2))
+            with np.errstate(over="ignore", under="ignore"):
+                return _merit(dissimilar, similar), dissimilar / scale, similar / scale / scale
         with naming_inputs("X", "y"):
             X, y = validate_data(self, X, y, reset=False, ensure_min_samples=2)
         # Exact power-of-two rescalings of X and of X L^T (the merit is scale-invariant; X L^T
@@ -441,6 +549,25 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def _warn_if_index_pairs(X, y):
+    """Warn when class-labelled items look like index pairs given without ``items``."""
+    dtype, shape = getattr(X, "dtype", None), getattr(X, "shape", ())
+    if (
+        dtype is not None
+        and dtype.kind in "iu"
+        and len(shape) == 2
+        and shape[1] == 2
+        and np.isin(np.unique(np.asarray(y)), [-1, 1]).all()
+    ):
+        warnings.warn(
+            "X has two integer-valued features and y takes the values -1 and 1: if X holds "
+            "pairs of row indices, set items to the table they index (MMC(items=table)); as "
+            "given, X is read as items with class labels -1 and 1.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _mahalanobis_distance(u, v, components):

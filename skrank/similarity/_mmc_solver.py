@@ -70,6 +70,7 @@ increasing that distance, which is the true ascent direction.
 problem would be unbounded so that the estimator can warn.
 """
 
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -82,19 +83,27 @@ from ..sampling import PairSample, count_pairs, sample_negative_pairs, sample_ne
 from ..sampling._pairs import class_codes
 from ..utils._memory import chunk_rows
 from ..utils._validation import power_of_two_scale
-from ._neighbor_pairs import nearest_pairs, pair_difference_scatter
-from ._pair_statistics import _symmetrize, dissimilar_pair_scatter, similar_pair_scatter
+from ._neighbor_pairs import nearest_pairs
+from ._pair_statistics import (
+    _symmetrize,
+    dissimilar_pair_scatter,
+    pair_difference_scatter,
+    similar_pair_scatter,
+)
 
 __all__ = [
     "AllNegativePairs",
     "MMCFit",
     "MMCStatistics",
+    "PairDifferences",
     "SampledPairs",
     "SimplexGeometry",
     "SolverResult",
     "SpectraplexGeometry",
     "figure_of_merit",
     "fit_mmc",
+    "given_pair_statistics",
+    "given_pair_statistics_for",
     "initial_metric",
     "maximize_mean_distance",
     "mmc_statistics",
@@ -473,6 +482,32 @@ class SampledPairs:
         return float(weight @ distances), _symmetrize(U.T @ laplacian_U)
 
 
+class PairDifferences:
+    """Weighted pairs given by their differences ``x_i - x_j``, one row each.
+
+    The objective's rows are then the differences (``U`` holds ``W^T (x_i - x_j)``), a pair's
+    distance is the norm of its embedded row and the gradient is ``sum_p c_p u_p u_p^T``: no
+    pair graph, and one row per pair instead of two items when the pairs share few items.
+
+    Parameters
+    ----------
+    weight : ndarray of shape (n_pairs,)
+        Weight of each pair (summing to one).
+    """
+
+    def __init__(self, weight):
+        self.weight = weight
+
+    def value_and_gradient(self, Z, U, floor, diagonal):
+        """Weighted distance sum and its gradient (as ``SampledPairs.value_and_gradient``)."""
+        distances = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+        pair_weight = self.weight / (2 * np.maximum(distances, floor))
+        value = float(self.weight @ distances)
+        if diagonal:
+            return value, pair_weight @ (U * U)
+        return value, _symmetrize(U.T @ (U * pair_weight[:, None]))
+
+
 class SolverResult(NamedTuple):
     """Outcome of :func:`maximize_mean_distance`."""
 
@@ -756,11 +791,16 @@ def fit_mmc(
         Class labels (at least two classes, one with two items).
     diagonal : bool, default=False
         Learn a diagonal ``A``.
-    negatives : {"all", "pairs", "tuples", "nearest"}, default="all"
+    negatives : {"all", "pairs", "tuples", "nearest", "given"}, default="all"
         All negative pairs, or ``n_samples`` pairs drawn uniformly from them, or ``n_samples``
         K-tuples (one item per class) with unbiased weights, or each item with its
         ``n_neighbors`` nearest items of other classes in the input metric
         (:func:`~skrank.similarity._neighbor_pairs.nearest_pairs`), equally weighted.
+        ``"given"``: ``X`` holds given pairs
+        (:class:`~skrank.similarity._given_pairs.GivenPairs`), ``y`` says which are similar,
+        and ``statistics`` is :func:`given_pair_statistics` (with ``positives="all"``): the
+        constraint over the similar pairs, the objective over the dissimilar ones, each pair
+        counted as often as it is given.
     n_samples : int or None, default=None
         Number of pairs or tuples drawn; ``None`` means the number of training items.
     positives : {"all", "nearest"}, default="all"
@@ -792,7 +832,8 @@ def fit_mmc(
     statistics : callable, default=mmc_statistics
         ``statistics(X, y)`` returns the :class:`MMCStatistics` of the items:
         :func:`mmc_statistics` for items in memory,
-        :func:`~skrank.similarity._dask.mmc_statistics_dask` for a dask array.
+        :func:`~skrank.similarity._dask.mmc_statistics_dask` for a dask array,
+        :func:`given_pair_statistics` for given pairs (``given_pair_statistics_for(init)``).
 
     BLAS runs on one thread: the solver's matrix products are small or memory-bound, and on a
     shared 2-core machine multi-threaded OpenBLAS made fits 3 to 20 times slower.
@@ -806,45 +847,142 @@ def fit_mmc(
     with threadpool_limits(limits=1, user_api="blas"):
         data = statistics(X, y)
         rows = data.rows
-        n, d = rows.shape
-        if min_rank is not None and not 1 <= min_rank <= d:
-            raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
-        cap = None if min_rank in (None, 1) else 1.0 / min_rank
-        geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
-        similar, dissimilar = data.similar, data.dissimilar
         if positives == "nearest":  # local similar pairs: the scatter of target neighbours
             similar = pair_difference_scatter(rows, nearest_pairs(rows, y, n_neighbors))
-        if negatives == "nearest":
-            negative_sample = nearest_pairs(rows, y, n_neighbors, same_class=False)
-            dissimilar = pair_difference_scatter(rows, negative_sample)
-        whitening, spread, unbounded = _whitening(similar, dissimilar, scatter_ridge, diagonal)
-        metric = initial_metric(rows, init, diagonal, data.covariance)
-        start = _to_whitened(metric, whitening, diagonal)
-        start = geometry.point(start) if cap is None else geometry.project(start)
-        if negatives == "all":
-            pairs, touched = AllNegativePairs(y, max_block_entries), slice(None)
-        elif negatives == "nearest":
-            pairs, touched = _touched_pairs(negative_sample, max_block_entries)
+            data = data._replace(similar=similar)
+        if negatives == "given":
+            pairs, objective_rows = _given_objective(X, y, rows, max_block_entries)
+        elif negatives == "all":
+            pairs, objective_rows = AllNegativePairs(y, max_block_entries), rows
         else:
-            draws = n if n_samples is None else n_samples
-            sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
-            pairs, touched = _touched_pairs(sampler(y, draws, random_state), max_block_entries)
-        if spread == 0:  # every dissimilar pair is at distance zero under every metric
-            result = SolverResult(start, np.zeros(1), 0.0, 0, True)
-        else:
-            # Only the rows that the pairs touch are read (rows on demand read no others).
-            touched_rows = rows[touched]
-            U = touched_rows * whitening if diagonal else touched_rows @ whitening
-            result = maximize_mean_distance(
-                pairs,
-                U,
-                geometry,
-                start,
-                floor=_FLOOR * spread,
-                max_iter=max_iter,
-                tol=tol,
-                verbose=verbose,
-            )
+            if negatives == "nearest":
+                sample = nearest_pairs(rows, y, n_neighbors, same_class=False)
+                data = data._replace(dissimilar=pair_difference_scatter(rows, sample))
+            else:
+                draws = rows.shape[0] if n_samples is None else n_samples
+                sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
+                sample = sampler(y, draws, random_state)
+            pairs, touched = _touched_pairs(sample, max_block_entries)
+            objective_rows = rows[touched]  # rows on demand read no others
+        return _fit_on_statistics(
+            data,
+            pairs,
+            objective_rows,
+            diagonal=diagonal,
+            init=init,
+            max_iter=max_iter,
+            tol=tol,
+            scatter_ridge=scatter_ridge,
+            min_rank=min_rank,
+            verbose=verbose,
+        )
+
+
+def _given_objective(pairs, is_similar, rows, max_block_entries):
+    """The objective's pairs (the given dissimilar ones) and the rows they index.
+
+    When the pairs are fewer than the rows they touch (always so for an (n_pairs, 2, d) array),
+    the rows are the pairs' differences (:class:`PairDifferences`: fewer rows, no pair graph);
+    otherwise the touched items, with :class:`SampledPairs` over them.
+    """
+    dissimilar = pairs.subset(~is_similar)
+    n_touched = np.count_nonzero(np.bincount(np.r_[dissimilar.first, dissimilar.second]))
+    if dissimilar.n_pairs > n_touched:
+        sample = dissimilar.sample(slice(None))
+        objective_pairs, touched = _touched_pairs(sample, max_block_entries)
+        return objective_pairs, rows[touched]
+    differences = np.empty((dissimilar.n_pairs, dissimilar.n_features))
+    for part in dissimilar.chunks():
+        first, second = dissimilar.items(part, rows)
+        differences[part] = first - second
+    return PairDifferences(np.full(dissimilar.n_pairs, 1 / dissimilar.n_pairs)), differences
+
+
+def given_pair_statistics_for(init):
+    """:func:`given_pair_statistics` with the covariance that ``init="covariance"`` needs."""
+    return functools.partial(given_pair_statistics, with_covariance=_is_covariance(init))
+
+
+def _is_covariance(init):
+    return isinstance(init, str) and init == "covariance"
+
+
+def given_pair_statistics(pairs, is_similar, *, with_covariance=False):
+    """:class:`MMCStatistics` of given pairs: exact scatters over the similar and dissimilar ones.
+
+    The items are rescaled by a power of two (exact) so that scatters of data at 1e-300 or 1e300
+    neither underflow nor overflow; the rows are returned rescaled on demand (read when the
+    solver needs them).
+
+    Parameters
+    ----------
+    pairs : GivenPairs
+        The pairs.
+    is_similar : ndarray of shape (n_pairs,), dtype=bool
+        Which pairs are similar.
+    with_covariance : bool, default=False
+        Also compute the covariance of the pairs' items (each counted once per pair), for
+        ``init="covariance"``.
+
+    Returns
+    -------
+    statistics : MMCStatistics
+    """
+    scale = power_of_two_scale(np.asarray(pairs.max_abs()))
+    rows = pairs.prepared_rows(functools.partial(np.multiply, scale))
+    similar = pair_difference_scatter(rows, pairs.sample(is_similar))
+    dissimilar = pair_difference_scatter(rows, pairs.sample(~is_similar))
+    covariance = _pair_item_covariance(pairs, rows) if with_covariance else None
+    return MMCStatistics(rows, similar, dissimilar, covariance, scale)
+
+
+def _pair_item_covariance(pairs, rows):
+    """Covariance of the items of the pairs, each counted once per pair (one pass, in chunks)."""
+    d = rows.shape[1]
+    total, gram = np.zeros(d), np.zeros((d, d))
+    for part in pairs.chunks():
+        for items in pairs.items(part, rows):
+            total += items.sum(axis=0)
+            gram += items.T @ items
+    n = 2 * pairs.n_pairs
+    mean = total / n
+    return _symmetrize(gram - n * np.outer(mean, mean)) / max(n - 1, 1)
+
+
+def _fit_on_statistics(
+    data, pairs, objective_rows, *, diagonal, init, max_iter, tol, scatter_ridge, min_rank, verbose
+):
+    """Whiten the constraint of ``data`` and maximise the mean distance of ``pairs``.
+
+    ``pairs`` (:class:`AllNegativePairs`, :class:`SampledPairs` or :class:`PairDifferences`)
+    index the rows ``objective_rows`` (items of ``data.rows``, or pair differences).
+    """
+    rows = data.rows
+    d = rows.shape[1]
+    if min_rank is not None and not 1 <= min_rank <= d:
+        raise ValueError(f"min_rank={min_rank} must be between 1 and n_features={d}.")
+    cap = None if min_rank in (None, 1) else 1.0 / min_rank
+    geometry = SimplexGeometry(cap) if diagonal else SpectraplexGeometry(cap)
+    whitening, spread, unbounded = _whitening(
+        data.similar, data.dissimilar, scatter_ridge, diagonal
+    )
+    metric = initial_metric(rows, init, diagonal, data.covariance)
+    start = _to_whitened(metric, whitening, diagonal)
+    start = geometry.point(start) if cap is None else geometry.project(start)
+    if spread == 0:  # every dissimilar pair is at distance zero under every metric
+        result = SolverResult(start, np.zeros(1), 0.0, 0, True)
+    else:
+        U = objective_rows * whitening if diagonal else objective_rows @ whitening
+        result = maximize_mean_distance(
+            pairs,
+            U,
+            geometry,
+            start,
+            floor=_FLOOR * spread,
+            max_iter=max_iter,
+            tol=tol,
+            verbose=verbose,
+        )
     return MMCFit(
         geometry.components(result.point, whitening) * data.scale,
         result.objective,

@@ -14,9 +14,9 @@ from sklearn.neighbors import NearestNeighbors
 from ..sampling import PairSample
 from ..sampling._pairs import class_codes
 from ..utils._docstrings import fill_docs
-from ._pair_statistics import PAIR_STATISTICS_DOCS, _symmetrize
+from ._pair_statistics import PAIR_STATISTICS_DOCS
 
-__all__ = ["nearest_pairs", "pair_difference_scatter"]
+__all__ = ["nearest_pairs"]
 
 
 @fill_docs(PAIR_STATISTICS_DOCS)
@@ -73,25 +73,3 @@ def nearest_pairs(X, y, n_neighbors, *, same_class=True):
     first, second = np.concatenate(first), np.concatenate(second)
     pairs = np.unique(np.stack([np.minimum(first, second), np.maximum(first, second)]), axis=1)
     return PairSample(pairs[0], pairs[1], np.full(pairs.shape[1], 1.0 / pairs.shape[1]))
-
-
-@fill_docs(PAIR_STATISTICS_DOCS)
-def pair_difference_scatter(X, sample):
-    """Weighted sum of ``(x_i - x_j)(x_i - x_j)^T`` over the pairs of ``sample``.
-
-    For any ``A``, ``<scatter, A>`` is the weighted sum of the squared Mahalanobis distances
-    ``d_A^2`` of the pairs (their mean when the weights sum to one).
-
-    Parameters
-    ----------
-    {items}
-    sample : PairSample
-        Pairs and weights.
-
-    Returns
-    -------
-    {scatter}
-    """
-    X = np.asarray(X, dtype=np.float64)
-    differences = X[sample.first] - X[sample.second]
-    return _symmetrize((differences * sample.weight[:, None]).T @ differences)

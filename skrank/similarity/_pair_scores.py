@@ -36,6 +36,28 @@ def bilinear_similarity(X1, X2, A):
     return (1.0 + np.einsum("ij,ij->i", X1 @ A, X2)) / 2.0
 
 
+def given_pair_similarities(pairs, rows, A):
+    """Similarities ``(1 + x1^T A x2) / 2`` of given pairs, computed in chunks of pairs.
+
+    Parameters
+    ----------
+    pairs : GivenPairs
+        The pairs (:func:`~skrank.similarity._given_pairs.check_pairs`).
+    rows : ndarray or rows read on demand, of shape (n_rows, n_features)
+        The pairs' items as the similarity sees them (e.g. normalised on demand).
+    A : ndarray of shape (n_features, n_features)
+        The matrix of the similarity.
+
+    Returns
+    -------
+    similarity : ndarray of shape (n_pairs,)
+    """
+    similarity = np.empty(pairs.n_pairs)
+    for part in pairs.chunks():
+        similarity[part] = bilinear_similarity(*pairs.items(part, rows), A)
+    return similarity
+
+
 def bilinear_similarity_matrix(X, Y, A):
     """Matrix of similarities ``(1 + x_i^T A y_j) / 2``.
 

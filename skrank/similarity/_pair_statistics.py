@@ -38,8 +38,11 @@ PAIR_STATISTICS_DOCS["scatter_sections"] = {
 
 __all__ = [
     "PairStatistics",
+    "PreparedRows",
     "dissimilar_pair_scatter",
     "negative_pair_outer_mean",
+    "pair_chunks",
+    "pair_difference_scatter",
     "similar_pair_scatter",
 ]
 
@@ -233,15 +236,73 @@ def _symmetrize(matrix):
     return (matrix + matrix.T) / 2
 
 
+class PreparedRows:
+    """Rows of an array in memory read on demand and mapped row by row (``prepare``).
+
+    ``rows[indices]`` returns ``prepare(array[indices])``: a pair statistic reads the rows of
+    one block of pairs at a time, so a map that copies (normalisation, an input transform) never
+    holds more than a block. :class:`~skrank.similarity._dask.DaskRows` reads the rows of a dask
+    array the same way.
+
+    Parameters
+    ----------
+    array : ndarray of shape (n_rows, n_features)
+        The rows.
+    prepare : callable or None, default=None
+        Function applied to the rows read (a row-wise map); None returns them as they are.
+    """
+
+    rows_on_demand = True
+
+    def __init__(self, array, prepare=None):
+        self.array = array
+        self.prepare = prepare
+        self.shape = array.shape
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, index):
+        return self._prepared(self.array[index])
+
+    def _prepared(self, rows):
+        return rows if self.prepare is None else self.prepare(rows)
+
+
 def _as_rows(X):
     """``X`` as a float array, unless it reads its rows on demand (``X[indices]`` returns them).
 
-    Rows on demand are those of an array larger than memory (:mod:`skrank.similarity._dask`):
-    only the rows indexed are read.
+    Rows on demand are those of an array larger than memory (:mod:`skrank.similarity._dask`) or
+    rows mapped block by block (:class:`PreparedRows`): only the rows indexed are read.
     """
     if getattr(X, "rows_on_demand", False):
         return X
     return np.asarray(X, dtype=np.float64)
+
+
+def pair_chunks(n_pairs, n_features, max_gathered=None):
+    """Slices of consecutive pairs whose two gathered sides fit the memory budget.
+
+    Parameters
+    ----------
+    n_pairs : int
+        Number of pairs.
+    n_features : int
+        Features of an item.
+    max_gathered : int or None, default=None
+        Bound on the number of values gathered from one side at once; None sizes the chunks so
+        that both sides (16 bytes a value) fit scikit-learn's ``working_memory``.
+
+    Returns
+    -------
+    chunks : list of slice
+    """
+    n_features = max(n_features, 1)
+    if max_gathered is None:
+        chunk = chunk_rows(n_pairs, 16 * n_features + 8)
+    else:
+        chunk = max(1, max_gathered // n_features)
+    return [slice(start, start + chunk) for start in range(0, n_pairs, chunk)]
 
 
 @fill_docs(PAIR_STATISTICS_DOCS)
@@ -296,16 +357,40 @@ def negative_pair_outer_mean(X, sample, *, max_gathered=None):
         Symmetric matrix.
     """
     X = _as_rows(X)
-    n_features = max(X.shape[1], 1)
-    if max_gathered is None:
-        chunk = chunk_rows(sample.first.shape[0], 16 * n_features + 8)
-    else:
-        chunk = max(1, max_gathered // n_features)
     total = np.zeros((X.shape[1], X.shape[1]))
-    for start in range(0, sample.first.shape[0], chunk):
-        part = slice(start, start + chunk)
+    for part in pair_chunks(sample.first.shape[0], X.shape[1], max_gathered):
         weighted_first = X[sample.first[part]] * sample.weight[part, None]
         total += weighted_first.T @ X[sample.second[part]]
+    return _symmetrize(total)
+
+
+@fill_docs(PAIR_STATISTICS_DOCS)
+def pair_difference_scatter(X, sample, *, max_gathered=None):
+    """Weighted sum of ``(x_i - x_j)(x_i - x_j)^T`` over the pairs of ``sample``.
+
+    For any ``A``, ``<scatter, A>`` is the weighted sum of the squared Mahalanobis distances
+    ``d_A^2`` of the pairs (their mean when the weights sum to one). Pairs are read in chunks
+    (see :func:`negative_pair_outer_mean`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), or rows read on demand
+        Items.
+    sample : PairSample
+        Pairs and weights.
+    max_gathered : int or None, default=None
+        Bound on the number of values gathered from ``X`` at once; None fits a chunk in
+        scikit-learn's ``working_memory``.
+
+    Returns
+    -------
+    {scatter}
+    """
+    X = _as_rows(X)
+    total = np.zeros((X.shape[1], X.shape[1]))
+    for part in pair_chunks(sample.first.shape[0], X.shape[1], max_gathered):
+        differences = X[sample.first[part]] - X[sample.second[part]]
+        total += (differences * sample.weight[part, None]).T @ differences
     return _symmetrize(total)
 
 

@@ -1,6 +1,7 @@
 """The PointwiseROCSimilarity estimator: a thin shell over the pair statistics and the solvers."""
 
 import copy
+import functools
 import warnings
 from numbers import Integral, Real
 
@@ -9,23 +10,25 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
-from ..metrics import pairwise_roc_score
+from ..metrics import pairwise_roc_score, pointwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
 from ..utils._persistence import VersionedStateMixin
 from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
-from ._dask import fit_pointwise_roc_dask, is_dask_array
+from ._dask import fit_input_transform_dask, fit_pointwise_roc_dask, is_dask_array
+from ._given_pairs import PAIR_INPUT_DOCS, check_pair_labels, check_pairs, is_pair_input
 from ._pair_scores import (
     CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
     ItemReservoir,
     bilinear_similarity,
     bilinear_similarity_matrix,
+    given_pair_similarities,
     negative_pair_similarities,
     threshold_at_fpr,
 )
@@ -35,6 +38,7 @@ from ._pointwise_roc_solvers import (
     feasible_alpha_range,
     fit_input_transform,
     regularized_positive_matrix,
+    score_alpha_levels,
     select_alpha,
     solve_cvxpy,
     solve_kkt,
@@ -42,20 +46,17 @@ from ._pointwise_roc_solvers import (
 
 # Largest number of validation items whose pairs score the levels of alpha="auto".
 _MAX_VALIDATION_ITEMS = 2_000
+# Largest number of held-out pairs that score the levels of alpha="auto" in a fit on pairs.
+_MAX_VALIDATION_PAIRS = 50_000
 # Number of levels alpha="auto" tries.
 _N_ALPHA_LEVELS = 20
-# The parameters of the methods that take pairs of items (fill_docs).
+# The parameters of the methods that take pairs of items, or items or pairs (fill_docs).
 _PAIRS_DOCS = {
-    "pairs_parameters": """
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-            The two items of each pair.
-        """
+    "pairs_parameters": {"Parameters": [PAIR_INPUT_DOCS["pairs"]]},
 }
 
 
-@fill_shared_docs(methods={**_PAIRS_DOCS, **CLASS_LABELS_DOCS})
+@fill_shared_docs(methods={**_PAIRS_DOCS, **PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
 class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
     """Bilinear similarity with the largest true-positive rate at a bounded negative risk.
 
@@ -76,6 +77,15 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
     (:func:`~skrank.similarity.regularized_positive_matrix`). ``P`` and ``N`` are computed
     exactly from the class sums and the Gram matrix in ``O(n d^2)`` time, with no loop over the
     ``n^2`` pairs, and can be accumulated over chunks with :meth:`partial_fit`.
+
+    **Learning from pairs.** ``fit(pairs, y)`` learns from given pairs instead of class labels:
+    ``y`` is 1 or True for a similar pair and -1, 0 or False for a dissimilar one, ``pairs`` an
+    array of shape (n_pairs, 2, n_features) (a dask array chunked along the pairs for pairs
+    larger than memory) or an (n_pairs, 2) array of row indices into ``items``. ``P`` and ``N``
+    are then the means over the given similar and dissimilar pairs (exact, summed over chunks of
+    pairs), ``alpha="auto"`` holds out pairs instead of items, ``threshold_`` is calibrated on
+    the dissimilar pairs, ``predict`` returns the labels of ``y`` and ``score(pairs, y)`` the
+    TPR at ``threshold_fpr`` over the pairs. See the :ref:`User Guide <pairs>`.
 
     **Choosing alpha for a target FPR** (``alpha="auto"``, the default). The paper's level bounds
     the negative risk, not the false-positive rate users read. ``"auto"`` holds out
@@ -154,6 +164,14 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         Seed of the validation split of ``alpha="auto"``, of the pair or tuple samples, of the
         sample of negative pairs used for the threshold when there are more than 250,000 of
         them, and of the item reservoirs of :meth:`partial_fit`.
+    items : array-like of shape (n_items, n_features) or None, default=None
+        Item table for pairs given as row indices: with it, ``fit``, ``score``,
+        ``calibrate_threshold``, ``decision_function`` and ``predict`` take an (n_pairs, 2)
+        integer array of row indices into ``items`` (as metric-learn's ``preprocessor``), so
+        that many pairs over few items need no (n_pairs, 2, n_features) copy. None: ``fit``,
+        ``score`` and ``calibrate_threshold`` take class-labelled items (2-D) or the items of
+        each pair (3-D), the pair methods the items of each pair. ``clone`` (hence each fit of
+        a grid search) copies the table.
 
     Attributes
     ----------
@@ -199,11 +217,14 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         reservoir holds a single class). :meth:`calibrate_threshold` recalibrates it on other
         data.
     classes_ : ndarray of shape (2,)
-        Labels predicted for pairs: 0 (different classes) and 1 (same class).
-    item_classes_ : ndarray of shape (n_item_classes,)
-        Class labels of the training items, in the order of their class codes.
-    pair_statistics_ : skrank.similarity.PairStatistics
-        Class counts, class sums and Gram matrix of the (normalised) training items.
+        Labels predicted for pairs, dissimilar then similar: 0 (different classes) and 1 (same
+        class) after a fit on class labels, the two labels of ``y`` after a fit on pairs.
+    item_classes_ : ndarray of shape (n_item_classes,) or None
+        Class labels of the training items, in the order of their class codes (None after a
+        fit on pairs).
+    pair_statistics_ : skrank.similarity.PairStatistics or None
+        Class counts, class sums and Gram matrix of the (normalised) training items (None
+        after a fit on pairs).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -247,6 +268,7 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         "normalize": ["boolean"],
         "threshold_fpr": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
+        "items": ["array-like", None],
     }
 
     def __init__(
@@ -263,6 +285,7 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         normalize=True,
         threshold_fpr=0.05,
         random_state=None,
+        items=None,
     ):
         store_parameters(self, locals())
 
@@ -287,6 +310,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         self : PointwiseROCSimilarity
             The fitted estimator.
         """
+        if is_pair_input(X, self.items):
+            return self._fit_pairs(X, y)
         if self.negatives != "all" and self.n_samples is None:
             raise ValueError(
                 f'negatives="{self.negatives}" draws n_samples pairs or tuples: set n_samples to '
@@ -307,11 +332,57 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             selection = self._select_alpha(fit_statistics, X_val, codes_val, statistics, X, codes)
             held_out = (fit_statistics, held_out[1].update(X_val, codes_val, rng))
         self._held_out = held_out  # for partial_fit calls that continue the stream
-        fitted = self._solve(statistics, N, selection.pop("alpha_index", None))
+        fitted = self._solve(
+            statistics.positive_matrix(),
+            N,
+            selection.pop("alpha_index", None),
+            negative_risk_matrix=statistics.negative_matrix(),
+        )
         fitted.update(selection)
         fitted["threshold_"] = self._threshold(X, codes, fitted["A_"], rng)
         self._store(item_classes, statistics, reservoir, rng, fitted)
         return self
+
+    def _fit_pairs(self, X, y):
+        """``fit`` on given pairs: the same problem over the given similar and dissimilar pairs."""
+        if self.negatives != "all":
+            raise ValueError(
+                f'negatives="{self.negatives}" samples the negative pairs implied by class labels; '
+                'a fit on given pairs uses the given dissimilar pairs: set negatives="all".'
+            )
+        pairs = check_pairs(self, X, items=self.items, reset=True, input_name="X")
+        is_similar, classes = check_pair_labels(y, pairs.n_pairs)
+        self.input_mean_, self.input_transform_ = None, None
+        if self.preprocessing != "none":
+            self.input_mean_, self.input_transform_ = self._pair_input_transform(pairs)
+        rows = pairs.prepared_rows(self._prepared_pair_items)
+        rng = check_random_state(self.random_state)
+        P = negative_pair_outer_mean(rows, pairs.sample(is_similar))
+        N = negative_pair_outer_mean(rows, pairs.sample(~is_similar))
+        selection = {"alpha_levels_": None, "alpha_scores_": None}
+        if self.alpha == "auto":
+            selection = self._select_alpha_on_pairs(pairs, rows, is_similar, rng)
+        fitted = self._solve(P, N, selection.pop("alpha_index", None))
+        fitted.update(selection)
+        negatives = given_pair_similarities(pairs.subset(~is_similar), rows, fitted["A_"])
+        fitted["threshold_"] = threshold_at_fpr(negatives, self.threshold_fpr)
+        self._held_out = None
+        self._store(None, None, None, rng, fitted, classes)
+        return self
+
+    def _pair_input_transform(self, pairs):
+        """``preprocessing`` fitted on the pairs' items, each counted once per pair."""
+        if is_dask_array(getattr(pairs.rows, "array", None)):
+            return fit_input_transform_dask(pairs.rows.array, self.preprocessing)
+        weights = None
+        if self.items is not None:
+            weights = np.bincount(
+                np.concatenate([pairs.first, pairs.second]), minlength=pairs.rows.shape[0]
+            )
+        return fit_input_transform(pairs.rows, self.preprocessing, sample_weight=weights)
+
+    def _prepared_pair_items(self, rows):
+        return self._normalized(rows, "X", where="holds items of pairs")
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
@@ -345,6 +416,12 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         self : PointwiseROCSimilarity
             The updated estimator.
         """
+        if is_pair_input(X, self.items):
+            raise ValueError(
+                "partial_fit takes chunks of class-labelled items (n_samples, n_features); to "
+                "learn from pairs call fit, whose statistics are summed over chunks of pairs "
+                "(a dask array of pairs is read block by block)."
+            )
         if self.preprocessing != "none":
             raise ValueError(
                 f"partial_fit needs preprocessing='none' (got {self.preprocessing!r}): the input "
@@ -401,7 +478,9 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
                     reservoir.class_codes,
                 )
             fitted = self._solve(
-                statistics, statistics.negative_matrix(), selection.pop("alpha_index", None)
+                statistics.positive_matrix(),
+                statistics.negative_matrix(),
+                selection.pop("alpha_index", None),
             )
             fitted.update(selection)
             fitted["threshold_"] = self._reservoir_threshold(reservoir, fitted["A_"], rng)
@@ -421,8 +500,12 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
                 self.input_mean_, self.input_transform_ = mean, matrix
         return self._normalized(X), codes, item_classes
 
-    def _normalized(self, X, input_name="X"):
-        """Inputs as the similarity sees them: preprocessed, then L2-normalised."""
+    def _normalized(self, X, input_name="X", where=None):
+        """Inputs as the similarity sees them: preprocessed, then L2-normalised.
+
+        ``where`` describes rows read from pairs (their indices are those of a chunk, not the
+        user's): the error for an all-zero row then names no index.
+        """
         if getattr(self, "input_transform_", None) is not None:
             X = (X - self.input_mean_) @ self.input_transform_
         if not self.normalize:
@@ -432,6 +515,11 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
                 )
             return X
         unit, zero = normalize_rows(X)  # scaled norms: exact at 1e-300 and 1e300 alike
+        if zero.any() and where is not None:
+            raise ValueError(
+                f"{input_name} {where} that are all zero (after preprocessing), which "
+                "normalize=True cannot L2-normalise. Remove those pairs or set normalize=False."
+            )
         if zero.any():
             zero_rows = np.unique(np.argwhere(zero)[:, 0])
             raise ValueError(
@@ -480,14 +568,7 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             and counts.shape[0] > 1
             and counts.max() > 1
         ):
-            warnings.warn(
-                f'alpha="auto" holds out validation_fraction={self.validation_fraction} of the '
-                "items to choose alpha, and the held-out part or the rest lacks a same-class or "
-                "a different-class pair: alpha is chosen on the training pairs instead (an "
-                "optimistic choice). Give more items per class, or set alpha to a number.",
-                UserWarning,
-                stacklevel=3,
-            )
+            self._warn_alpha_on_training_pairs("items", "Give more items per class")
             fit_statistics = statistics
             X_val, codes_val = items[:_MAX_VALIDATION_ITEMS], item_codes[:_MAX_VALIDATION_ITEMS]
         P = regularized_positive_matrix(fit_statistics.positive_matrix(), self.identity_weight)
@@ -500,19 +581,72 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             tolerance=self.tolerance,
             n_levels=_N_ALPHA_LEVELS,
         )
-        return {
-            "alpha_index": int(np.argmax(scores)),
-            "alpha_levels_": levels,
-            "alpha_scores_": scores,
-        }
+        return _alpha_selection(levels, scores)
 
-    def _solve(self, statistics, N, alpha_index=None):
-        P = statistics.positive_matrix()
+    def _select_alpha_on_pairs(self, pairs, rows, is_similar, rng):
+        """``alpha="auto"`` on given pairs: levels fitted on most pairs, scored on the others.
+
+        The pairs are split as the items are on the label path (stratified by kind,
+        ``validation_fraction`` held out, at most 50,000 of them scoring the levels); the
+        training pairs stand in, with a warning, when a part lacks a kind of pair.
+        """
+        indices = np.arange(pairs.n_pairs)
+        try:
+            fit_part, validation = train_test_split(
+                indices,
+                test_size=self.validation_fraction,
+                stratify=is_similar,
+                random_state=rng,
+            )
+        except ValueError:  # a kind of pair too rare to be split
+            fit_part, validation = train_test_split(
+                indices, test_size=self.validation_fraction, random_state=rng
+            )
+        validation = validation[:_MAX_VALIDATION_PAIRS]
+        if len({*is_similar[fit_part]}) < 2 or len({*is_similar[validation]}) < 2:
+            self._warn_alpha_on_training_pairs("pairs", "Give more pairs of each kind")
+            fit_part, validation = indices, indices[:_MAX_VALIDATION_PAIRS]
+        fit_pairs, fit_similar = pairs.subset(fit_part), is_similar[fit_part]
+        P = negative_pair_outer_mean(rows, fit_pairs.sample(fit_similar))
+        N = negative_pair_outer_mean(rows, fit_pairs.sample(~fit_similar))
+        first, second = pairs.items(validation, rows)
+        validation_similar = is_similar[validation]
+
+        def validation_tpr(A):
+            scores = bilinear_similarity(first, second, A)
+            return pointwise_roc_score(validation_similar, scores, self.threshold_fpr)
+
+        levels, scores = score_alpha_levels(
+            regularized_positive_matrix(P, self.identity_weight),
+            N,
+            validation_tpr,
+            tolerance=self.tolerance,
+            n_levels=_N_ALPHA_LEVELS,
+        )
+        return _alpha_selection(levels, scores)
+
+    def _warn_alpha_on_training_pairs(self, held_out, fix):
+        warnings.warn(
+            f'alpha="auto" holds out validation_fraction={self.validation_fraction} of the '
+            f"{held_out} to choose alpha, and the held-out part or the rest lacks a similar or a "
+            "dissimilar pair: alpha is chosen on the training pairs instead (an optimistic "
+            f"choice). {fix}, or set alpha to a number.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def _solve(self, P, N, alpha_index=None, *, negative_risk_matrix=None):
+        """Solve at ``alpha`` (or the level ``alpha_index`` of the range of ``P, N``).
+
+        ``negative_risk_matrix`` is the exact negative matrix for ``negative_risk_`` when ``N``
+        is a sampled estimate; None: ``N``.
+        """
         alpha = self.alpha
         if alpha_index is not None:  # the chosen level's place in the range of all the data
             P_reg = regularized_positive_matrix(P, self.identity_weight)
             levels = alpha_levels(P_reg, N, self.tolerance, _N_ALPHA_LEVELS)
             alpha = float(levels[alpha_index])
+        exact_N = N if negative_risk_matrix is None else negative_risk_matrix
         beta = 2.0 * (alpha + self.tolerance) - 1.0
         if beta < -np.linalg.norm(N):
             low, high = feasible_alpha_range(N, self.tolerance)
@@ -537,7 +671,7 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             "gamma_": solution.gamma_,
             "active_constraints_": active,
             "positive_risk_": (1.0 + float(np.vdot(P, A))) / 2.0,
-            "negative_risk_": (1.0 + float(np.vdot(statistics.negative_matrix(), A))) / 2.0,
+            "negative_risk_": (1.0 + float(np.vdot(exact_N, A))) / 2.0,
         }
 
     def _threshold(self, X, codes, A, rng):
@@ -558,12 +692,12 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         )
         return None
 
-    def _store(self, item_classes, statistics, reservoir, rng, fitted):
+    def _store(self, item_classes, statistics, reservoir, rng, fitted, classes=(0, 1)):
         self.item_classes_ = item_classes
         self.pair_statistics_ = statistics
         self._reservoir = reservoir
         self._random_state = rng
-        self.classes_ = np.array([0, 1])
+        self.classes_ = np.asarray(classes)
         for name, value in fitted.items():
             setattr(self, name, value)
 
@@ -581,15 +715,11 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         """Recalibrate ``threshold_`` at ``threshold_fpr`` on the negative pairs of ``(X, y)``.
 
         Use held-out data for an unbiased false-positive rate, or new data after
-        :meth:`partial_fit`. ``A_`` is unchanged. All negative pairs are used up to 250,000 of
-        them, beyond that 250,000 pairs drawn uniformly (seeded by ``random_state``).
+        :meth:`partial_fit`. ``A_`` is unchanged. For class-labelled items, all negative pairs
+        are used up to 250,000 of them, beyond that 250,000 pairs drawn uniformly (seeded by
+        ``random_state``); for given pairs, all the dissimilar ones.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Their class labels; at least two classes.
+        {evaluation_parameters}
 
         Returns
         -------
@@ -597,6 +727,11 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             The estimator with the new threshold.
         """
         self._check_fitted()
+        if is_pair_input(X, self.items):
+            similarity = self._pair_similarity(X, "X")
+            is_similar, _ = check_pair_labels(y, similarity.shape[0])
+            self.threshold_ = threshold_at_fpr(similarity[~is_similar], self.threshold_fpr)
+            return self
         with naming_inputs("X", "y"):
             X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
         _, codes = encode_labels(y)
@@ -650,22 +785,11 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             Y = self._normalized(validate_data(self, Y, reset=False, dtype=np.float64), "Y")
         return bilinear_similarity_matrix(X, Y, self.A_)
 
-    def _pair_similarity(self, pairs):
+    def _pair_similarity(self, pairs, input_name="pairs"):
         self._check_fitted()
-        with naming_inputs("pairs"):
-            pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
-        if pairs.ndim != 3 or pairs.shape[1] != 2:
-            raise ValueError(
-                "pairs must be an array of shape (n_pairs, 2, n_features) holding the two items "
-                f"of each pair, got shape {pairs.shape}."
-            )
-        if pairs.shape[2] != self.n_features_in_:
-            raise ValueError(
-                f"pairs have {pairs.shape[2]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
-        pairs = self._normalized(pairs, "pairs")
-        return bilinear_similarity(pairs[:, 0], pairs[:, 1], self.A_)
+        pairs = check_pairs(self, pairs, items=self.items, reset=False, input_name=input_name)
+        prepare = functools.partial(self._normalized, input_name=input_name, where="holds items")
+        return given_pair_similarities(pairs, pairs.prepared_rows(prepare), self.A_)
 
     def decision_function(self, pairs):
         """Similarity of each pair minus ``threshold_`` (positive: predicted similar).
@@ -685,40 +809,48 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         return similarity - self.threshold_
 
     def predict(self, pairs):
-        """Predict whether the items of each pair share a class.
+        """Predict whether the items of each pair are similar (share a class).
 
         {pairs_parameters}
 
         Returns
         -------
         labels : ndarray of shape (n_pairs,)
-            1 when the similarity exceeds ``threshold_`` (same class), else 0.
+            ``classes_[1]`` when the similarity exceeds ``threshold_``, else ``classes_[0]``:
+            1 and 0 after a fit on class labels, the two labels ``fit`` saw after a fit on
+            pairs (e.g. 1 and -1, or True and False).
         """
         is_similar = self.decision_function(pairs) > 0
         return self.classes_[is_similar.astype(np.int64)]
 
     def score(self, X, y):
-        """True-positive rate at false-positive rate ``threshold_fpr`` over all pairs of (X, y).
+        """True-positive rate at false-positive rate ``threshold_fpr``, over pairs.
 
-        Pairs ``i < j`` are positive when ``y[i] == y[j]``; the ROC curve of their similarities
-        is read at ``threshold_fpr`` (:func:`skrank.metrics.pairwise_roc_score`), independently of
-        ``threshold_``. Needs ``n_samples^2`` memory.
+        For class-labelled items, over all pairs ``i < j`` of ``(X, y)`` (positive when
+        ``y[i] == y[j]``; :func:`skrank.metrics.pairwise_roc_score`, ``n_samples^2`` memory);
+        for given pairs, over those pairs (:func:`skrank.metrics.pointwise_roc_score`). The
+        ROC curve of the similarities is read at ``threshold_fpr``, independently of
+        ``threshold_``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Items.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        {evaluation_parameters}
 
         Returns
         -------
         score : float
             TPR at FPR = ``threshold_fpr``.
         """
+        if is_pair_input(X, self.items):
+            similarity = self._pair_similarity(X, "X")
+            is_similar, _ = check_pair_labels(y, similarity.shape[0])
+            return pointwise_roc_score(is_similar, similarity, self.threshold_fpr)
         return pairwise_roc_score(self.pairwise_similarity(X), y, self.threshold_fpr)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def _alpha_selection(levels, scores):
+    """The fitted attributes of ``alpha="auto"`` and the index of the chosen level."""
+    return {"alpha_index": int(np.argmax(scores)), "alpha_levels_": levels, "alpha_scores_": scores}

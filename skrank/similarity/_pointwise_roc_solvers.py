@@ -31,6 +31,7 @@ __all__ = [
     "feasible_alpha_range",
     "fit_input_transform",
     "regularized_positive_matrix",
+    "score_alpha_levels",
     "select_alpha",
     "solve_cvxpy",
     "solve_kkt",
@@ -62,6 +63,16 @@ _PROBLEM_DOCS = {
         ),
         ("beta", "float", "Bound on ``<N, A>``, ``2 (alpha + tolerance) - 1``."),
     ]
+}
+
+
+# The options and the levels of the functions that score levels of alpha (fill_docs).
+_LEVEL_DOCS = {
+    "level_options": [
+        ("tolerance", "float", "The tolerance added to ``alpha``."),
+        ("n_levels", "int", "Number of levels tried."),
+    ],
+    "levels": ("levels", "ndarray of shape (n_levels,)", "The levels of :func:`alpha_levels`."),
 }
 
 
@@ -421,7 +432,7 @@ def regularized_positive_matrix(P, identity_weight):
     return P + scale * np.eye(P.shape[0])
 
 
-def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
+def fit_input_transform(X, kind, eigenvalue_floor=1e-6, sample_weight=None):
     """Mean and matrix of an input transform ``x -> (x - mean) @ matrix`` fitted on ``X``.
 
     Parameters
@@ -435,6 +446,9 @@ def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
         eigenvalues are floored at ``eigenvalue_floor`` times the largest).
     eigenvalue_floor : float, default=1e-6
         Relative floor on the covariance eigenvalues of ``"whiten"``.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Weight of each item in the mean and the (co)variances, e.g. how many pairs it belongs
+        to; None weighs them alike.
 
     Returns
     -------
@@ -446,13 +460,13 @@ def fit_input_transform(X, kind, eigenvalue_floor=1e-6):
     # (c X - mean_c) @ matrix_c.
     scale = power_of_two_scale(X)
     X = X * scale
-    mean = X.mean(axis=0)
+    mean = np.average(X, axis=0, weights=sample_weight)
     if kind == "center":
         return mean / scale, np.eye(X.shape[1])
     if kind == "standardize":
-        std = X.std(axis=0)
+        std = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=sample_weight))
         return mean / scale, np.diag(scale / np.where(std > 0, std, 1.0))
-    covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
+    covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True, aweights=sample_weight))
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     floor = eigenvalue_floor * max(eigenvalues[-1], np.finfo(float).tiny)
     return mean / scale, eigenvectors * (scale / np.sqrt(np.maximum(eigenvalues, floor)))
@@ -486,6 +500,7 @@ def alpha_levels(P, N, tolerance=0.0, n_levels=20):
     return np.clip(np.linspace(low, high, n_levels + 1)[1:], 0.0, 1.0)
 
 
+@fill_docs(_LEVEL_DOCS)
 def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
     """The level ``alpha`` whose solution has the largest TPR at ``fpr`` on validation pairs.
 
@@ -505,23 +520,45 @@ def select_alpha(P, N, X_val, codes_val, fpr, *, tolerance=0.0, n_levels=20):
         Their class codes (a positive and a negative pair at least).
     fpr : float
         The target false-positive rate, in (0, 1).
-    tolerance : float, default=0.0
-        The tolerance added to ``alpha``.
-    n_levels : int, default=20
-        Number of levels tried.
+    {level_options}
 
     Returns
     -------
-    levels : ndarray of shape (n_levels,)
+    {levels}
     scores : ndarray of shape (n_levels,)
         Validation TPR at ``fpr`` of each level.
     """
     from ..metrics import pairwise_roc_score
 
+    def validation_tpr(A):
+        return pairwise_roc_score(X_val @ A @ X_val.T, codes_val, fpr)
+
+    return score_alpha_levels(P, N, validation_tpr, tolerance=tolerance, n_levels=n_levels)
+
+
+@fill_docs(_LEVEL_DOCS)
+def score_alpha_levels(P, N, validation_score, *, tolerance=0.0, n_levels=20):
+    """The :func:`alpha_levels` and the validation score of the solution at each of them.
+
+    Parameters
+    ----------
+    P, N : ndarray of shape (d, d)
+        Matrices of the problem fitted on the training part.
+    validation_score : callable
+        ``validation_score(A)``: the score of the similarity of matrix ``A`` on held-out data
+        (:func:`select_alpha`: the TPR at a target FPR over all pairs of held-out items; a fit on
+        given pairs: the same over held-out pairs).
+    {level_options}
+
+    Returns
+    -------
+    {levels}
+    scores : ndarray of shape (n_levels,)
+        ``validation_score`` of the solution at each level.
+    """
     levels = alpha_levels(P, N, tolerance, n_levels)
     scores = np.empty(levels.shape[0])
     for index, level in enumerate(levels):
         beta = max(2.0 * (level + tolerance) - 1.0, -_frobenius(N))
-        A = solve_kkt(P, N, beta).A
-        scores[index] = pairwise_roc_score(X_val @ A @ X_val.T, codes_val, fpr)
+        scores[index] = validation_score(solve_kkt(P, N, beta).A)
     return levels, scores

@@ -19,8 +19,9 @@ scaled to a 2-core machine: ``amazoncat-13k`` (13,330 labels and 5.04 labels a r
 set; 50,000 features), ``wikilshtc-325k`` (10^5 labels, 3.19 labels a row; 200,000 features)
 and ``amazon-670k`` (670,091 labels, 135,909 features and 5.45 labels a row as the data set),
 each with 40,000 rows, a fifth held out for test, alike for every method (the data sets have
-0.5-1.8 million rows: the defaults of the slowest method would take hours a fit here). Measured per run: P@1/3/5, PSP@1/3/5
-(propensities of the training labels, ``A=0.55, B=1.5``), nDCG@5, fit wall time, prediction
+0.5-1.8 million rows: the defaults of the slowest method would take hours a fit here).
+Measured per run: P@1/3/5, PSP@1/3/5 (propensities of the training labels, ``A=0.55,
+B=1.5``), nDCG@5, fit wall time, prediction
 wall time for the whole test set (top 5), and the peak resident memory of the child from the
 end of data loading (VmHWM, reset through ``/proc/self/clear_refs``) to the end of prediction.
 SNM's runs also record its search's recall of the exact top 5 where it uses an approximate one.
@@ -62,8 +63,9 @@ GENERATED = {
 }
 QUICK = {
     "amazoncat-13k": dict(preset="amazoncat-13k", n_features=5_000, n_samples=4_000),
-    "wikilshtc-325k": dict(preset="wikilshtc-325k", n_labels=5_000, n_features=8_000,
-                           n_samples=4_000),  # fmt: skip
+    "wikilshtc-325k": dict(
+        preset="wikilshtc-325k", n_labels=5_000, n_features=8_000, n_samples=4_000
+    ),  # fmt: skip
     "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
 }
 
@@ -196,7 +198,9 @@ def run_napkinxc(directory, seed, out):
 
     X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
     # napkinXC reads float CSR matrices only (an int8 indicator is refused).
-    X_train, Y_train, X_test = (sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test))
+    X_train, Y_train, X_test = (
+        sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test)
+    )
     reset_peak()
     with tempfile.TemporaryDirectory() as model_dir:
         start = time.perf_counter()
@@ -283,8 +287,8 @@ def run_all(args):
                 if args.resume and path.exists():
                     continue
                 path.parent.mkdir(parents=True, exist_ok=True)
-                command = [sys.executable, __file__, "--child", "--data", name,
-                           "--method", method, "--seeds", str(seed), "--out", str(path)]  # fmt: skip
+                command = [sys.executable, __file__, "--child", "--data", name, "--method"]
+                command += [method, "--seeds", str(seed), "--out", str(path)]
                 if args.quick:
                     command.append("--quick")
                 print(f"{name} / {method} / seed {seed} ...", flush=True)
@@ -292,8 +296,8 @@ def run_all(args):
                 with open(path.with_suffix(".log"), "w") as log:
                     done = subprocess.run(command, timeout=args.timeout, stdout=log, stderr=log)
                 if done.returncode != 0:
-                    print(f"  failed with exit code {done.returncode}: see {path.with_suffix('.log')}",
-                          flush=True)  # fmt: skip
+                    log_name = path.with_suffix(".log")
+                    print(f"  failed with exit code {done.returncode}: see {log_name}", flush=True)
     report(args)
 
 

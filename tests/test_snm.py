@@ -833,8 +833,9 @@ def test_encoder_init_choices_and_the_auto_rule(monkeypatch):
 
 def test_cost_estimates_of_the_start_and_of_an_epoch():
     # Bibtex's training rows: the exact directions cost about an epoch (measured: 0.8 of one).
-    principal, epoch = snm_module._principal_seconds(1836), snm_module._epoch_seconds(
-        4392, 303_000, 159, 1024
+    principal, epoch = (
+        snm_module._principal_seconds(1836),
+        snm_module._epoch_seconds(4392, 303_000, 159, 1024),
     )
     assert 0.5 < principal / epoch < 1.5
     assert snm_module._principal_seconds(4096) > 10 * snm_module._principal_seconds(1836)

@@ -5,8 +5,15 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from skrank.nn import MLP, RowSparseOptimizer, SparseLinear, SparseRows, TrainingInputs
-from skrank.nn import _data, _optim
+from skrank.nn import (
+    MLP,
+    RowSparseOptimizer,
+    SparseLinear,
+    SparseRows,
+    TrainingInputs,
+    _data,
+    _optim,
+)
 
 
 def _sparse_matrix(n_rows=9, n_features=40, density=0.15, seed=0):

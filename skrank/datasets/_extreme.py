@@ -227,7 +227,9 @@ default=None
     flat = np.searchsorted(shifted, chosen + rng.random_sample(rows.size))
     words[topical] = topics.ravel()[np.minimum(flat, (chosen + 1) * topics.shape[1] - 1)]
     word_rows, words, counts = _first_distinct(word_rows, words, wanted_words, n_features)
-    X = sp.csr_matrix((counts.astype(np.float64), (word_rows, words)), shape=(n_samples, n_features))
+    X = sp.csr_matrix(
+        (counts.astype(np.float64), (word_rows, words)), shape=(n_samples, n_features)
+    )
     X.sort_indices()
     if features == "tfidf":
         X = TfidfTransformer(sublinear_tf=True).fit_transform(X).tocsr()
@@ -364,7 +366,11 @@ def load_extreme_file(file, *, dtype=np.float64):
             f"in [0, {n_labels}) (n_labels of the header)."
         )
     Y = sp.csr_matrix(
-        (np.ones(labels.size, dtype=np.int8), labels.astype(np.int64), np.r_[0, np.cumsum(lengths)]),
+        (
+            np.ones(labels.size, dtype=np.int8),
+            labels.astype(np.int64),
+            np.r_[0, np.cumsum(lengths)],
+        ),
         shape=(n_points, n_labels),
     )
     Y.sort_indices()

@@ -602,9 +602,12 @@ default="hinge"
         if n_features > EXACT_PRINCIPAL_FEATURES:
             return "random"
         nnz = X.nnz if sp.issparse(X) else n_rows * n_features
-        return "svd" if _principal_seconds(n_features) <= _epoch_seconds(
-            n_rows, nnz, self.n_negatives_, self.embedding_dim_
-        ) else "random"
+        return (
+            "svd"
+            if _principal_seconds(n_features)
+            <= _epoch_seconds(n_rows, nnz, self.n_negatives_, self.embedding_dim_)
+            else "random"
+        )
 
     def initialize_criterion(self, y):
         return OrderedWeightedLoss(

@@ -28,7 +28,6 @@ from ._data import TrainingInputs
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
 from ._optim import RowSparseOptimizer
-from ._sparse import sparse_linear_layers
 from ._persistence import (
     TORCH_STATE_KEY,
     SavedModule,
@@ -39,6 +38,7 @@ from ._persistence import (
     tensor_from_state,
     tensor_state,
 )
+from ._sparse import sparse_linear_layers
 
 __all__ = [
     "ENGINE_DEFAULTS",

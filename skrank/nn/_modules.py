@@ -113,7 +113,9 @@ class MLP(nn.Module):
 
 
 def _linear(in_features, out_features, sparse):
-    return SparseLinear(in_features, out_features) if sparse else nn.Linear(in_features, out_features)
+    return (
+        SparseLinear(in_features, out_features) if sparse else nn.Linear(in_features, out_features)
+    )
 
 
 def module_output_dim(module, n_features, device):

@@ -146,8 +146,8 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             state["step"] += 1
             beta1, beta2 = group["betas"]
             average = state["exp_avg"][rows].lerp_(gradient, 1 - beta1)
-            square = state["exp_avg_sq"][rows].mul_(beta2).addcmul_(
-                gradient, gradient, value=1 - beta2
+            square = (
+                state["exp_avg_sq"][rows].mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
             )
             state["exp_avg"].index_put_((rows,), average)
             state["exp_avg_sq"].index_put_((rows,), square)

@@ -85,7 +85,8 @@ class SparseLinear(nn.Module):
     >>> import torch
     >>> from skrank.nn import SparseLinear, SparseRows
     >>> layer = SparseLinear(1000, 4)
-    >>> rows = SparseRows(torch.tensor([[3, 17], [999, 1000]]), torch.tensor([[1.0, 2.0], [0.5, 0.0]]))
+    >>> columns = torch.tensor([[3, 17], [999, 1000]])  # 1000: the padding column
+    >>> rows = SparseRows(columns, torch.tensor([[1.0, 2.0], [0.5, 0.0]]))
     >>> dense = torch.zeros(2, 1000)
     >>> dense[0, 3], dense[0, 17], dense[1, 999] = 1.0, 2.0, 0.5
     >>> bool(torch.allclose(layer(rows), layer(dense)))

@@ -13,7 +13,9 @@ method by method (``--resume``):
   ``max_depth=3``, as its README gives them);
 - ``napkinxc-plt``: napkinXC's ``PLT`` (probabilistic label tree), ``seed=seed``.
 
-Data (``--data``): Bibtex and Corel5k (their own train/test splits); three problems of
+Data (``--data``): Bibtex and Corel5k (their own train/test splits; their word counts reach the
+peers as sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
+``SNMClassifier`` applies the same weighting itself); three problems of
 :func:`skrank.datasets.make_extreme_classification` shaped like the SNM paper's data sets,
 scaled to a 2-core machine: ``amazoncat-13k`` (13,330 labels and 5.04 labels a row as the data
 set; 50,000 features), ``wikilshtc-325k`` (10^5 labels, 3.19 labels a row; 200,000 features)
@@ -47,6 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 from _pecos_env import PECOS_PYTHON
 from _results import RESULTS_DIR, Results
+from sklearn.feature_extraction.text import TfidfTransformer
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
@@ -95,7 +98,21 @@ def prepare(name, quick):
         parts = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
     for part, matrix in zip(("X_train", "Y_train", "X_test", "Y_test"), parts, strict=True):
         sp.save_npz(directory / f"{part}.npz", sp.csr_matrix(matrix))
+    if name in ("bibtex", "corel5k"):
+        # Counts: the peers read them as the TF-IDF rows their documentation assumes (SNM's
+        # default input_normalization applies the same weighting itself).
+        tfidf = TfidfTransformer(sublinear_tf=True).fit(parts[0])
+        peers = directory / "tfidf"
+        peers.mkdir(exist_ok=True)
+        sp.save_npz(peers / "X_train.npz", tfidf.transform(parts[0]).tocsr())
+        sp.save_npz(peers / "X_test.npz", tfidf.transform(parts[2]).tocsr())
+        sp.save_npz(peers / "Y_train.npz", sp.csr_matrix(parts[1]))
     return directory
+
+
+def peer_directory(directory):
+    """Where the peers read their inputs: the TF-IDF rows of count data, else the data."""
+    return directory / "tfidf" if (directory / "tfidf").exists() else directory
 
 
 def load(directory, *parts):
@@ -150,8 +167,9 @@ def run_snm(directory, seed, out):
 
 def run_pecos(directory, seed, out):
     with tempfile.TemporaryDirectory() as scratch:
+        inputs = peer_directory(directory)
         subprocess.run(
-            [str(PECOS_PYTHON), str(HERE / "_pecos_xmc.py"), str(directory), scratch, str(K)],
+            [str(PECOS_PYTHON), str(HERE / "_pecos_xmc.py"), str(inputs), scratch, str(K)],
             check=True,
         )
         top = np.load(Path(scratch) / "top.npy")
@@ -160,12 +178,13 @@ def run_pecos(directory, seed, out):
 
 
 def training_file(directory):
-    """The training rows in the repository's text format, which omikuji reads."""
-    path = directory / "train.txt"
+    """The peers' training rows in the repository's text format, which omikuji reads."""
+    inputs = peer_directory(directory)
+    path = inputs / "train.txt"
     if not path.exists():
         from skrank.datasets import dump_extreme_file
 
-        X_train, Y_train = load(directory, "X_train", "Y_train")
+        X_train, Y_train = load(inputs, "X_train", "Y_train")
         dump_extreme_file(X_train, Y_train, path)
     return path
 
@@ -174,7 +193,7 @@ def run_omikuji(directory, seed, out, bonsai):
     import omikuji
 
     path = training_file(directory)
-    (X_test,) = load(directory, "X_test")
+    (X_test,) = load(peer_directory(directory), "X_test")
     reset_peak()
     start = time.perf_counter()
     hyper = omikuji.Model.default_hyper_param()
@@ -196,7 +215,7 @@ def run_omikuji(directory, seed, out, bonsai):
 def run_napkinxc(directory, seed, out):
     from napkinxc.models import PLT
 
-    X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
+    X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
     # napkinXC reads float CSR matrices only (an int8 indicator is refused).
     X_train, Y_train, X_test = (
         sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test)

@@ -114,7 +114,25 @@ def test_top_1_mining_beats_negative_sampling_on_hard_negatives():
     assert snm > sampling.score(X, y) + 0.05
 
 
+@pytest.fixture
+def sparse_layer_for_few_features(monkeypatch):
+    """The sparse input layer for a sparse X of any width (it starts beyond 4,096 features)."""
+    monkeypatch.setattr(snm_module, "SPARSE_INPUT_MIN_FEATURES", 0)
+
+
+def test_sparse_input_layer_from_many_features_only():
+    """A sparse X of few features keeps the dense input layer (cheap at that width, and the
+    published results); beyond ``SPARSE_INPUT_MIN_FEATURES`` the layer reads sparse rows."""
+    X, y = bag_of_words(n_samples=64, n_features=200)
+    params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, embedding_dim=8, tol=None)
+    assert not SNMClassifier(**params).fit(X, y).sparse_input_
+    wide = sp.hstack([X, sp.csr_matrix((X.shape[0], snm_module.SPARSE_INPUT_MIN_FEATURES))])
+    clf = SNMClassifier(**params).fit(wide.tocsr(), y)
+    assert clf.sparse_input_ and isinstance(clf.module_.encoder.layers[0], SparseLinear)
+
+
 @pytest.mark.parametrize("hidden_layer_sizes", [(32,), ()])
+@pytest.mark.usefixtures("sparse_layer_for_few_features")
 def test_sparse_input_matches_dense_input(hidden_layer_sizes):
     """The sparse input layer trains the model of the dense one where the two updates agree:
     plain SGD (a row that is not read has a zero gradient) and no input dropout (whose masks
@@ -860,6 +878,7 @@ def test_auto_neighbor_weight_leaves_votes_off_beyond_the_row_cap(monkeypatch):
     assert chosen  # below the cap the weights are compared on the validation rows
 
 
+@pytest.mark.usefixtures("sparse_layer_for_few_features")
 def test_sparse_input_steps_read_only_the_features_present():
     """A fit's steps update the input layer's rows of the features present, no other row."""
     X, y = bag_of_words(n_samples=64, n_features=200)

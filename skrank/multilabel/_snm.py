@@ -58,6 +58,9 @@ AUTO_NEIGHBOR_MAX_ROWS = 50_000
 AUTO_IVF_LABELS = 100_000
 SEARCH_SAMPLE_ROWS = 1000
 SEARCH_RECALL_TARGET = 0.99
+# Sparse X with more features than this trains a sparse input layer (the rows a batch reads);
+# below, the dense layer and its optimiser cost little and keep the published results.
+SPARSE_INPUT_MIN_FEATURES = 4096
 
 # Bytes that embedding_dim="auto" allows the parameters and their optimiser states per fit.
 AUTO_EMBEDDING_BYTES = 2**30
@@ -221,8 +224,9 @@ default="hinge"
         The embedding dimension used (``"auto"`` resolved).
     sparse_input_ : bool
         Whether the network reads sparse inputs through a sparse first layer (a sparse ``X``
-        at fit): it reads and updates only the weights of the features present in a batch,
-        so that a step costs ``O(nnz x embedding_dim)`` whatever the number of features
+        of more than 4,096 features at fit; below, the dense layer costs little): it reads
+        and updates only the weights of the features present in a batch, so that a step costs
+        ``O(nnz x embedding_dim)`` whatever the number of features
         (:class:`~skrank.nn.SparseLinear`, updated by lazy Adam, or plain SGD for
         ``optimizer="sgd"``, through :class:`~skrank.nn.RowSparseOptimizer`).
     encoder_init_ : {"svd", "random"} or None
@@ -399,7 +403,7 @@ default="hinge"
         X, positives = _drop_rows_without_positives(X, positives)
         self._check_label_parameters(len(classes))
         if not (self.warm_start and hasattr(self, "embedding_dim_")):
-            self.sparse_input_ = sp.issparse(X)
+            self.sparse_input_ = sp.issparse(X) and X.shape[1] > SPARSE_INPUT_MIN_FEATURES
             self.embedding_dim_ = (
                 _auto_embedding_dim(X.shape[1], len(classes))
                 if self.embedding_dim == "auto"

@@ -361,7 +361,7 @@ _SNM_TAKEN = {
             LabelEmbeddingNetwork,
             ["loss", "surrogate", "margin", "n_negatives", "top_k_negatives", "negative_weights"]
             + ["power_exponent", "weight_scale", "input_normalization", "label_init"]
-            + ["label_optimizer", "label_learning_rate", "score_k", "search"]
+            + ["encoder_init", "label_optimizer", "label_learning_rate", "score_k", "search"]
             + ["n_neighbors", "neighbor_weight"],
             _SNM_TAKEN,
         ),

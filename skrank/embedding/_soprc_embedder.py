@@ -19,6 +19,7 @@ from ..nn import (
     BaseTorchEstimator,
     WeightAveraging,
 )
+from ..nn._data import input_dtypes
 from ..nn._distributed import gather_summing_gradient, gather_with_gradient
 from ..nn._modules import module_output_dim
 from ..nn._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
@@ -205,7 +206,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 X,
                 y,
                 accept_sparse="csr",
-                dtype=[np.float32, np.float64],
+                dtype=input_dtypes(X),
                 reset=not self._warm_starting(),
             )
         check_float32_range(X, estimator="SOPRCEmbedder")
@@ -345,9 +346,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def _validate_for_transform(self, X):
         check_is_fitted(self)
         with naming_inputs("X"):
-            X = validate_data(
-                self, X, accept_sparse="csr", dtype=[np.float32, np.float64], reset=False
-            )
+            X = validate_data(self, X, accept_sparse="csr", dtype=input_dtypes(X), reset=False)
         check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
         return X
 

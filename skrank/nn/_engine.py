@@ -24,7 +24,7 @@ from ..utils._docstrings import render_entries
 from ..utils._params import add_keyword_parameters
 from ..utils._persistence import VersionedStateMixin
 from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
-from ._data import TrainingInputs
+from ._data import RowSubset, TrainingInputs, memory_mapped
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
 from ._persistence import (
@@ -578,7 +578,8 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
 
         Returns ``(X_train, y_train, validation)`` with ``validation = (X_val, y_val)``, or
         ``None`` when ``validation_fraction`` is None. ``y`` may be any array or sparse matrix
-        indexable by rows; ``stratify`` gives class labels to stratify on.
+        indexable by rows; ``stratify`` gives class labels to stratify on. The parts of a
+        memory-mapped ``X`` are :class:`~skrank.nn._data.RowSubset` views of it, never copies.
         """
         if self.validation_fraction is None:
             return X, y, None
@@ -600,6 +601,8 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                 f"{X.shape[0]} training items: {error}. Choose another validation_fraction "
                 f"({what}None holds nothing out)."
             ) from error
+        if memory_mapped(X):
+            return RowSubset(X, train), y[train], (RowSubset(X, held_out), y[held_out])
         return X[train], y[train], (X[held_out], y[held_out])
 
     def fit_loop(self, X, y, validation=None):

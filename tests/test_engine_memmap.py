@@ -96,6 +96,7 @@ print(peak[0] - start, embedding.shape[0], len(model.history_[-1]))
 """
 
 
+@pytest.mark.slow  # a child process: importing torch and its first fit take most of it
 def test_fit_and_transform_of_a_memory_mapped_input_four_times_a_cap_stay_under_it(tmp_path):
     n_features = 2048
     n_rows = 4 * _CAP // (4 * n_features)

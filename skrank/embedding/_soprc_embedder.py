@@ -46,8 +46,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     average precision) of Wen et al. (NeurIPS 2022), with the corrections of skrank's design
     notes (see :class:`skrank.losses.SOPRCLoss`). Each batch holds ``P = batch_size //
     samples_per_class`` distinct classes of ``samples_per_class`` items
-    (:class:`~skrank.sampling.ClassBalancedBatchSampler`): classes are drawn in proportion to
-    their size, so every item is seen about once per epoch, and every batch has the same shape.
+    (:class:`~skrank.sampling.ClassBalancedBatchSampler`): each class takes ``ceil(n_c /
+    samples_per_class)`` groups per epoch, so that every item and every class is drawn at least
+    once per epoch (a class too large for one group in every batch cycles through its items
+    over epochs), and every batch has the same shape (a class smaller than a group is padded).
 
     Read more in the :ref:`User Guide <soprc>`.
 
@@ -65,8 +67,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     samples_per_class : int, default=4
         Items of each class in a batch (``M``); a batch holds ``P = batch_size // M`` classes.
     class_weights : {"proportional", "uniform"}, default="proportional"
-        How the classes of a batch are drawn: in proportion to their number of items, or
-        uniformly (small classes then recur more often within an epoch).
+        How many groups each class gets per epoch: in proportion to its number of items (every
+        item once), or as many for every class (small classes then recur within an epoch).
     weight_averaging : float or None, default=0.4
         Horizon of an exponential moving average of the network's weights, as a fraction of
         the fit's training steps ``T`` (``max_epochs`` times the batches per epoch): after

@@ -12,7 +12,7 @@ import torch
 import skrank
 from skrank import SOPRCEmbedder
 from skrank.nn import TrainingInputs
-from skrank.nn._data import RowSubset, memory_mapped, read_rows
+from skrank.nn._data import RowSubset, memory_mapped
 
 
 def _saved(tmp_path, X, name="X.npy"):
@@ -25,8 +25,6 @@ def test_memory_mapped_inputs_are_recognised_and_read_in_the_order_asked(tmp_pat
     mapped = _saved(tmp_path, X)
     assert memory_mapped(mapped) and memory_mapped(np.asarray(mapped)) and memory_mapped(mapped[2:])
     assert not memory_mapped(X) and not memory_mapped(np.array(mapped))
-    rows = np.array([7, 2, 9, 2, 0])
-    assert np.array_equal(read_rows(mapped, rows), X[rows])
     subset = RowSubset(mapped, [5, 1, 8])
     assert memory_mapped(subset) and subset.shape == (3, 4) and len(subset) == 3
     assert np.array_equal(np.asarray(subset), X[[5, 1, 8]])

@@ -328,7 +328,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def _embed(self, X):
         embedding = self._forward_in_chunks(X)
         norms = np.linalg.norm(embedding, axis=1, keepdims=True)
-        return embedding / np.maximum(norms, np.finfo(embedding.dtype).tiny)
+        return np.divide(
+            embedding, np.maximum(norms, np.finfo(embedding.dtype).tiny), out=embedding
+        )
 
     def transform(self, X):
         """Embed items: L2-normalised rows, compared by cosine similarity (dot product).

@@ -8,8 +8,8 @@ device (``index_device``), so a step reads no index from the host; in the second
 on the host, where the rows are.
 
 A memory-mapped ``X`` (:class:`numpy.memmap`, ``np.load(..., mmap_mode="r")``) is never copied
-whole: each batch reads its rows from the file (in increasing row order), and a split of such an
-``X`` into parts (the validation split) is a :class:`RowSubset` of it, read the same way.
+whole: each batch reads its rows from the file, and a split of such an ``X`` into parts (the
+validation split) is a :class:`RowSubset` of it, read the same way.
 """
 
 import mmap
@@ -113,9 +113,8 @@ class RowSubset:
         return self.shape[0]
 
     def take(self, positions):
-        """Rows ``positions`` of the subset as an ndarray, read in increasing order of the
-        underlying rows (the file's order) and returned in the order asked for."""
-        return read_rows(self.data, self.rows[positions])
+        """Rows ``positions`` of the subset, read from ``data``, as an ndarray."""
+        return np.asarray(self.data[self.rows[positions]])
 
     def __getitem__(self, key):
         if isinstance(key, tuple):
@@ -125,18 +124,6 @@ class RowSubset:
     def __array__(self, dtype=None, copy=None):
         rows = self.take(slice(None))
         return rows if dtype is None else rows.astype(dtype, copy=False)
-
-
-def read_rows(data, rows):
-    """``data[rows]`` read in increasing row order, which a memory-mapped file serves with
-    fewer, forward reads; the result is in the order of ``rows``."""
-    rows = np.asarray(rows, dtype=np.intp)
-    if rows.ndim == 0:
-        return np.asarray(data[rows])
-    order = np.argsort(rows, kind="stable")
-    taken = np.empty((rows.shape[0], *data.shape[1:]), dtype=data.dtype)
-    taken[order] = data[rows[order]]
-    return taken
 
 
 def _fits_on(device, n_bytes):
@@ -166,9 +153,9 @@ class TrainingInputs:
     Notes
     -----
     A memory-mapped ``X`` (or a :class:`RowSubset` of one) stays in its file: each batch reads
-    its rows (sorted by row number, then put back in the batch's order), converts them to
-    float32 and copies them to ``device``, so the process's anonymous memory holds a batch, not
-    ``X``. Its values, and so a fit, are the same as from ``X`` in memory.
+    its rows, converts them to float32 and copies them to ``device``, so the process's
+    anonymous memory holds a batch, not ``X``. Its values, and so a fit, are the same as from
+    ``X`` in memory.
     """
 
     def __init__(self, X, device):

@@ -800,9 +800,15 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         network = self.network_.to(device)
         network.eval()
         chunk_size = chunk_size or max(self.batch_size, 1024)
+        outputs, start = None, 0
         with torch.no_grad():
-            outputs = [network(rows) for rows in TrainingInputs(X, device).chunks(chunk_size)]
-        return torch.cat(outputs)
+            for rows in TrainingInputs(X, device).chunks(chunk_size):
+                chunk = network(rows)
+                if outputs is None:  # filled in place: no second copy to concatenate
+                    outputs = chunk.new_empty((X.shape[0], *chunk.shape[1:]))
+                outputs[start : start + chunk.shape[0]] = chunk
+                start += chunk.shape[0]
+        return outputs
 
     def _forward_in_chunks(self, X):
         """:meth:`forward` as a numpy array."""

@@ -78,10 +78,12 @@ def batch_loss_reference(loss_fn, scores, labels, auxiliary, queries=None):
         negatives = scores[q, labels != labels[q]]
         if positives.size == 0 or negatives.size == 0:
             continue
+        rate = positives.size / (positives.size + negatives.size)
         if loss_fn.prior == "dataset":
-            prior = float(loss_fn.priors[labels[q]])
+            weight = loss_fn.dataset_prior_weight
+            prior = rate ** (1 - weight) * float(loss_fn.priors[labels[q]]) ** weight
         else:
-            prior = positives.size / (positives.size + negatives.size)
+            prior = rate
         reference = auxiliary[labels[q]] if loss_fn.tpr_source == "auxiliary" else positives
         value = query_loss_reference(positives, negatives, reference, prior, loss_fn.exact)
         value += semivariance_reference(
@@ -103,7 +105,11 @@ def torch_reference(loss_fn, scores, labels):
         if positives.numel() == 0 or negatives.numel() == 0:
             continue
         c = int(labels[q])
-        prior = float(loss_fn.priors[c]) if loss_fn.prior == "dataset" else None
+        prior = None
+        if loss_fn.prior == "dataset":
+            rate = positives.numel() / (positives.numel() + negatives.numel())
+            weight = loss_fn.dataset_prior_weight
+            prior = rate ** (1 - weight) * float(loss_fn.priors[c]) ** weight
         auxiliary = loss_fn.auxiliary_vector(c) if loss_fn.tpr_source == "auxiliary" else None
         value = soprc_query_loss(
             positives, negatives, auxiliary, prior, tau1=TAU1, tau2=TAU2, exact=loss_fn.exact
@@ -266,6 +272,9 @@ LOSS_SETTINGS = [
     {"tpr_source": "batch"},
     {"tpr_source": "batch", "exact": True, "prior": "batch"},
     {"lambda_pos": 0.0, "lambda_neg": 0.0},
+    {"dataset_prior_weight": 0.3},
+    {"tpr_source": "batch", "dataset_prior_weight": 0.3},
+    {"tpr_source": "batch", "dataset_prior_weight": 0.0},
 ]
 
 
@@ -492,6 +501,8 @@ def test_loss_validates_its_arguments():
         SOPRCLoss([3, 3], prior="uniform")
     with pytest.raises(ValueError, match="max_auxiliary_length"):
         SOPRCLoss([3, 3], max_auxiliary_length=0)
+    with pytest.raises(ValueError, match="dataset_prior_weight"):
+        SOPRCLoss([3, 3], dataset_prior_weight=1.5)
     loss_fn = SOPRCLoss([3, 3])
     with pytest.raises(ValueError, match="class indices"):
         loss_fn(torch.randn(4, 2), torch.tensor([0, 0, 1, 2]))

@@ -870,7 +870,7 @@ def coverage(results, commit="656748b", epochs=5):
     )
 
 
-def saturation(results, n_batches=5):
+def saturation(results, n_batches=20):
     """Where the gradient of the precision term goes at initialisation: the share of it that the
     queries of the smaller half of the classes receive, with the dataset prior and with the
     batch prior, at 100, 1,000 and 10,000 classes (the estimator's first batches, its network
@@ -885,7 +885,9 @@ def saturation(results, n_batches=5):
         small = counts < np.median(counts)
         torch.manual_seed(0)
         network = MLP(train.data.shape[1], HIDDEN, DIMS, normalize=False)
-        sampler = ClassBalancedBatchSampler(codes, CLASSES_PER_BATCH * PER_CLASS, PER_CLASS)
+        sampler = ClassBalancedBatchSampler(
+            codes, CLASSES_PER_BATCH * PER_CLASS, PER_CLASS, random_state=0
+        )
         epoch = sampler.epoch()
         for prior in ("dataset", "batch"):
             loss_fn = SOPRCLoss(counts, tpr_source="batch", lambda_pos=0, lambda_neg=0)

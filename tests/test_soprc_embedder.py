@@ -311,7 +311,7 @@ def test_the_prior_warms_up_from_the_batch_rate_over_a_fraction_of_the_steps():
     model = SOPRCEmbedder(**FAST, callbacks=[_RecordPriorWeight()], random_state=0).fit(X, y)
     steps = FAST["max_epochs"] * len(model.sampler_)
     weights = model.callbacks_[-1].weights
-    np.testing.assert_allclose(weights, np.minimum(np.arange(steps) / (0.5 * steps), 1))
+    np.testing.assert_allclose(weights, np.minimum(np.arange(steps) / (0.25 * steps), 1))
     assert model.criterion_.dataset_prior_weight == 1.0
     # a warm start trains on with the dataset prior
     model.set_params(warm_start=True).fit(X, y)

@@ -47,14 +47,12 @@ from skrank.nn._data import RowSubset
 N_DIGITS, BATCH, CHUNK = 3, 200, 10_000
 
 _CHILD = r"""
-import json, re, sys, threading, time
+import json, sys, time
 import numpy as np, sklearn, torch
 from skrank import SOPRCEmbedder
+from skrank.utils._memory import PeakAnonymousMemory
 torch.set_num_threads(1)
 sklearn.set_config(working_memory=16)
-def anonymous():
-    with open("/proc/self/status") as status:
-        return int(re.search(r"RssAnon:\s+(\d+) kB", status.read()).group(1)) * 1024
 path, mode, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 y = np.load(path.replace(".npy", "_y.npy"))
 params = dict(hidden_layer_sizes=(512,), n_components=128, max_epochs=epochs, batch_size=200,
@@ -62,27 +60,19 @@ params = dict(hidden_layer_sizes=(512,), n_components=128, max_epochs=epochs, ba
 warm_up = np.array(np.load(path, mmap_mode="r")[:1000])
 SOPRCEmbedder(**{**params, "max_epochs": 1}).fit(warm_up, y[:1000]).transform(warm_up)
 del warm_up
-start, peak, done = anonymous(), [0], threading.Event()
-def sample():
-    while not done.is_set():
-        peak[0] = max(peak[0], anonymous())
-        time.sleep(0.001)
-thread = threading.Thread(target=sample)
-thread.start()
 seconds = {}
-clock = time.perf_counter()
-X = np.load(path, mmap_mode="r" if mode == "memory-mapped" else None)
-seconds["load"] = time.perf_counter() - clock
-clock = time.perf_counter()
-model = SOPRCEmbedder(**params).fit(X, y)
-seconds["fit"] = time.perf_counter() - clock
-after_fit = peak[0]
-clock = time.perf_counter()
-embedding = model.transform(X)
-seconds["transform"] = time.perf_counter() - clock
-done.set()
-thread.join()
-print(json.dumps(dict(start=start, fit=after_fit - start, all=peak[0] - start, seconds=seconds,
+with PeakAnonymousMemory() as memory:
+    clock = time.perf_counter()
+    X = np.load(path, mmap_mode="r" if mode == "memory-mapped" else None)
+    seconds["load"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    model = SOPRCEmbedder(**params).fit(X, y)
+    seconds["fit"] = time.perf_counter() - clock
+    after_fit = memory.growth
+    clock = time.perf_counter()
+    embedding = model.transform(X)
+    seconds["transform"] = time.perf_counter() - clock
+print(json.dumps(dict(start=memory.start, fit=after_fit, all=memory.growth, seconds=seconds,
                       validation_score=model.history_[-1]["validation_score"],
                       rows=int(embedding.shape[0]))))
 """

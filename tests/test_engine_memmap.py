@@ -64,14 +64,12 @@ def test_a_memory_mapped_fit_equals_the_fit_in_memory_bitwise(tmp_path, dtype, o
 # transform.
 _CAP = 32 * 2**20
 _CHILD = r"""
-import re, sys, threading, time
+import sys
 import numpy as np, sklearn, torch
 from skrank import SOPRCEmbedder
+from skrank.utils._memory import PeakAnonymousMemory
 torch.set_num_threads(1)
 sklearn.set_config(working_memory=8)  # the chunks of the validation score: 8 MiB
-def anonymous():
-    with open("/proc/self/status") as status:
-        return int(re.search(r"RssAnon:\s+(\d+) kB", status.read()).group(1)) * 1024
 X = np.load(sys.argv[1], mmap_mode="r")
 y = np.arange(X.shape[0]) % 50
 params = dict(hidden_layer_sizes=(8,), n_components=4, max_epochs=1, batch_size=200,
@@ -79,18 +77,10 @@ params = dict(hidden_layer_sizes=(8,), n_components=4, max_epochs=1, batch_size=
 warm_up = np.array(X[:1000])  # torch's own first allocations happen here, not in the measure
 SOPRCEmbedder(**params).fit(warm_up, y[:1000]).transform(warm_up)
 del warm_up
-start, peak, done = anonymous(), [0], threading.Event()
-def sample():
-    while not done.is_set():
-        peak[0] = max(peak[0], anonymous())
-        time.sleep(0.001)
-thread = threading.Thread(target=sample)
-thread.start()
-model = SOPRCEmbedder(**params).fit(X, y)
-embedding = model.transform(X)
-done.set()
-thread.join()
-print(peak[0] - start, embedding.shape[0], len(model.history_[-1]))
+with PeakAnonymousMemory() as memory:
+    model = SOPRCEmbedder(**params).fit(X, y)
+    embedding = model.transform(X)
+print(memory.growth, embedding.shape[0], len(model.history_[-1]))
 """
 
 

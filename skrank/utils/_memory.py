@@ -46,13 +46,9 @@ def available_host_bytes():
     Linux's ``MemAvailable`` (free memory plus what the page cache can give back), else the
     free physical pages that ``os.sysconf`` reports.
     """
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    available = _proc_bytes("/proc/meminfo", "MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -66,10 +62,15 @@ def anonymous_resident_bytes():
     in memory, not the pages of the files it maps (the page cache's, which the system frees
     under pressure).
     """
+    return _proc_bytes("/proc/self/status", "RssAnon")
+
+
+def _proc_bytes(path, field):
+    """The ``field: <n> kB`` line of a Linux ``/proc`` file, in bytes, or None."""
     try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("RssAnon:"):
+        with open(path) as file:
+            for line in file:
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass

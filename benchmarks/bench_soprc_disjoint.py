@@ -38,6 +38,7 @@ import tempfile
 import time
 from functools import partial
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
@@ -48,9 +49,11 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from skrank import SOPRCEmbedder
 from skrank.datasets import load_mnist, make_composite_digits
+from skrank.embedding import _soprc_embedder as soprc_module
 from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
-from skrank.nn import MLP, WeightAveraging
+from skrank.nn import MLP, Callback, WeightAveraging
+from skrank.utils._params import parameters_for
 
 EPOCHS, LR, HIDDEN, DIMS, CLASSES_PER_BATCH, PER_CLASS = 10, 0.05, (512,), 128, 50, 4
 ESTIMATOR_BUDGET = dict(
@@ -97,24 +100,38 @@ LOSSES = {
 SMOOTHAP = ("SmoothAP", (lambda counts, **kw: pml.SmoothAPLoss(**kw), [dict(temperature=0.01)]))
 
 
-def composite_data():
-    train = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="train", random_state=0)
-    test = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="test", random_state=0)
+# The class-disjoint data at each number of classes (both halves): two digits and 100 classes
+# as in the paper's protocol sized for the CPU; three and four digits with a Zipf tail (class of
+# size rank r: 2 + a share proportional to 1 / r items) down to 3-4 items a class, most classes
+# holding fewer than 8, as in Stanford Online Products.
+SCALES = {
+    100: dict(n_samples=10_000, n_digits=2, n_classes=100),
+    1000: dict(n_samples=15_000, n_digits=3, tail_exponent=1.0, min_class_size=2),
+    10000: dict(n_samples=150_000, n_digits=4, tail_exponent=1.0, min_class_size=2),
+}
+
+
+def composite_data(classes=100, validation=True):
+    """The splits of the benchmark at ``classes`` classes: ``"test"`` (train on the training
+    half, retrieve in the test half) and, with ``validation``, the two validation splits of the
+    training half (the test classes play no part in them)."""
+    train = make_composite_digits(**SCALES[classes], subset="train", random_state=0)
+    test = make_composite_digits(**SCALES[classes], subset="test", random_state=0)
+    splits = {"test": (train.data, train.target, test.data, test.target)}
+    if not validation:
+        return splits
     fit_rows, val_rows = next(
         GroupShuffleSplit(n_splits=1, test_size=0.4, random_state=0).split(
             train.data, train.target, groups=train.target
         )
     )
-    splits = {
-        "test": (train.data, train.target, test.data, test.target),
-        "validation": (
-            train.data[fit_rows],
-            train.target[fit_rows],
-            train.data[val_rows],
-            train.target[val_rows],
-        ),
-        "disjoint validation": disjoint_validation(train, fit_rows, val_rows),
-    }
+    splits["validation"] = (
+        train.data[fit_rows],
+        train.target[fit_rows],
+        train.data[val_rows],
+        train.target[val_rows],
+    )
+    splits["disjoint validation"] = disjoint_validation(train, fit_rows, val_rows)
     return splits
 
 
@@ -154,12 +171,14 @@ def evaluate(embedding, y):
     )
 
 
-def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None):
+def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None, report=None):
     """Train the MLP with a loss in a plain torch loop; returns the embedding function.
 
     ``averaging=(decay, start_epoch)`` embeds with torch's ``AveragedModel`` of the weights
     after every step from ``start_epoch`` on (EMA, or SWA with decay None), as
-    ``skrank.nn.WeightAveraging`` does for the estimator.
+    ``skrank.nn.WeightAveraging`` does for the estimator. ``report(epoch, embed, seconds)`` is
+    called after every epoch with the embedding function of the weights then and the seconds
+    of training so far: the loop has no schedule, so these are the fits of ``epoch`` epochs.
     """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -176,7 +195,9 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None)
         decay, start_epoch = averaging
         multi_avg_fn = None if decay is None else get_ema_multi_avg_fn(decay)
         averaged = AveragedModel(module, multi_avg_fn=multi_avg_fn, use_buffers=True)
+    trained = 0.0
     for epoch in range(1, epochs + 1):
+        start = time.perf_counter()
         for _ in range(X.shape[0] // batch):
             chosen = rng.choice(classes.shape[0], per_batch, replace=False)
             rows = np.concatenate(
@@ -191,10 +212,18 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None)
             optimizer.step()
             if averaged is not None and epoch >= averaging[1]:
                 averaged.update_parameters(module)
+        trained += time.perf_counter() - start
+        if report is not None:
+            module.eval()
+            report(epoch, _embedding(module), trained)
+            module.train()
     if averaged is not None:
         module = averaged.module
     module.eval()
+    return _embedding(module)
 
+
+def _embedding(module):
     def embed(X_new):
         with torch.no_grad():
             return module(torch.from_numpy(X_new)).numpy()
@@ -207,7 +236,16 @@ def loop_fit(factory, setting, X, y, seed):
 
 
 def estimator_fit(setting, X, y, seed):
-    return estimator(setting, X, y, seed)
+    commit = setting.get("sampler")
+    if commit is None:
+        return estimator(setting, X, y, seed)
+    # The batch sampler of an earlier commit, in the estimator of this one.
+    old = _module_at(commit, "skrank/sampling/_batches.py", f"batches_{commit}")
+    setting = {key: value for key, value in setting.items() if key != "sampler"}
+    with mock.patch.object(
+        soprc_module, "ClassBalancedBatchSampler", old.ClassBalancedBatchSampler
+    ):
+        return estimator(setting, X, y, seed)
 
 
 def estimator(setting, X, y, seed, cls=SOPRCEmbedder):
@@ -263,6 +301,7 @@ _CHILD = """
 import json, sys, time
 import numpy as np, torch
 from skrank import SOPRCEmbedder
+from skrank.embedding import _soprc_embedder as soprc_module
 torch.set_num_threads(1)
 folder, seeds, budget = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 data = np.load(folder + "/data.npz")
@@ -378,7 +417,8 @@ def table2(seeds, splits, results):
     )
 
 
-_CURRENT_DEFAULTS = dict(weight_averaging=0.4, lambda_pos=10.0, lambda_neg=2.0)
+# The defaults of 0.2 before the prior's warm-up (prior_warmup, chosen at 1,000 classes).
+_CURRENT_DEFAULTS = dict(weight_averaging=0.4, lambda_pos=10.0, lambda_neg=2.0, prior_warmup=None)
 
 # The validation sweep of SOPRCEmbedder's settings: one change, or a combination of the best
 # single changes, to a reference ("defaults before the sweep": no weight averaging, lambda
@@ -432,43 +472,110 @@ SWEEP = {
         for m in (4, 8, 12)
         for tau1 in (0.1, 0.2, 0.4)
     },
+    # The slow start with many classes: one change each to the 0.2 defaults, screened on the
+    # validation classes of --classes 1000 at short budgets (--max-epochs).
+    **{
+        f"0.2 defaults{label}": dict(_CURRENT_DEFAULTS, **change)
+        for label, change in {
+            "": {},
+            ", prior=batch": dict(prior="batch"),
+            ", weight_averaging=0.1": dict(weight_averaging=0.1),
+            ", weight_averaging=None": dict(weight_averaging=None),
+            ", class_weights=uniform": dict(class_weights="uniform"),
+            ", tau1=0.2": dict(tau1=0.2),
+            ", tau2=0.01": dict(tau2=0.01),
+            ", lambda=(0, 0)": dict(lambda_pos=0.0, lambda_neg=0.0),
+            ", tpr_source=auxiliary": dict(tpr_source="auxiliary"),
+            ", cosine learning-rate schedule": dict(schedule="cosine"),
+            ", sampler at 656748b (classes drawn batch by batch)": dict(sampler="656748b"),
+            ", prior_warmup=0.25": dict(prior_warmup=0.25),
+            ", prior_warmup=0.5": dict(prior_warmup=0.5),
+            ", prior_warmup=1": dict(prior_warmup=1.0),
+            ", prior warm-up over 2 epochs": dict(prior_schedule=("epochs", 2)),
+            ", prior floored at the batch rate": dict(prior_schedule=("floor", None)),
+        }.items()
+    },
 }
 
 
-def _sweep_setting(setting):
+class _PriorSchedule(Callback):
+    """Two other forms of the prior's warm-up: ``("epochs", e)`` raises the loss's
+    ``dataset_prior_weight`` from 0 to 1 over the first ``e`` epochs (``prior_warmup`` does
+    it over a fraction of the steps); ``("floor", None)`` floors the dataset priors at the
+    batch rate of a full batch, ``(M - 1) / (P M - 1)``."""
+
+    def __init__(self, kind, length):
+        self.kind, self.length = kind, length
+
+    def on_train_begin(self, estimator, X, y, validation):
+        loss, self.step = estimator.criterion_, 0
+        self.steps = self.length * len(estimator.sampler_) if self.kind == "epochs" else None
+        if self.kind == "floor":
+            size = estimator.samples_per_class
+            rate = (size - 1) / (estimator.sampler_.classes_per_batch * size - 1)
+            self.dataset = loss.priors.clone()
+            prior = loss.priors.clamp(min=rate)
+            loss.priors.copy_(prior)
+            loss.class_factors[:, :2] = torch.stack([prior, 1 - prior], dim=1)
+
+    def on_batch_begin(self, estimator, batch):
+        if self.kind == "epochs":
+            estimator.criterion_.dataset_prior_weight = min(1.0, self.step / self.steps)
+            self.step += 1
+
+    def on_train_end(self, estimator, interrupted):
+        loss = estimator.criterion_
+        loss.dataset_prior_weight = 1.0
+        if self.kind == "floor":
+            loss.priors.copy_(self.dataset)
+            loss.class_factors[:, :2] = torch.stack([self.dataset, 1 - self.dataset], dim=1)
+
+
+def _sweep_setting(setting, epochs=EPOCHS):
     """Estimator parameters of a sweep setting (a cosine schedule becomes a callback), as
-    changes to the defaults before the sweeps (no weight averaging unless named, the
-    regulariser's weights (5, 1) of those defaults unless named)."""
-    setting = {"weight_averaging": None, "lambda_pos": 5.0, "lambda_neg": 1.0, **setting}
+    changes to the defaults before the sweeps (no weight averaging and no warm-up of the prior
+    unless named, the regulariser's weights (5, 1) of those defaults unless named)."""
+    setting = {
+        **dict(weight_averaging=None, lambda_pos=5.0, lambda_neg=1.0, prior_warmup=None),
+        **setting,
+    }
     if setting.pop("schedule", None) == "cosine":
         from torch.optim.lr_scheduler import CosineAnnealingLR
 
         from skrank.nn import LRScheduler
 
-        setting["callbacks"] = [LRScheduler(CosineAnnealingLR, T_max=EPOCHS)]
+        setting["callbacks"] = [LRScheduler(CosineAnnealingLR, T_max=epochs)]
     if "averaging" in setting:
         decay, start_epoch = setting.pop("averaging")
         setting["callbacks"] = [WeightAveraging(decay=decay, start_epoch=start_epoch)]
+    if "prior_schedule" in setting:
+        setting["callbacks"] = [_PriorSchedule(*setting.pop("prior_schedule"))]
     return setting
 
 
-def sweep(seeds, splits, results, names=None, split="validation"):
+def sweep(seeds, splits, results, names=None, split="validation", epochs=None):
     """Validation mean AUPRC of each sweep setting (the test classes play no part)."""
     rows = []
     for name, setting in SWEEP.items():
         if names and name not in names:
             continue
-        fit = partial(estimator_fit, _sweep_setting(setting))
-        scores, seconds = run(fit, splits[split], seeds)
+        parameters = _sweep_setting(setting, epochs or EPOCHS)
+        if epochs is not None:
+            parameters["max_epochs"] = epochs
+        scores, seconds = run(partial(estimator_fit, parameters), splits[split], seeds)
         rows.append(row(name, setting, scores, seconds))
+    _, y_fit, _, y_held_out = splits[split]
+    n_fit, n_held_out = np.unique(y_fit).shape[0], np.unique(y_held_out).shape[0]
     images = "images rebuilt from disjoint halves of the training images (disjoint_validation)"
+    budget = "budget as in the comparison" if epochs is None else f"{epochs} epochs"
     results.add_table(
-        f"Sweep of SOPRCEmbedder's settings on the {split} split (20 held-out training classes)",
+        f"Sweep of SOPRCEmbedder's settings on the {split} split ({n_held_out} held-out "
+        "training classes)",
         ["change to the defaults", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
         rows,
-        notes=f"Fitted on 30 training classes, scored on the 20 others"
-        f"{'; ' + images if split != 'validation' else ''}; seeds {seeds}; budget as in the "
-        "comparison (samples_per_class rows change the batch to that many per class).",
+        notes=f"Fitted on {n_fit} training classes, scored on the {n_held_out} others"
+        f"{'; ' + images if split != 'validation' else ''}; seeds {seeds}; {budget} "
+        "(samples_per_class rows change the batch to that many per class).",
     )
 
 
@@ -510,21 +617,7 @@ def averaging_table(seeds, splits, results, averaging=AVERAGING):
 
 def step_times(results, commit="33f545c", repeats=200):
     """Loss step (forward + backward) of SOPRCLoss(tpr_source="batch") at ``commit`` and here."""
-    import importlib.util
-
-    repository = Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "-C", str(repository), "show", f"{commit}:skrank/losses/_soprc.py"],
-        capture_output=True,
-        check=True,
-        text=True,
-    ).stdout
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "old_soprc.py"
-        path.write_text(source)
-        spec = importlib.util.spec_from_file_location("old_soprc", path)
-        old = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(old)
+    old = _module_at(commit, "skrank/losses/_soprc.py", "old_soprc")
     y = make_composite_digits(10_000, n_digits=2, n_classes=100, subset="train", random_state=0)
     counts = np.bincount(np.unique(y.target, return_inverse=True)[1])
     losses = {
@@ -565,12 +658,310 @@ def step_times(results, commit="33f545c", repeats=200):
     )
 
 
+# The budget curve (--part budget): separate fits of max_epochs = 2, 5, 10, 20, each method with
+# its defaults, scored on the test classes; the PML losses also tuned at the last budget.
+BUDGETS = (2, 5, 10, 20)
+
+
+def _mean_sd(values):
+    return f"{np.mean(values):.4f} ± {np.std(values):.4f}"
+
+
+class BudgetCurve:
+    """Rows of the budget curve, written to the results file after every method (a run cut
+    short keeps what it measured)."""
+
+    def __init__(self, results, budgets, seeds, classes, split):
+        self.results, self.budgets, self.seeds = results, budgets, seeds
+        self.classes, self.split = classes, split
+        self.rows, self.validation_rows, self.notes = [], [], []
+
+    def add(self, name, setting, scores, seconds):
+        """``scores[budget]``: (seeds, 2) test mAUPRC and R@1; ``seconds[budget]``: per fit."""
+        label = ", ".join(f"{k}={v}" for k, v in setting.items()) or "defaults"
+        cells = [_mean_sd(scores[b][:, 0]) if b in scores else "" for b in self.budgets]
+        times = "/".join(f"{seconds[b]:.0f}" if b in seconds else "-" for b in self.budgets)
+        end = max(scores)
+        self.rows.append([name, label, *cells, _mean_sd(scores[end][:, 1]), times])
+        figures = self.results.data["figures"].setdefault("per_seed", {})
+        figures[f"{name} | {label}"] = {
+            str(b): {"mauprc": scores[b][:, 0], "recall@1": scores[b][:, 1], "seconds": seconds[b]}
+            for b in scores
+        }
+        print(f"  {name:<34} {label:<40} " + "  ".join(cells) + f"  ({times} s)", flush=True)
+        self.save()
+
+    def save(self):
+        self.results.data["tables"] = []
+        budgets = [f"{b} epochs" for b in self.budgets]
+        self.results.add_table(
+            f"Test mean AUPRC by training budget, {self.classes:,} classes (test classes)",
+            ["method", "setting", *budgets, f"R@1 ({max(self.budgets)} epochs)", "s / fit"],
+            self.rows,
+            notes=" ".join(self.notes),
+        )
+        if self.validation_rows:
+            self.results.add_table(
+                f"Validation scores of the grids ({self.split} split, "
+                f"{max(self.budgets)} epochs, seed 0)",
+                ["method", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
+                self.validation_rows,
+            )
+        self.results.save()
+
+
+def _loop_at_budgets(factory, setting, data, seeds, budgets):
+    """Test scores and training seconds of the plain loop after each budget's epoch (one run
+    per seed: the loop has no schedule, so these are the fits of that many epochs)."""
+    X_fit, y_fit, X_eval, y_eval = data
+    scores = {b: [] for b in budgets}
+    seconds = {b: [] for b in budgets}
+
+    def report(epoch, embed, trained):
+        if epoch in scores:
+            scores[epoch].append(evaluate(embed(X_eval), y_eval))
+            seconds[epoch].append(trained)
+
+    for seed in seeds:
+        plain_loop(factory, setting, X_fit, y_fit, seed, epochs=max(budgets), report=report)
+    return (
+        {b: np.array(v) for b, v in scores.items()},
+        {b: float(np.mean(v)) for b, v in seconds.items()},
+    )
+
+
+def budget_curve(args, seeds, splits, results):
+    """SOPRCEmbedder and the peers at every training budget, on the test classes."""
+    budgets = sorted(args.budgets)
+    end = budgets[-1]
+    split = "disjoint validation" if args.image_disjoint else "validation"
+    curve = BudgetCurve(results, budgets, seeds, args.classes, split)
+    curve.notes.append(
+        f"{args.classes:,} classes ({SCALES[args.classes]}), half to train, half unseen to test; "
+        f"MLP {HIDDEN[0]} hidden, {DIMS} dims, SGD lr {LR} momentum 0.9 weight decay 4e-4, "
+        f"batches of {CLASSES_PER_BATCH} classes x {PER_CLASS}, one torch thread; mean ± sd over "
+        f"seeds {seeds}. SOPRCEmbedder: a separate fit per budget (max_epochs); plain loops: "
+        "scored after each budget's epoch of one run (no schedule: the same as separate fits). "
+        "s / fit: training seconds at each budget."
+    )
+    wanted = set(args.rows or ["SOPRCEmbedder", *LOSSES, *([SMOOTHAP[0]] if args.smoothap else [])])
+    if "SOPRCEmbedder" in wanted:
+        scores, seconds = {}, {}
+        for budget in budgets:
+            fit = partial(estimator_fit, {"max_epochs": budget})
+            scores[budget], seconds[budget] = run(fit, splits["test"], seeds)
+        curve.add("SOPRCEmbedder", {}, scores, seconds)
+    if "SOPRCLoss (plain loop)" in wanted:
+        # The loss the estimator trains, in the plain loop: the fit-time ratio of the targets.
+        loss_setting = parameters_for(SOPRCEmbedder(), SOPRCLoss)
+        factory = LOSSES["SOPRCLoss (plain loop)"][0]
+        scores, seconds = _loop_at_budgets(factory, loss_setting, splits["test"], seeds, budgets)
+        curve.add("SOPRCLoss (plain loop)", {"the estimator's loss": "defaults"}, scores, seconds)
+    losses = {
+        name: value
+        for name, value in [*LOSSES.items(), SMOOTHAP]
+        if name in wanted and name != "SOPRCLoss (plain loop)"
+    }
+    epoch_seconds = []
+    for name, (factory, grid) in losses.items():
+        if name == SMOOTHAP[0]:  # run only if it takes at most 3x the others' time
+            probe = _loop_at_budgets(factory, grid[0], splits["test"], seeds[:1], [1])[1][1]
+            ratio = probe / np.mean(epoch_seconds or [args.epoch_seconds])
+            results.add_figure("smoothap_epoch_time_ratio", ratio)
+            if ratio > 3:
+                curve.notes.append(
+                    f"SmoothAP left out: one epoch took {ratio:.1f}x the mean epoch of the "
+                    "other PML losses (at most 3x)."
+                )
+                curve.save()
+                continue
+        scores, seconds = _loop_at_budgets(factory, grid[0], splits["test"], seeds, budgets)
+        epoch_seconds.append(seconds[end] / end)
+        curve.add(name, grid[0], scores, seconds)
+        if args.quick or len(grid) == 1:
+            continue
+        validation = []
+        for setting in grid:
+            score, fit_seconds = run(
+                partial(plain_loop, factory, setting, epochs=end), splits[split], [0]
+            )
+            validation.append(score[0, 0])
+            curve.validation_rows.append(
+                row(name, setting, score, fit_seconds)[:2]
+                + [f"{score[0, 0]:.4f}", f"{score[0, 1]:.4f}", f"{fit_seconds:.1f}"]
+            )
+        best = int(np.argmax(validation))
+        if best != 0:
+            scores, seconds = _loop_at_budgets(factory, grid[best], splits["test"], seeds, [end])
+        else:
+            scores, seconds = {end: scores[end]}, {end: seconds[end]}
+        curve.add(f"{name}, tuned", grid[best], scores, seconds)
+
+
+def _module_at(commit, path, name):
+    """The module ``path`` of the repository at ``commit``, imported under ``name``."""
+    import importlib.util
+
+    repository = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "-C", str(repository), "show", f"{commit}:{path}"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / f"{name}.py"
+        file.write_text(source.replace("from ..", "from skrank."))
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def coverage(results, commit="656748b", epochs=5):
+    """What an epoch of SOPRCEmbedder's sampler draws at 100, 1,000 and 10,000 classes: the
+    sampler at ``commit`` (classes drawn at random in proportion to their size, batch by
+    batch) and the current one (each class's groups of the epoch dealt into the batches)."""
+    from skrank.sampling import ClassBalancedBatchSampler
+
+    samplers = {
+        f"drawn batch by batch (@ {commit})": _module_at(
+            commit, "skrank/sampling/_batches.py", "batches_then"
+        ).ClassBalancedBatchSampler,
+        "groups per class dealt (this commit)": ClassBalancedBatchSampler,
+    }
+    rows = []
+    for classes in SCALES:
+        y = make_composite_digits(**SCALES[classes], subset="train", random_state=0).target
+        counts = np.unique(y, return_counts=True)[1]
+        for name, sampler_class in samplers.items():
+            sampler = sampler_class(y, CLASSES_PER_BATCH * PER_CLASS, PER_CLASS, random_state=0)
+            items, seen_classes = [], []
+            for _ in range(epochs):
+                epoch = sampler.epoch()
+                items.append(np.unique(epoch.indices[epoch.valid].numpy()).shape[0] / y.shape[0])
+                seen_classes.append(np.unique(epoch.groups.numpy()).shape[0] / counts.shape[0])
+            fits = counts <= len(sampler) * PER_CLASS
+            rows.append(
+                [
+                    f"{classes:,} ({counts.shape[0]:,} to train, {y.shape[0]:,} items)",
+                    name,
+                    str(len(sampler)),
+                    f"{np.mean(items):.3f}",
+                    f"{np.mean(seen_classes):.3f}",
+                    f"{counts[fits].sum() / y.shape[0]:.3f}",
+                ]
+            )
+            print("  " + " | ".join(rows[-1]), flush=True)
+    results.add_table(
+        "Items and classes an epoch of SOPRCEmbedder's batches draws (training halves)",
+        [
+            "classes",
+            "sampler",
+            "batches / epoch",
+            "share of items drawn",
+            "share of classes drawn",
+            "share of items in classes of at most n_batches x M",
+        ],
+        rows,
+        notes=f"Batches of {CLASSES_PER_BATCH} classes x {PER_CLASS} (class_weights="
+        f"'proportional'), means over {epochs} epochs. A class larger than n_batches x M items "
+        "cannot show every item in an epoch with one group per batch.",
+    )
+
+
+def saturation(results, n_batches=20):
+    """Where the gradient of the precision term goes at initialisation: the share of it that the
+    queries of the smaller half of the classes receive, with the dataset prior and with the
+    batch prior, at 100, 1,000 and 10,000 classes (the estimator's first batches, its network
+    at initialisation, semi-variance off)."""
+    from skrank.sampling import ClassBalancedBatchSampler
+
+    rows = []
+    for classes in SCALES:
+        train = make_composite_digits(**SCALES[classes], subset="train", random_state=0)
+        codes = np.unique(train.target, return_inverse=True)[1]
+        counts = np.bincount(codes)
+        small = counts < np.median(counts)
+        torch.manual_seed(0)
+        network = MLP(train.data.shape[1], HIDDEN, DIMS, normalize=False)
+        sampler = ClassBalancedBatchSampler(
+            codes, CLASSES_PER_BATCH * PER_CLASS, PER_CLASS, random_state=0
+        )
+        epoch = sampler.epoch()
+        for prior in ("dataset", "batch"):
+            loss_fn = SOPRCLoss(counts, tpr_source="batch", lambda_pos=0, lambda_neg=0)
+            loss_fn.prior = prior
+            totals, values, items = np.zeros(2), [], []
+            for number in range(n_batches):
+                groups, valid = epoch.groups[number], epoch.valid[number].view(-1, PER_CLASS)
+                with torch.no_grad():
+                    rows_in = torch.from_numpy(train.data[epoch.indices[number].numpy()])
+                    embeddings = network(rows_in).view(*valid.shape, DIMS)
+                leaf = embeddings.requires_grad_(True)
+                for group in range(groups.shape[0]):
+                    queries = slice(group * PER_CLASS, (group + 1) * PER_CLASS)
+                    loss = loss_fn.forward_grouped(leaf, groups, valid, queries=queries)
+                    (gradient,) = torch.autograd.grad(loss, leaf)
+                    totals[int(small[groups[group]])] += float(gradient.norm())
+                    share = int(valid.sum()) / max(int(valid[group].sum()), 1)
+                    values.append(float(loss.detach()) * share)
+                items.append(
+                    float((small[groups.numpy()] * valid.sum(1).numpy()).sum() / valid.sum())
+                )
+            rows.append(
+                [
+                    f"{classes:,}",
+                    prior,
+                    f"{np.median(loss_fn.priors.numpy()):.2g}",
+                    f"{np.mean(items):.3f}",
+                    f"{totals[1] / totals.sum():.3f}",
+                    f"{np.mean(values):.3f}",
+                ]
+            )
+            print("  " + " | ".join(rows[-1]), flush=True)
+    results.add_table(
+        "The precision term's gradient at initialisation: the share of the smaller classes",
+        [
+            "classes",
+            "prior",
+            "median class prior",
+            "share of the batches' items in the smaller half of the classes",
+            "share of the gradient of their queries",
+            "mean precision loss of a query",
+        ],
+        rows,
+        notes=f"The estimator's MLP at initialisation (seed 0), its first {n_batches} batches of "
+        f"{CLASSES_PER_BATCH} classes x {PER_CLASS} on the training half; SOPRCLoss("
+        "tpr_source='batch', semi-variance off); gradient with respect to the embeddings of each "
+        "group's queries (forward_grouped with queries), summed by class half (below the "
+        "median class size or not). The batch prior is |P_q| / (|P_q| + |N_q|), about 3 / 199.",
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--part",
-        choices=["compare", "causes", "table2", "sweep", "step", "averaging"],
+        choices=[
+            *("compare", "causes", "table2", "sweep", "step", "averaging"),
+            *("budget", "coverage", "saturation"),
+        ],
         default="compare",
+    )
+    parser.add_argument(
+        "--classes", type=int, choices=sorted(SCALES), default=100, help="number of classes"
+    )
+    parser.add_argument(
+        "--budgets", type=int, nargs="+", default=list(BUDGETS), help="--part budget: epochs"
+    )
+    parser.add_argument("--max-epochs", type=int, help="--part sweep: epochs (default 10)")
+    parser.add_argument("--rows", nargs="+", help="--part budget: only these methods")
+    parser.add_argument(
+        "--epoch-seconds",
+        type=float,
+        help="--part budget: seconds per epoch of the other PML losses, for SmoothAP's time "
+        "test when it runs alone",
     )
     parser.add_argument("--name", help="name of the results file (default: from the part)")
     parser.add_argument("--only", nargs="+", help="--part sweep: only these settings")
@@ -586,15 +977,20 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)
     seeds = [0] if args.quick else list(range(args.first_seed, args.first_seed + args.seeds))
-    splits = composite_data()
+    splits = composite_data(args.classes, validation=not (args.part == "budget" and args.quick))
     X, y, X_test, y_test = splits["test"]
     print(
         f"composite digits: {np.unique(y).shape[0]} train classes ({y.shape[0]} items), "
         f"{np.unique(y_test).shape[0]} test classes ({y_test.shape[0]} items); seeds {seeds}"
     )
-    raw = evaluate(X_test, y_test)
+    # The raw pixels of 10,000 classes' test half: 70,000 x 3,136, hours on one thread.
+    raw = evaluate(X_test, y_test) if args.classes < 10_000 else (float("nan"), float("nan"))
     print(f"  raw pixels: mAUPRC {raw[0]:.4f}  R@1 {raw[1]:.4f}")
     suffix = "" if args.part == "compare" else f"_{args.part}"
+    if args.classes != 100:
+        suffix += f"_{args.classes}_classes"
+    if args.max_epochs:
+        suffix += f"_{args.max_epochs}_epochs"
     if args.first_seed:
         suffix += f"_from_seed_{args.first_seed}"
     if args.image_disjoint:
@@ -610,11 +1006,17 @@ def main():
         causes(seeds, splits, results)
     elif args.part == "sweep":
         split = "disjoint validation" if args.image_disjoint else "validation"
-        sweep(seeds, splits, results, args.only, split)
+        sweep(seeds, splits, results, args.only, split, args.max_epochs)
     elif args.part == "step":
         step_times(results)
     elif args.part == "averaging":
         averaging_table(seeds, splits, results)
+    elif args.part == "budget":
+        budget_curve(args, seeds, splits, results)
+    elif args.part == "coverage":
+        coverage(results)
+    elif args.part == "saturation":
+        saturation(results)
     else:
         table2(seeds, splits, results)
     results.save()

@@ -353,7 +353,7 @@ _SNM_TAKEN = {
             SOPRCEmbedder,
             SOPRCLoss,
             ["module", "hidden_layer_sizes", "n_components"]
-            + ["samples_per_class", "class_weights", "weight_averaging"],
+            + ["samples_per_class", "class_weights", "weight_averaging", "prior_warmup"],
             _SOPRC_TAKEN,
         ),
         (

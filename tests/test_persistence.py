@@ -173,7 +173,13 @@ def test_auxiliary_vectors_and_callbacks_survive(fitted):
     assert [type(c).__name__ for c in restored.callbacks_] == [
         type(c).__name__ for c in model.callbacks_
     ]
-    assert restored.callbacks_[1].n_averaged_ == model.callbacks_[1].n_averaged_
+    pairs = {
+        type(c).__name__: (c, r) for c, r in zip(model.callbacks_, restored.callbacks_, strict=True)
+    }
+    averaging, restored_averaging = pairs["WeightAveraging"]
+    assert restored_averaging.n_averaged_ == averaging.n_averaged_
+    warm_up, restored_warm_up = pairs["_PriorWarmUp"]  # SOPRCEmbedder's prior_warmup
+    assert restored_warm_up.state_dict() == warm_up.state_dict()
 
 
 def test_loaded_estimator_trains_on(fitted):

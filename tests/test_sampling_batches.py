@@ -5,7 +5,6 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from scipy.stats import chisquare
 
 from skrank.sampling import ClassBalancedBatchSampler, ShuffledBatchSampler
 
@@ -36,7 +35,8 @@ def test_class_balanced_batches_have_distinct_classes_in_fixed_groups():
     y = _labels()
     codes = np.unique(y, return_inverse=True)[1]
     sampler = ClassBalancedBatchSampler(y, batch_size=16, samples_per_class=4, random_state=0)
-    assert sampler.classes_per_batch == 4 and len(sampler) == -(-57 // 16)
+    # 57 items in ceil(n_c / 4) = 4 + 3 + 1 + 1 + 1 + 1 + 5 + 2 = 18 groups: 5 batches of 4
+    assert sampler.classes_per_batch == 4 and len(sampler) == 5
     for _ in range(5):
         epoch = sampler.epoch()
         assert epoch.indices.shape == epoch.valid.shape == (len(sampler), 16)
@@ -52,35 +52,62 @@ def test_class_balanced_batches_have_distinct_classes_in_fixed_groups():
                 assert len(set(members[keep].tolist())) == int(keep.sum())
 
 
-def test_classes_are_drawn_in_proportion_to_their_size_and_cycled_through():
+def test_each_class_gets_its_share_of_groups_per_epoch_and_cycles_through_its_items():
     y = np.repeat([0, 1, 2, 3], [40, 20, 12, 8])
     sampler = ClassBalancedBatchSampler(y, batch_size=8, samples_per_class=4, random_state=1)
-    draws = Counter()
-    for _ in range(300):
+    assert len(sampler) == 10
+    for _ in range(20):
         epoch = sampler.epoch()
-        draws.update(epoch.groups.ravel().tolist())
-        # within an epoch, a class visits its items in a fixed cyclic order: a class drawn k
-        # times with k M <= n_c shows k M distinct items
-        items = epoch.indices[epoch.valid].numpy()
-        for label, size in [(0, 40), (1, 20)]:
-            seen = items[y[items] == label]
-            assert len(set(seen.tolist())) == min(len(seen), size)
-    counts = np.array([draws[c] for c in range(4)])
-    # Two classes per batch without replacement: frequencies follow the Wallenius-like law,
-    # checked against a direct simulation of the same draw.
-    rng = np.random.default_rng(0)
-    weights = np.array([40, 20, 12, 8], dtype=float)
-    reference = Counter()
-    for _ in range(counts.sum() // 2):
-        reference.update(rng.choice(4, size=2, replace=False, p=weights / weights.sum()).tolist())
-    expected = np.array([reference[c] for c in range(4)], dtype=float)
-    expected *= counts.sum() / expected.sum()
-    assert chisquare(counts, expected).pvalue > 1e-4
+        # ceil(n_c / M) groups of each class, every item once: 10 + 5 + 3 + 2 = 10 batches x 2
+        assert Counter(epoch.groups.ravel().tolist()) == {0: 10, 1: 5, 2: 3, 3: 2}
+        assert sorted(epoch.indices[epoch.valid].tolist()) == list(range(80))
     uniform = ClassBalancedBatchSampler(
         y, batch_size=8, samples_per_class=4, class_weights="uniform", random_state=1
     )
-    uniform_draws = Counter(c for _ in range(200) for c in uniform.epoch().groups.ravel().tolist())
-    assert chisquare([uniform_draws[c] for c in range(4)]).pvalue > 1e-4
+    assert Counter(uniform.epoch().groups.ravel().tolist()) == {0: 5, 1: 5, 2: 5, 3: 5}
+
+
+def test_a_class_too_large_for_one_group_per_batch_is_in_every_batch_and_fills_follow_size():
+    # 5 batches of 3 groups: class 0 needs 10 groups but fits one per batch; classes 1-4 get
+    # one group each; the 15 - 9 places left are drawn without replacement among the classes a
+    # batch lacks, by size (2, 2, 2, 1).
+    y = np.repeat([0, 1, 2, 3, 4], [20, 2, 2, 2, 1])
+    sampler = ClassBalancedBatchSampler(y, batch_size=6, samples_per_class=2, random_state=0)
+    assert len(sampler) == 5
+    draws = Counter()
+    for _ in range(300):
+        groups = sampler.epoch().groups
+        assert (groups == 0).any(dim=1).all()  # the large class in every batch
+        assert all(len(set(row.tolist())) == 3 for row in groups)
+        draws.update(groups.ravel().tolist())
+    filled = np.array([draws[c] for c in range(5)]) - np.array([5, 1, 1, 1, 1]) * 300
+    assert filled[0] == 0 and filled.sum() == 6 * 300
+    assert filled[4] < 0.75 * filled[1:4].min()
+
+
+def test_classes_smaller_than_a_group_give_every_item_once_and_padding_is_masked():
+    sizes = np.array([1, 2, 3, 2, 1, 3, 9, 2, 3, 14])
+    y = np.repeat(np.arange(10), sizes)[np.random.RandomState(0).permutation(sizes.sum())]
+    for samples_per_class in (4, 5):
+        sampler = ClassBalancedBatchSampler(y, 4 * samples_per_class, samples_per_class)
+        for _ in range(3):
+            epoch = sampler.epoch()
+            M = samples_per_class
+            # every class every epoch; every item at least once, and once if its class is
+            # no larger than a group
+            assert set(epoch.groups.ravel().tolist()) == set(range(10))
+            assert set(epoch.indices[epoch.valid].tolist()) == set(range(y.shape[0]))
+            groups = epoch.groups.reshape(-1)
+            indices = epoch.indices.view(-1, M)
+            valid = epoch.valid.view(-1, M)
+            # a small class fills the first n_c places of its group with all its items, the
+            # rest of the group is padding (masked, index 0)
+            expected = torch.arange(M)[None, :] < torch.as_tensor(sizes)[groups][:, None]
+            assert torch.equal(valid, expected)
+            assert (indices[~valid] == 0).all()
+            for group, members, keep in zip(groups, indices, valid, strict=True):
+                if sizes[group] <= M:
+                    assert sorted(members[keep].tolist()) == np.flatnonzero(y == group).tolist()
 
 
 def test_class_balanced_sampler_is_deterministic_iterable_and_validates():

@@ -15,7 +15,7 @@ from torch import nn
 from skrank import SOPRCEmbedder
 from skrank.exceptions import DivergenceWarning
 from skrank.metrics import mean_auprc_score
-from skrank.nn import WeightAveraging
+from skrank.nn import Callback, Checkpoint, WeightAveraging
 
 # These tiny models train faster on one thread than on a busy thread pool.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -296,3 +296,48 @@ def test_default_weight_averaging_is_an_ema_over_a_fraction_of_the_steps():
     assert [c.decay for c in own.callbacks_ if isinstance(c, WeightAveraging)] == [0.5]
     with pytest.raises(RuntimeError, match="Only one WeightAveraging callback"):
         SOPRCEmbedder(**FAST, callbacks=[WeightAveraging(), WeightAveraging()]).fit(X, y)
+
+
+class _RecordPriorWeight(Callback):
+    def on_train_begin(self, estimator, X, y, validation):
+        self.weights = []
+
+    def on_batch_begin(self, estimator, batch):
+        self.weights.append(estimator.criterion_.dataset_prior_weight)
+
+
+def test_the_prior_warms_up_from_the_batch_rate_over_a_fraction_of_the_steps():
+    X, y = _data()
+    model = SOPRCEmbedder(**FAST, callbacks=[_RecordPriorWeight()], random_state=0).fit(X, y)
+    steps = FAST["max_epochs"] * len(model.sampler_)
+    weights = model.callbacks_[-1].weights
+    np.testing.assert_allclose(weights, np.minimum(np.arange(steps) / (0.25 * steps), 1))
+    assert model.criterion_.dataset_prior_weight == 1.0
+    # a warm start trains on with the dataset prior
+    model.set_params(warm_start=True).fit(X, y)
+    assert model.callbacks_[-1].weights == [1.0] * steps
+    # no warm-up: the dataset prior throughout; the batch prior ignores the weight
+    for params in ({"prior_warmup": None}, {"prior": "batch"}):
+        plain = SOPRCEmbedder(**FAST, **params, callbacks=[_RecordPriorWeight()]).fit(X, y)
+        assert plain.callbacks_[-1].weights == [1.0] * steps
+    # the warm-up reaches the steps: the first epoch's loss differs from the dataset prior's
+    dataset = SOPRCEmbedder(**FAST, prior_warmup=None, random_state=0).fit(X, y)
+    fresh = SOPRCEmbedder(**FAST, random_state=0).fit(X, y)
+    assert fresh.history_[0]["loss"] != dataset.history_[0]["loss"]
+
+
+def test_a_run_resumed_within_the_prior_warm_up_equals_an_uninterrupted_run(tmp_path):
+    X, y = _data()
+    path = tmp_path / "run.ckpt"
+    params = dict(FAST, prior_warmup=0.9, random_state=0)
+    straight = SOPRCEmbedder(**params).fit(X, y)
+
+    class StopAfterTwoEpochs(Callback):  # a run of 4 epochs cut after its second
+        def on_epoch_end(self, estimator, epoch, record):
+            if epoch == 2:
+                estimator.stop_training()
+
+    SOPRCEmbedder(**params, callbacks=[Checkpoint(path), StopAfterTwoEpochs()]).fit(X, y)
+    resumed = SOPRCEmbedder(**params, warm_start=True, callbacks=[Checkpoint(path)]).fit(X, y)
+    assert [r["loss"] for r in resumed.history_] == [r["loss"] for r in straight.history_]
+    np.testing.assert_array_equal(resumed.transform(X), straight.transform(X))

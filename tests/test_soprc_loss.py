@@ -15,6 +15,7 @@ from skrank.losses import (
     soprc_query_loss,
 )
 from skrank.losses._soprc import _FalsePositiveSum
+from skrank.sampling import ClassBalancedBatchSampler
 
 TAU1, TAU2 = 0.3, 0.05
 
@@ -77,10 +78,12 @@ def batch_loss_reference(loss_fn, scores, labels, auxiliary, queries=None):
         negatives = scores[q, labels != labels[q]]
         if positives.size == 0 or negatives.size == 0:
             continue
+        rate = positives.size / (positives.size + negatives.size)
         if loss_fn.prior == "dataset":
-            prior = float(loss_fn.priors[labels[q]])
+            weight = loss_fn.dataset_prior_weight
+            prior = rate ** (1 - weight) * float(loss_fn.priors[labels[q]]) ** weight
         else:
-            prior = positives.size / (positives.size + negatives.size)
+            prior = rate
         reference = auxiliary[labels[q]] if loss_fn.tpr_source == "auxiliary" else positives
         value = query_loss_reference(positives, negatives, reference, prior, loss_fn.exact)
         value += semivariance_reference(
@@ -102,7 +105,11 @@ def torch_reference(loss_fn, scores, labels):
         if positives.numel() == 0 or negatives.numel() == 0:
             continue
         c = int(labels[q])
-        prior = float(loss_fn.priors[c]) if loss_fn.prior == "dataset" else None
+        prior = None
+        if loss_fn.prior == "dataset":
+            rate = positives.numel() / (positives.numel() + negatives.numel())
+            weight = loss_fn.dataset_prior_weight
+            prior = rate ** (1 - weight) * float(loss_fn.priors[c]) ** weight
         auxiliary = loss_fn.auxiliary_vector(c) if loss_fn.tpr_source == "auxiliary" else None
         value = soprc_query_loss(
             positives, negatives, auxiliary, prior, tau1=TAU1, tau2=TAU2, exact=loss_fn.exact
@@ -265,6 +272,9 @@ LOSS_SETTINGS = [
     {"tpr_source": "batch"},
     {"tpr_source": "batch", "exact": True, "prior": "batch"},
     {"lambda_pos": 0.0, "lambda_neg": 0.0},
+    {"dataset_prior_weight": 0.3},
+    {"tpr_source": "batch", "dataset_prior_weight": 0.3},
+    {"tpr_source": "batch", "dataset_prior_weight": 0.0},
 ]
 
 
@@ -491,6 +501,8 @@ def test_loss_validates_its_arguments():
         SOPRCLoss([3, 3], prior="uniform")
     with pytest.raises(ValueError, match="max_auxiliary_length"):
         SOPRCLoss([3, 3], max_auxiliary_length=0)
+    with pytest.raises(ValueError, match="dataset_prior_weight"):
+        SOPRCLoss([3, 3], dataset_prior_weight=1.5)
     loss_fn = SOPRCLoss([3, 3])
     with pytest.raises(ValueError, match="class indices"):
         loss_fn(torch.randn(4, 2), torch.tensor([0, 0, 1, 2]))
@@ -528,3 +540,42 @@ def test_cosine_gram_matches_normalize_and_matmul_with_its_gradient():
     assert torch.autograd.gradcheck(_CosineGram.apply, (embeddings,))
     unit = torch.nn.functional.normalize(embeddings, dim=1)
     torch.testing.assert_close(_CosineGram.apply(embeddings), unit @ unit.T)
+
+
+@pytest.mark.parametrize("tpr_source", ["batch", "auxiliary"])
+def test_a_batch_drawn_from_thousands_of_classes_matches_brute_force(tpr_source):
+    """3,000 long-tailed classes (priors down to 1e-5, auxiliary vectors of up to 400 entries
+    at offsets across the whole buffer), a batch of the class-balanced sampler with groups
+    padded for the classes smaller than a group."""
+    rng = np.random.RandomState(5)
+    counts = 2 + (400 / np.arange(1, 3001)).astype(np.int64)
+    rng.shuffle(counts)
+    y = np.repeat(np.arange(3000), counts)
+    epoch = ClassBalancedBatchSampler(y, 48, 4, random_state=0).epoch()
+    classes, indices = epoch.groups[0], epoch.indices[0]
+    valid = epoch.valid[0].view(12, 4)
+    assert not valid.all()  # some groups are padded
+    embeddings = torch.as_tensor(rng.normal(size=(y.shape[0], 5)))[indices].view(12, 4, 5)
+    loss_fn = SOPRCLoss(
+        counts, tau1=TAU1, tau2=TAU2, lambda_pos=10.0, lambda_neg=2.0, tpr_source=tpr_source
+    )
+    auxiliary = {}
+    if tpr_source == "auxiliary":
+        for c in classes.tolist():
+            vector = np.sort(rng.uniform(-1, 1, size=counts[c] - 1)).astype(np.float32)
+            loss_fn.auxiliary_vector(c).copy_(torch.as_tensor(vector))
+            auxiliary[c] = vector.astype(np.float64)
+    loss_fn.eval()
+    leaf = embeddings.clone().requires_grad_(True)
+    got = loss_fn.forward_grouped(leaf, classes, valid)
+    flat = valid.reshape(-1)
+    unit = torch.nn.functional.normalize(embeddings.reshape(48, 5)[flat], dim=1)
+    labels = classes.repeat_interleave(4)[flat]
+    expected = batch_loss_reference(loss_fn, (unit @ unit.T).numpy(), labels.numpy(), auxiliary)
+    assert float(got.detach()) == pytest.approx(expected, rel=1e-6)
+    got.backward()
+    reference_leaf = embeddings.reshape(48, 5)[flat].clone().requires_grad_(True)
+    unit = torch.nn.functional.normalize(reference_leaf, dim=1)
+    torch_reference(loss_fn, unit @ unit.T, labels).backward()
+    torch.testing.assert_close(leaf.grad.reshape(48, 5)[flat], reference_leaf.grad)
+    assert (leaf.grad.reshape(48, 5)[~flat] == 0).all()

@@ -372,6 +372,13 @@ class SOPRCLoss(nn.Module):
         evaluating the estimator).
     score_range : tuple of float, default=(-1.0, 1.0)
         Range of the scores, bounding the extrapolated ends of the interpolation.
+    dataset_prior_weight : float, default=1.0
+        With ``prior="dataset"``, the prior of a query is ``rate^(1 - w) pi_c^w`` with ``w``
+        this weight, in ``[0, 1]``, and ``rate = |P_q| / (|P_q| + |N_q|)`` its batch rate: 1
+        is the dataset prior, 0 the batch rate. An attribute a training loop may change
+        between steps: :class:`~skrank.SOPRCEmbedder` raises it from 0 to 1 over the first
+        ``prior_warmup`` of its steps (with many classes, the small dataset priors of the
+        small classes leave their queries almost no gradient while the ranking is poor).
 
     Examples
     --------
@@ -403,6 +410,7 @@ class SOPRCLoss(nn.Module):
         tpr_source="auxiliary",
         exact=False,
         score_range=(-1.0, 1.0),
+        dataset_prior_weight=1.0,
     ):
         super().__init__()
         counts = _check_class_counts(class_counts)
@@ -423,6 +431,15 @@ class SOPRCLoss(nn.Module):
             )
         if prior not in ("dataset", "batch"):
             raise ValueError(f"prior must be 'dataset' or 'batch', got {prior!r}.")
+        if (
+            isinstance(dataset_prior_weight, bool)
+            or not isinstance(dataset_prior_weight, Real)
+            or not 0 <= dataset_prior_weight <= 1
+        ):
+            raise ValueError(
+                f"dataset_prior_weight must be a number in [0, 1], got {dataset_prior_weight!r}."
+            )
+        self.dataset_prior_weight = float(dataset_prior_weight)
         if tpr_source not in ("auxiliary", "batch"):
             raise ValueError(f"tpr_source must be 'auxiliary' or 'batch', got {tpr_source!r}.")
         low, high = score_range
@@ -624,7 +641,7 @@ class SOPRCLoss(nn.Module):
             n_reference = lengths.repeat_interleave(size)
         if fused:
             factors = self.class_factors[classes].repeat_interleave(size, 0)
-            if self.prior == "batch":
+            if self.prior == "batch" or self.dataset_prior_weight < 1:
                 prior = self._query_priors(batch, classes, size)[:, None]
                 factors = torch.cat([prior, 1 - prior, factors[:, 2:]], dim=1)
             return _SurrogateGroupedLoss.apply(
@@ -651,10 +668,17 @@ class SOPRCLoss(nn.Module):
         return torch.where(inside, positions, self.auxiliary.shape[0] - 1), inside
 
     def _query_priors(self, batch, classes, size):
-        if self.prior == "dataset":
-            return self.priors[classes].clamp(min=1e-12).repeat_interleave(size)[batch.rows]
+        weight = self.dataset_prior_weight if self.prior == "dataset" else 0.0
+        if weight > 0:
+            dataset = self.priors[classes].clamp(min=1e-12).repeat_interleave(size)[batch.rows]
+            if weight == 1:
+                return dataset
         prior = batch.n_positives / (batch.n_positives + batch.n_negatives).clamp(min=1)
-        return prior.to(batch.scores.dtype).clamp(min=1e-12)
+        prior = prior.to(batch.scores.dtype).clamp(min=1e-12)
+        if weight == 0:
+            return prior
+        # Log-linear between the batch rate and the dataset prior.
+        return torch.exp(torch.lerp(prior.log(), dataset.to(prior.dtype).log(), weight))
 
     @torch.no_grad()
     def _update_auxiliary(self, batch, classes, lengths, vectors, target, inside, layout):

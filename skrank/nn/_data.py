@@ -7,8 +7,13 @@ densified per batch on the device or, for a module that reads them, handed over 
 host and copied with ``non_blocking=True``. In the first case the batch indices are drawn on the
 device (``index_device``), so a step reads no index from the host; in the second they are drawn
 on the host, where the rows are.
+
+A memory-mapped ``X`` (:class:`numpy.memmap`, ``np.load(..., mmap_mode="r")``) is never copied
+whole: each batch reads its rows from the file, and a split of such an ``X`` into parts (the
+validation split) is a :class:`RowSubset` of it, read the same way.
 """
 
+import mmap
 from typing import NamedTuple
 
 import numpy as np
@@ -61,6 +66,73 @@ class Batch(NamedTuple):
     global_groups: torch.Tensor | None = None
 
 
+def input_dtypes(X):
+    """The ``dtype`` of ``validate_data`` for the ``X`` of a torch estimator: float32 and
+    float64 are kept and other dtypes become float64, except that a memory-mapped ``X`` of any
+    real dtype is kept as it is (its rows become float32 batch by batch), never copied whole."""
+    if memory_mapped(X) and X.dtype.kind in "biuf":
+        return None
+    return [np.float32, np.float64]
+
+
+def memory_mapped(X):
+    """Whether ``X`` reads its values from a memory-mapped file (a :class:`numpy.memmap`, an
+    array viewing one, or a :class:`RowSubset` of one)."""
+    if isinstance(X, RowSubset):
+        return memory_mapped(X.data)
+    while isinstance(X, np.ndarray):
+        if isinstance(X, np.memmap):
+            return True
+        X = X.base
+    return isinstance(X, mmap.mmap)
+
+
+class RowSubset:
+    """Rows ``rows`` of a 2-D array, read from it only when asked for: a part of a
+    memory-mapped ``X`` that is never copied whole.
+
+    Parameters
+    ----------
+    data : ndarray of shape (n_rows, n_features)
+        The array (typically a :class:`numpy.memmap`).
+    rows : array-like of int of shape (n_samples,)
+        The rows of ``data`` in the subset, in its order.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(n_samples, n_features)``.
+    dtype : numpy.dtype
+        The dtype of ``data``.
+    """
+
+    ndim = 2
+
+    def __init__(self, data, rows):
+        if isinstance(data, RowSubset):
+            data, rows = data.data, data.rows[np.asarray(rows)]
+        self.data = data
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.shape = (self.rows.shape[0], data.shape[1])
+        self.dtype = data.dtype
+
+    def __len__(self):
+        return self.shape[0]
+
+    def take(self, positions):
+        """Rows ``positions`` of the subset, read from ``data``, as an ndarray."""
+        return np.asarray(self.data[self.rows[positions]])
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            return self.take(key[0])[(slice(None), *key[1:])]
+        return self.take(key)
+
+    def __array__(self, dtype=None, copy=None):
+        rows = self.take(slice(None))
+        return rows if dtype is None else rows.astype(dtype, copy=False)
+
+
 def _fits_on(device, n_bytes):
     if device.type != "cuda":
         return True  # host memory already holds X
@@ -88,14 +160,24 @@ class TrainingInputs:
         Where batch indices must be drawn: ``device`` if the rows live there, else the CPU.
     resident : bool
         Whether the rows live on ``device``.
+
+    Notes
+    -----
+    A memory-mapped ``X`` (or a :class:`RowSubset` of one) stays in its file: each batch reads
+    its rows, converts them to float32 and copies them to ``device``, so the process's
+    anonymous memory holds a batch, not ``X``. Its values, and so a fit, are the same as from
+    ``X`` in memory.
     """
 
     def __init__(self, X, device, sparse_rows=False):
         self.device = torch.device(device)
         self.n_samples, self.n_features = X.shape
         self.sparse_rows = bool(sparse_rows) and sp.issparse(X)
-        self._dense = self._columns = self._values = self._csr = None
-        if sp.issparse(X):
+        self._dense = self._columns = self._values = self._csr = self._mapped = None
+        if memory_mapped(X):
+            self._mapped = X if isinstance(X, RowSubset) else RowSubset(X, np.arange(X.shape[0]))
+            self.resident = False
+        elif sp.issparse(X):
             self._init_sparse(sp.csr_matrix(X, dtype=np.float32))
         else:
             # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap.
@@ -153,6 +235,9 @@ class TrainingInputs:
                 torch.from_numpy(block.indptr[:-1].astype(np.int64)),
             )
             return rows.to(self.device, non_blocking=True)
+        elif self._mapped is not None:
+            taken = self._mapped.take(indices.numpy())
+            rows = torch.from_numpy(np.asarray(taken, dtype=np.float32))
         else:
             rows = torch.from_numpy(self._csr[indices.numpy()].toarray())
         if rows.device != self.device:

@@ -24,7 +24,7 @@ from ..utils._docstrings import render_entries
 from ..utils._params import add_keyword_parameters
 from ..utils._persistence import VersionedStateMixin
 from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
-from ._data import TrainingInputs
+from ._data import RowSubset, TrainingInputs, memory_mapped
 from ._device import available_device, resolve_device
 from ._distributed import current_context, mean_over_ranks, rank_device
 from ._optim import RowSparseOptimizer
@@ -607,7 +607,8 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
 
         Returns ``(X_train, y_train, validation)`` with ``validation = (X_val, y_val)``, or
         ``None`` when ``validation_fraction`` is None. ``y`` may be any array or sparse matrix
-        indexable by rows; ``stratify`` gives class labels to stratify on.
+        indexable by rows; ``stratify`` gives class labels to stratify on. The parts of a
+        memory-mapped ``X`` are :class:`~skrank.nn._data.RowSubset` views of it, never copies.
         """
         if self.validation_fraction is None:
             return X, y, None
@@ -629,6 +630,8 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                 f"{X.shape[0]} training items: {error}. Choose another validation_fraction "
                 f"({what}None holds nothing out)."
             ) from error
+        if memory_mapped(X):
+            return RowSubset(X, train), y[train], (RowSubset(X, held_out), y[held_out])
         return X[train], y[train], (X[held_out], y[held_out])
 
     def fit_loop(self, X, y, validation=None):
@@ -831,10 +834,17 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         network = self.network_.to(device)
         network.eval()
         chunk_size = chunk_size or max(self.batch_size, 1024)
-        inputs = TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows())
+        outputs, start = None, 0
         with torch.no_grad():
-            outputs = [network(rows) for rows in inputs.chunks(chunk_size)]
-        return torch.cat(outputs)
+            for rows in TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows()).chunks(
+                chunk_size
+            ):
+                chunk = network(rows)
+                if outputs is None:  # filled in place: no second copy to concatenate
+                    outputs = chunk.new_empty((X.shape[0], *chunk.shape[1:]))
+                outputs[start : start + chunk.shape[0]] = chunk
+                start += chunk.shape[0]
+        return outputs
 
     def _reads_sparse_rows(self):
         """Whether the network reads :class:`~skrank.nn.SparseRows` (``accepts_sparse_rows``)."""

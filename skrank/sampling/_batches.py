@@ -137,20 +137,32 @@ class ShuffledBatchSampler(_EpochSampler):
 class ClassBalancedBatchSampler(_EpochSampler):
     """Batches of ``P`` distinct classes times ``M`` items, of one fixed shape.
 
-    Each batch draws ``P = batch_size // samples_per_class`` distinct classes (fewer if the data
-    have fewer), each with probability proportional to its number of items
-    (``class_weights="proportional"``, so that every item is drawn about once per epoch) or
-    uniformly (``"uniform"``), and takes ``M = samples_per_class`` items of each: the items of a
-    class are visited in a random order that is reshuffled every epoch, cycling through the
-    class, so the ``k``-th time a class is drawn in an epoch it contributes its items
-    ``k M .. k M + M - 1`` (modulo the class size). A class with fewer than ``M`` items
-    contributes all of them, and the rest of its group is padding (``valid`` False). An epoch
-    holds ``ceil(n_samples / (P M))`` batches. Batch ``b`` lists group ``g``'s items at
+    Each batch holds ``P = batch_size // samples_per_class`` groups (fewer if the data have
+    fewer classes) of ``M = samples_per_class`` items, each group of a different class. Every
+    epoch, each class is given a number of groups fixed in advance, and the groups are dealt
+    into the batches at random:
+
+    - ``class_weights="proportional"``: ``ceil(n_c / M)`` groups, so that **every item is drawn
+      at least once per epoch** (and every class), as long as the class fits one group per
+      batch (``n_c <= n_batches M``); a larger class is in every batch and visits its items
+      over several epochs;
+    - ``"uniform"``: ``floor(n_batches P / n_classes)`` groups for every class (small classes
+      then recur within an epoch; with more classes than an epoch's groups, those left out vary
+      from epoch to epoch).
+
+    The groups left in a batch are filled with classes drawn without replacement among those
+    not in it yet, in proportion to their size (``"proportional"``) or uniformly. A group
+    takes its class's items in a random order reshuffled every epoch, cycling through the
+    class: the ``k``-th group of a class in an epoch holds its items ``k M .. k M + M - 1``
+    (modulo the class size). A class with fewer than ``M`` items contributes all of them, and
+    the rest of its group is padding (``valid`` False, index 0). An epoch holds ``n_batches =
+    ceil(n_samples / (P M))`` batches, or more when the classes' groups need more (classes of
+    fewer than ``M`` items take a whole group). Batch ``b`` lists group ``g``'s items at
     positions ``g M .. g M + M - 1``, and ``groups[b, g]`` is the group's class code (codes
     index the sorted distinct labels).
 
     Everything is drawn at once per epoch on ``device`` with the sampler's generator; the cost is
-    ``O(n_samples log n_samples)`` per epoch.
+    ``O(n_samples log n_samples + n_batches n_classes)`` per epoch.
 
     Parameters
     ----------
@@ -161,7 +173,8 @@ class ClassBalancedBatchSampler(_EpochSampler):
     samples_per_class : int, default=4
         Items per class in a batch (``M``).
     class_weights : {"proportional", "uniform"}, default="proportional"
-        Probability of drawing a class: proportional to its size, or equal for all classes.
+        How many groups each class gets per epoch: in proportion to its size, or as many for
+        every class.
     {shared_parameters}
 
     Examples
@@ -173,6 +186,8 @@ class ClassBalancedBatchSampler(_EpochSampler):
     >>> tuple(batches.indices.shape), tuple(batches.groups.shape)
     ((3, 4), (3, 2))
     >>> bool((batches.groups[:, 0] != batches.groups[:, 1]).all())
+    True
+    >>> sorted(batches.indices[batches.valid].tolist()) == list(range(12))
     True
     """
 
@@ -208,9 +223,14 @@ class ClassBalancedBatchSampler(_EpochSampler):
         self.n_samples = y.shape[0]
         self.n_classes = counts.shape[0]
         self.class_weights = class_weights
+        self._n_batches, groups = _epoch_groups(
+            counts, self.classes_per_batch, self.samples_per_class, class_weights
+        )
         self._codes = torch.as_tensor(codes, device=self.device)
         self._counts = torch.as_tensor(counts, device=self.device)
         self._class_starts = torch.as_tensor(np.cumsum(counts) - counts, device=self.device)
+        self._groups_per_class = torch.as_tensor(groups, device=self.device)
+        self._n_dealt = int(groups.sum())
         weights = counts if class_weights == "proportional" else np.ones_like(counts)
         self._weights = torch.as_tensor(weights, dtype=torch.float, device=self.device)
 
@@ -220,20 +240,43 @@ class ClassBalancedBatchSampler(_EpochSampler):
         return min(self.batch_size // self.samples_per_class, self.n_classes)
 
     def __len__(self):
-        return -(-self.n_samples // (self.classes_per_batch * self.samples_per_class))
+        return self._n_batches
 
     def _draw_classes(self, n_batches):
-        """``(n_batches, P)`` distinct classes per row, drawn by ``_weights``."""
-        rows_per_block = max(1, _DRAW_BLOCK_ENTRIES // self.n_classes)
-        blocks = [
-            torch.multinomial(
-                self._weights.expand(min(rows_per_block, n_batches - start), -1),
-                self.classes_per_batch,
-                replacement=False,
-                generator=self.generator,
-            )
-            for start in range(0, n_batches, rows_per_block)
-        ]
+        """``(n_batches, P)`` distinct classes per row: each class's groups of the epoch dealt
+        into distinct batches, the rest filled by ``_weights`` without replacement."""
+        n_groups = self.classes_per_batch
+        # The groups of the epoch, class by class in a random order of the classes: dealt
+        # round-robin, the groups of a class (at most n_batches) land in distinct batches.
+        order = torch.randperm(self.n_classes, generator=self.generator, device=self.device)
+        dealt = torch.repeat_interleave(order, self._groups_per_class[order])
+        position = torch.arange(dealt.shape[0], device=self.device)
+        groups = torch.full((n_batches, n_groups), -1, dtype=torch.long, device=self.device)
+        groups[position % n_batches, position // n_batches] = dealt
+        # Batch b holds ceil((D - b) / n_batches) of the D dealt groups: known on the host.
+        rows = torch.arange(n_batches, device=self.device)
+        filled = self._n_dealt // n_batches + (rows < self._n_dealt % n_batches).long()
+        missing = n_groups - self._n_dealt // n_batches
+        if missing > 0:
+            extra = self._draw_absent(groups, missing)
+            slots = filled[:, None] + torch.arange(missing, device=self.device)[None, :]
+            empty = slots < n_groups
+            groups[rows[:, None].expand_as(slots)[empty], slots[empty]] = extra[empty]
+        return groups[torch.randperm(n_batches, generator=self.generator, device=self.device)]
+
+    def _draw_absent(self, groups, n_draws):
+        """For each row of ``groups`` (``-1``: an empty slot), ``n_draws`` classes not in it,
+        drawn by ``_weights`` without replacement (exponential keys: the smallest ``E / w``,
+        in order)."""
+        rows_per_block = max(1, _DRAW_BLOCK_ENTRIES // (self.n_classes + 1))
+        weights = torch.cat([self._weights, self._weights.new_ones(1)])
+        blocks = []
+        for start in range(0, groups.shape[0], rows_per_block):
+            block = groups[start : start + rows_per_block]
+            keys = torch.empty(block.shape[0], self.n_classes + 1, device=self.device)
+            keys.exponential_(generator=self.generator).div_(weights)
+            keys.scatter_(1, block.masked_fill(block < 0, self.n_classes), float("inf"))
+            blocks.append(torch.topk(keys[:, :-1], n_draws, dim=1, largest=False).indices)
         return torch.cat(blocks)
 
     def epoch(self):
@@ -258,3 +301,16 @@ class ClassBalancedBatchSampler(_EpochSampler):
         return EpochBatches(
             indices.masked_fill(~valid, 0).reshape(shape), valid.reshape(shape), groups
         )
+
+
+def _epoch_groups(counts, n_groups, size, class_weights):
+    """The number of batches of an epoch and each class's number of groups in it (see
+    :class:`ClassBalancedBatchSampler`)."""
+    n_batches = -(-int(counts.sum()) // (n_groups * size))
+    if class_weights == "uniform":
+        return n_batches, np.full_like(counts, n_batches * n_groups // counts.shape[0])
+    needed = -(-counts // size)
+    # At most one group of a class per batch; more batches while the groups do not fit.
+    while np.minimum(needed, n_batches).sum() > n_batches * n_groups:
+        n_batches += 1
+    return n_batches, np.minimum(needed, n_batches)

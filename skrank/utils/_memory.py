@@ -8,6 +8,8 @@ MMC and of the pointwise ROC threshold, gathered pair outer products) sizes its 
 """
 
 import os
+import threading
+import time
 
 from sklearn import get_config
 
@@ -44,14 +46,73 @@ def available_host_bytes():
     Linux's ``MemAvailable`` (free memory plus what the page cache can give back), else the
     free physical pages that ``os.sysconf`` reports.
     """
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    available = _proc_bytes("/proc/meminfo", "MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def anonymous_resident_bytes():
+    """The process's anonymous resident memory, or None if unknown.
+
+    Linux's ``RssAnon`` (``/proc/self/status``): the heap and private pages the process holds
+    in memory, not the pages of the files it maps (the page cache's, which the system frees
+    under pressure).
+    """
+    return _proc_bytes("/proc/self/status", "RssAnon")
+
+
+def _proc_bytes(path, field):
+    """The ``field: <n> kB`` line of a Linux ``/proc`` file, in bytes, or None."""
+    try:
+        with open(path) as file:
+            for line in file:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+class PeakAnonymousMemory:
+    """Context manager: the peak of :func:`anonymous_resident_bytes` while it is open, sampled
+    by a thread every ``interval`` seconds (what tests and benchmarks of memory bounds read).
+
+    Attributes
+    ----------
+    start : int
+        Anonymous resident bytes on entry.
+    peak : int
+        The largest value sampled so far.
+    growth : int
+        ``peak - start``.
+    """
+
+    def __init__(self, interval=0.001):
+        self.interval = interval
+
+    def __enter__(self):
+        self.start = self.peak = anonymous_resident_bytes()
+        if self.start is None:
+            raise OSError("RssAnon is not available: /proc/self/status has no such line.")
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._done.is_set():
+            self.peak = max(self.peak, anonymous_resident_bytes())
+            time.sleep(self.interval)
+
+    def __exit__(self, *exc_info):
+        self._done.set()
+        self._thread.join()
+        self.peak = max(self.peak, anonymous_resident_bytes())
+
+    @property
+    def growth(self):
+        return self.peak - self.start

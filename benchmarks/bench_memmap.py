@@ -1,0 +1,240 @@
+"""Training from a memory-mapped X: anonymous memory under a cap, and the cost of reading batches.
+
+Data: composite digits of three MNIST digits (2,352 float32 features, 1,000 long-tailed
+classes), drawn in chunks with successive seeds and written to an ``.npy`` file of four times
+the memory cap (``--cap``, default 256 MiB: a 1 GiB file of 114,000 rows); the class of an item
+is the number its digits spell, the same in every chunk.
+
+``--part memory``: a child process opens the file with ``np.load(..., mmap_mode="r")``, fits
+``SOPRCEmbedder`` (``validation_fraction=0.1``, scored every epoch) and transforms every row,
+while a thread samples its anonymous resident memory (``RssAnon`` of ``/proc/self/status``: not
+the file's pages, which are the page cache's) every millisecond; reported: the peak above what
+the process held before the fit (after a warm-up fit of 1,000 rows, so that torch's own first
+allocations are not counted), and the seconds of each phase. The same fit from the array loaded
+into memory (``np.load`` without ``mmap_mode``) is the baseline. ``working_memory`` is set to
+16 MiB so that the chunks of the validation score stay small (scikit-learn's setting bounds every
+chunked computation of skrank).
+
+``--part reads``: the rows of a batch (200 random rows) read from the file as the engine reads
+them (in the batch's order, numpy's fancy indexing), read in increasing row order (forward
+through the file) and put back in the batch's order, and gathered from the array in memory as
+a torch tensor (what a fit of an in-memory X does); from the page cache (the file read once
+before) and after the file's pages were dropped from it (``posix_fadvise(DONTNEED)`` before
+each pass: read from the disk, or from the host's cache on a virtual machine). Median
+milliseconds per batch over the batches of a pass, and the ratio to the in-memory gather.
+
+Usage::
+
+    python benchmarks/bench_memmap.py [--part memory|reads] [--cap 256]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from _results import REPOSITORY, Results
+
+from skrank.datasets import make_composite_digits
+from skrank.nn._data import RowSubset
+
+N_DIGITS, BATCH, CHUNK = 3, 200, 10_000
+
+_CHILD = r"""
+import json, sys, time
+import numpy as np, sklearn, torch
+from skrank import SOPRCEmbedder
+from skrank.utils._memory import PeakAnonymousMemory
+torch.set_num_threads(1)
+sklearn.set_config(working_memory=16)
+path, mode, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+y = np.load(path.replace(".npy", "_y.npy"))
+params = dict(hidden_layer_sizes=(512,), n_components=128, max_epochs=epochs, batch_size=200,
+              validation_fraction=0.1, device="cpu", random_state=0)
+warm_up = np.array(np.load(path, mmap_mode="r")[:1000])
+SOPRCEmbedder(**{**params, "max_epochs": 1}).fit(warm_up, y[:1000]).transform(warm_up)
+del warm_up
+seconds = {}
+with PeakAnonymousMemory() as memory:
+    clock = time.perf_counter()
+    X = np.load(path, mmap_mode="r" if mode == "memory-mapped" else None)
+    seconds["load"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    model = SOPRCEmbedder(**params).fit(X, y)
+    seconds["fit"] = time.perf_counter() - clock
+    after_fit = memory.growth
+    clock = time.perf_counter()
+    embedding = model.transform(X)
+    seconds["transform"] = time.perf_counter() - clock
+print(json.dumps(dict(start=memory.start, fit=after_fit, all=memory.growth, seconds=seconds,
+                      validation_score=model.history_[-1]["validation_score"],
+                      rows=int(embedding.shape[0]))))
+"""
+
+
+def write_data(path, n_bytes):
+    """Composite digits of ``n_bytes`` float32 features in ``path`` (and their labels)."""
+    n_features = 28 * 28 * N_DIGITS
+    n_rows = n_bytes // (4 * n_features)
+    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n_rows, n_features))
+    labels = []
+    for seed, start in enumerate(range(0, n_rows, CHUNK)):
+        rows = min(CHUNK, n_rows - start)
+        data, target = make_composite_digits(
+            rows, n_digits=N_DIGITS, tail_exponent=1.0, min_class_size=2, subset="all",
+            return_X_y=True, random_state=seed,
+        )  # fmt: skip
+        X[start : start + rows] = data
+        labels.append(target)
+    X.flush()
+    del X
+    np.save(str(path).replace(".npy", "_y.npy"), np.concatenate(labels))
+    return n_rows, n_features
+
+
+def memory(path, cap, epochs, results):
+    rows = []
+    for mode in ("memory-mapped", "in memory"):
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(path), mode, str(epochs)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+        )
+        found = json.loads(child.stdout.strip().splitlines()[-1])
+        mib = 2**20
+        seconds = found["seconds"]
+        print(f"  {mode}: {found}", flush=True)
+        rows.append(
+            [
+                mode,
+                f"{found['fit'] / mib:.0f}",
+                f"{found['all'] / mib:.0f}",
+                f"{found['all'] / cap:.2f}",
+                f"{seconds['load']:.1f}",
+                f"{seconds['fit']:.1f}",
+                f"{seconds['transform']:.1f}",
+                f"{found['validation_score']:.4f}",
+            ]
+        )
+        results.add_figure(mode, found)
+    results.add_table(
+        f"Anonymous memory of a fit and transform of X = 4 x the cap of {cap / 2**20:.0f} MiB",
+        [
+            "X",
+            "peak RssAnon growth, fit (MiB)",
+            "peak, fit + transform (MiB)",
+            "peak / cap",
+            "s load",
+            "s fit",
+            "s transform",
+            "validation mAUPRC",
+        ],
+        rows,
+        notes=f"SOPRCEmbedder(hidden_layer_sizes=(512,), n_components=128, max_epochs={epochs}, "
+        "validation_fraction=0.1), one torch thread, working_memory=16 MiB; RssAnon sampled "
+        "every millisecond, growth over the process's memory after a warm-up fit.",
+    )
+
+
+def _drop_cached_pages(path):
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(descriptor)
+
+
+def _sorted_read(X, rows):
+    """``X[rows]`` read in increasing row order (forward through the file)."""
+    order = np.argsort(rows)
+    taken = np.empty((rows.shape[0], X.shape[1]), dtype=X.dtype)
+    taken[order] = X[rows[order]]
+    return taken
+
+
+def reads(path, n_batches, results):
+    in_memory = np.load(path)
+    tensor = torch.from_numpy(in_memory)
+    n_rows = in_memory.shape[0]
+    rng = np.random.default_rng(0)
+    batches = [rng.choice(n_rows, BATCH, replace=False) for _ in range(n_batches)]
+    readers = {
+        "in memory, torch gather (a fit of an in-memory X)": lambda X, rows: tensor[
+            torch.from_numpy(rows)
+        ],
+        "memory-mapped, rows in batch order (skrank: RowSubset.take)": lambda X, rows: RowSubset(
+            X, rows
+        ).take(slice(None)),
+        "memory-mapped, rows sorted, then put in batch order": _sorted_read,
+    }
+    timings = {}
+    for cache in ("page cache", "pages dropped"):
+        for name, reader in readers.items():
+            if cache == "pages dropped" and name.startswith("in memory"):
+                continue
+            if cache == "pages dropped":
+                _drop_cached_pages(path)
+            X = np.load(path, mmap_mode="r")
+            if cache == "page cache":
+                np.asarray(X).sum()  # every page read once
+            times = []
+            for rows in batches:
+                clock = time.perf_counter()
+                taken = np.asarray(reader(X, rows))
+                times.append(1000 * (time.perf_counter() - clock))
+                assert np.array_equal(taken, in_memory[rows])
+            del X
+            timings[name, cache] = float(np.median(times))
+            print(f"  {name}, {cache}: {timings[name, cache]:.2f} ms / batch", flush=True)
+    reference = next(iter(timings.values()))
+    results.add_table(
+        f"Reading a batch of {BATCH} random rows of {in_memory.shape[1]} float32 features",
+        ["read", "from", "median ms / batch", "MB/s", "ratio to the in-memory gather"],
+        [
+            [
+                name,
+                cache,
+                f"{ms:.2f}",
+                f"{BATCH * in_memory.shape[1] * 4 / ms / 1000:.0f}",
+                f"{ms / reference:.1f}",
+            ]
+            for (name, cache), ms in timings.items()
+        ],
+        notes=f"{n_rows:,} rows ({in_memory.nbytes / 2**30:.2f} GiB) in an .npy file; medians "
+        f"over {n_batches} batches; 'pages dropped': the file's pages dropped from the page "
+        "cache (posix_fadvise DONTNEED) before the pass, so that its reads go to the disk (or "
+        "to the host's cache of a virtual machine).",
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["memory", "reads"], default="memory")
+    parser.add_argument("--cap", type=int, default=256, help="memory cap (MiB); X is 4x it")
+    parser.add_argument("--epochs", type=int, default=2, help="--part memory: max_epochs")
+    parser.add_argument("--batches", type=int, default=200, help="--part reads: batches")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    cap = args.cap * 2**20
+    results = Results(f"bench_memmap_{args.part}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "X.npy"
+        n_rows, n_features = write_data(path, 4 * cap)
+        print(f"X: {n_rows:,} rows x {n_features} float32 features in {path}", flush=True)
+        if args.part == "memory":
+            memory(path, cap, args.epochs, results)
+        else:
+            reads(path, args.batches, results)
+    results.save()
+
+
+if __name__ == "__main__":
+    main()

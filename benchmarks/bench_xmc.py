@@ -320,8 +320,8 @@ def run_all(args):
     report(args)
 
 
-COLUMNS = ["method", "runs", "P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", "nDCG@5",
-           "fit s", "predict s", "peak GiB"]  # fmt: skip
+COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5", "fit s",
+           "predict s", "peak GiB"]  # fmt: skip
 LABELS = {
     "snm": "SNMClassifier (skrank)",
     "pecos": "PECOS XR-Linear",
@@ -329,14 +329,19 @@ LABELS = {
     "omikuji-bonsai": "omikuji, Bonsai settings",
     "napkinxc-plt": "napkinXC PLT",
 }
+DIGITS = {"P@1": 4, "fit s": 1, "predict s": 1, "peak GiB": 2}
+RUN_KEYS = {"fit s": "fit_seconds", "predict s": "predict_seconds", "peak GiB": "peak_gib"}
 
 
 def report(args):
+    """One table of every row and method run (mean and std over seeds), with the shapes of the
+    rows and SNM's resolved settings in its notes."""
     results = Results(
         "bench_xmc" + ("_quick" if args.quick else "") + (f"_{args.tag}" if args.tag else ""),
         packages=("omikuji", "napkinxc"),
     )
     results.data["versions"]["libpecos"] = _pecos_version()
+    rows, notes = [], []
     for name in args.data:
         runs = {
             method: [
@@ -346,49 +351,47 @@ def report(args):
             ]
             for method in args.methods
         }
+        for method, done in runs.items():
+            if done:
+                row = [name, LABELS[method], len(done)]
+                for column in COLUMNS[3:]:
+                    key = RUN_KEYS.get(column, column)
+                    values = [run[key] for run in done if run.get(key) is not None]
+                    row.append(_mean_std(values, DIGITS.get(column, 3)))
+                rows.append(row)
         directory = data_directory(name, args.quick)
         X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
-        rows = []
-        for method, done in runs.items():
-            if not done:
-                continue
-            row = [LABELS[method], len(done)]
-            for column in COLUMNS[2:]:
-                key = {"fit s": "fit_seconds", "predict s": "predict_seconds",
-                       "peak GiB": "peak_gib"}.get(column, column)  # fmt: skip
-                values = [run[key] for run in done if run.get(key) is not None]
-                row.append(_mean_std(values))
-            rows.append(row)
-        snm_notes = [run for run in runs.get("snm", [])]
-        notes = (
-            f"{X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
+        note = (
+            f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
             f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
-            f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row). "
-            "Mean (and std over seeds) of the runs."
+            f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row)"
         )
-        if snm_notes:
-            first = snm_notes[0]
-            notes += (
-                f" SNM: {first['epochs']} epochs, embedding_dim {first['embedding_dim']}, "
-                f"encoder_init {first['encoder_init']}, neighbor_weight "
-                f"{first['neighbor_weight']}, search {first['search']}"
+        for run in runs.get("snm", [])[:1]:
+            note += (
+                f"; SNM: {run['epochs']} epochs, embedding_dim {run['embedding_dim']}, "
+                f"encoder_init {run['encoder_init']}, neighbor_weight {run['neighbor_weight']}, "
+                f"search {run['search']}"
                 + (
-                    f" (recall of the exact top 5: {first['recall_of_exact_top5']:.4f})"
-                    if "recall_of_exact_top5" in first
+                    f" (recall of the exact top 5: {run['recall_of_exact_top5']:.4f})"
+                    if "recall_of_exact_top5" in run
                     else ""
                 )
-                + "."
             )
-        results.add_table(name, COLUMNS, rows, notes=notes)
+        loads = [run["load_average"][0] for done in runs.values() for run in done]
+        if loads:
+            note += f"; load average {min(loads):.1f}-{max(loads):.1f} during the runs"
+        notes.append(note + ".")
+    title = "Test top-k labels, fit and prediction time, peak memory"
+    results.add_table(title, COLUMNS, rows, notes=" ".join(notes) + " Mean ± std over seeds.")
     results.save()
 
 
-def _mean_std(values):
+def _mean_std(values, digits):
     if not values:
         return None
     if len(values) == 1:
-        return round(float(values[0]), 4)
-    return f"{np.mean(values):.4f} ± {np.std(values):.4f}"
+        return round(float(values[0]), digits)
+    return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
 
 
 def _pecos_version():

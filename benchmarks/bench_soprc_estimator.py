@@ -123,6 +123,22 @@ def main():
         "auxiliary vector (all positive scores); AP: 1 - average precision of the batch; "
         "bias: mean over the batches - 1-AUPRC of the full set.",
     )
+    results.add_table(
+        "Largest bias over the positive rates pi0 of the batches",
+        ["distribution", "batch", "largest |SOPRC bias|", "largest |AP bias|"],
+        [
+            [
+                distribution.replace("_", " "),
+                batch_size,
+                f"{max(abs(soprc.mean() - target) for *_, target, soprc, _ in group):.4f}",
+                f"{max(abs(ap.mean() - target) for *_, target, _, ap in group):.4f}",
+            ]
+            for distribution in DISTRIBUTIONS
+            for batch_size in batch_sizes
+            if (group := [row for row in rows if row[:2] == (distribution, batch_size)])
+        ],
+        notes=f"Over pi0 in {', '.join(f'{rate:.2f}' for rate in BATCH_RATES)}.",
+    )
     results.add_figure("seconds", seconds)
     results.save()
 

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from _peak_memory import peak_resident_bytes, reset_peak
 from _pecos_env import PECOS_PYTHON
 from _results import RESULTS_DIR, Results
 from sklearn.feature_extraction.text import TfidfTransformer
@@ -123,20 +124,6 @@ def load(directory, *parts):
 
 
 # ------------------------------------------------------------------------------ child process
-def peak_resident_bytes():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
-def reset_peak():
-    """Reset the peak resident memory (VmHWM) of this process to its current size."""
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")
-
-
 def run_snm(directory, seed, out, max_epochs=None):
     from skrank import SNMClassifier
     from skrank.metrics._search import overlap_recall

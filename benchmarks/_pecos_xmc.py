@@ -14,22 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-
-def peak_resident_bytes():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
-def reset_peak():
-    try:
-        with open("/proc/self/clear_refs", "w") as clear:
-            clear.write("5")
-    except OSError:
-        pass
+from _peak_memory import peak_resident_bytes, reset_peak
 
 
 def main():

@@ -5,6 +5,8 @@ data set, method and seed) that writes its own JSON, so that a long row can be r
 method by method (``--resume``):
 
 - ``snm``: ``SNMClassifier(random_state=seed)``;
+- ``snm-2-epochs``: ``SNMClassifier(max_epochs=2, random_state=seed)``, what a user with a
+  budget of two passes over the data gets;
 - ``pecos``: PECOS XR-Linear (libpecos), the README's quick start (PIFA label embedding,
   hierarchical clustering, ``XLinearModel.train``), in its own environment
   (``benchmarks/_pecos_env.py``);
@@ -36,6 +38,7 @@ Usage::
 """
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -47,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from _peak_memory import peak_resident_bytes, reset_peak
 from _pecos_env import PECOS_PYTHON
 from _results import RESULTS_DIR, Results
 from sklearn.feature_extraction.text import TfidfTransformer
@@ -55,7 +59,7 @@ HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
 K = 5
-METHODS = ("snm", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
+METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
 # Generated rows: the preset, and the sizes scaled to a 2-core machine.
 GENERATED = {
     "amazoncat-13k": dict(preset="amazoncat-13k", n_features=50_000, n_samples=40_000),
@@ -120,21 +124,7 @@ def load(directory, *parts):
 
 
 # ------------------------------------------------------------------------------ child process
-def peak_resident_bytes():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
-def reset_peak():
-    """Reset the peak resident memory (VmHWM) of this process to its current size."""
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")
-
-
-def run_snm(directory, seed, out):
+def run_snm(directory, seed, out, max_epochs=None):
     from skrank import SNMClassifier
     from skrank.metrics._search import overlap_recall
 
@@ -142,6 +132,8 @@ def run_snm(directory, seed, out):
     reset_peak()
     start = time.perf_counter()
     model = SNMClassifier(random_state=seed)
+    if max_epochs is not None:
+        model.set_params(max_epochs=max_epochs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.fit(X_train, Y_train)
@@ -237,6 +229,7 @@ def run_napkinxc(directory, seed, out):
 
 RUNNERS = {
     "snm": run_snm,
+    "snm-2-epochs": functools.partial(run_snm, max_epochs=2),
     "pecos": run_pecos,
     "omikuji-parabel": lambda d, s, o: run_omikuji(d, s, o, bonsai=False),
     "omikuji-bonsai": lambda d, s, o: run_omikuji(d, s, o, bonsai=True),
@@ -313,7 +306,15 @@ def run_all(args):
                 print(f"{name} / {method} / seed {seed} ...", flush=True)
                 # The child's own output (omikuji's progress bars) goes to a log beside its JSON.
                 with open(path.with_suffix(".log"), "w") as log:
-                    done = subprocess.run(command, timeout=args.timeout, stdout=log, stderr=log)
+                    try:
+                        done = subprocess.run(command, timeout=args.timeout, stdout=log, stderr=log)
+                    except subprocess.TimeoutExpired:
+                        print(f"  did not finish in {args.timeout:.0f} s", flush=True)
+                        record = {"data": name, "method": method, "seed": seed,
+                                  "timed_out_after_seconds": args.timeout,
+                                  "load_average": list(os.getloadavg())}  # fmt: skip
+                        path.write_text(json.dumps(record, indent=1) + "\n")
+                        continue
                 if done.returncode != 0:
                     log_name = path.with_suffix(".log")
                     print(f"  failed with exit code {done.returncode}: see {log_name}", flush=True)
@@ -324,6 +325,7 @@ COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5", "fi
            "predict s", "peak GiB"]  # fmt: skip
 LABELS = {
     "snm": "SNMClassifier (skrank)",
+    "snm-2-epochs": "SNMClassifier(max_epochs=2)",
     "pecos": "PECOS XR-Linear",
     "omikuji-parabel": "omikuji, Parabel settings",
     "omikuji-bonsai": "omikuji, Bonsai settings",
@@ -352,12 +354,18 @@ def report(args):
             for method in args.methods
         }
         for method, done in runs.items():
-            if done:
-                row = [name, LABELS[method], len(done)]
+            finished = [run for run in done if "timed_out_after_seconds" not in run]
+            if finished:
+                row = [name, LABELS[method], len(finished)]
                 for column in COLUMNS[3:]:
                     key = RUN_KEYS.get(column, column)
-                    values = [run[key] for run in done if run.get(key) is not None]
+                    values = [run[key] for run in finished if run.get(key) is not None]
                     row.append(_mean_std(values, DIGITS.get(column, 3)))
+                rows.append(row)
+            elif done:
+                limit = max(run["timed_out_after_seconds"] for run in done)
+                row = [name, LABELS[method], 0] + [None] * (len(COLUMNS) - 3)
+                row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
                 rows.append(row)
         directory = data_directory(name, args.quick)
         X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
@@ -366,7 +374,7 @@ def report(args):
             f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
             f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row)"
         )
-        for run in runs.get("snm", [])[:1]:
+        for run in [run for run in runs.get("snm", []) if "epochs" in run][:1]:
             note += (
                 f"; SNM: {run['epochs']} epochs, embedding_dim {run['embedding_dim']}, "
                 f"encoder_init {run['encoder_init']}, neighbor_weight {run['neighbor_weight']}, "
@@ -408,7 +416,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", nargs="+",
                         default=["bibtex", "corel5k", *GENERATED])  # fmt: skip
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=[method for method in METHODS if method != "snm-2-epochs"],
+        choices=METHODS,
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--resume", action="store_true", help="skip runs whose JSON exists")
     parser.add_argument("--report-only", action="store_true", help="only gather the runs")

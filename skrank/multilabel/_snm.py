@@ -149,8 +149,9 @@ default="hinge"
     encoder_init : {"auto", "svd", "random"}, default="auto"
         The projection a linear encoder starts as, with ``label_init="centroid"``:
         ``"svd"``, onto the ``embedding_dim`` principal directions of the (normalised)
-        training inputs and their label centroids (a randomised SVD; the identity, exactly the
-        input space, when ``embedding_dim`` reaches the number of features, at most 2048);
+        training inputs and their label centroids (the Gram matrix's eigenvectors up to 4,096
+        features, a randomised SVD beyond; the identity, exactly the input space, when
+        ``embedding_dim`` reaches the number of features, at most 2048);
         ``"random"``, a Gaussian random projection, which preserves inner products up to a
         distortion of order ``1/sqrt(embedding_dim)`` and costs no pass over the data.
         ``"auto"``: the identity where it applies, else ``"svd"`` when its estimated cost is

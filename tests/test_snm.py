@@ -960,12 +960,10 @@ import numpy as np
 import sklearn
 from skrank import SNMClassifier
 from skrank.datasets import make_extreme_classification
+from skrank.utils._memory import _proc_bytes
 
 def resident(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
+    return _proc_bytes("/proc/self/status", field)
 
 X, Y = make_extreme_classification(n_samples=3000, n_features=20_000, n_labels=100_000,
                                    labels_per_row=2.0, random_state=0)

@@ -334,22 +334,18 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         optimiser as set by ``optimizer``."""
         row_sparse = {id(layer.weight) for layer in sparse_linear_layers(self.network_).values()}
         dense = [p for p in parameters if id(p) not in row_sparse]
-        method, lr = self._row_sparse_rule()
+        method = "sgd" if self.optimizer == "sgd" else "sparse_adam"
         return [self._make_optimizer(dense)] + [
             RowSparseOptimizer(
                 p,
                 method=method,
-                lr=lr,
+                lr=self.learning_rate,
                 weight_decay=self.weight_decay,
                 synchronize=self._context.active,
             )
             for p in parameters
             if id(p) in row_sparse
         ]
-
-    def _row_sparse_rule(self):
-        """The update rule and learning rate of the SparseLinear weights."""
-        return ("sgd" if self.optimizer == "sgd" else "sparse_adam"), self.learning_rate
 
     def _make_optimizer(self, parameters):
         # The fused kernels update every parameter in one operation (torch's fastest form), and

@@ -146,6 +146,7 @@ def test_sparse_input_matches_dense_input(hidden_layer_sizes):
         n_negatives=4,
         optimizer="sgd",
         momentum=0.0,
+        input_optimizer="sgd",
         input_dropout=0.0,
     )
     dense = SNMClassifier(random_state=0, **params).fit(X, y)
@@ -603,7 +604,7 @@ def test_input_normalization_is_applied_at_fit_and_prediction():
     [
         (30, 12, 30),  # the number of features
         (5_000, 159, 1024),  # at most 1024
-        (100_000, 1_000_000, 116),  # 2^30 // (8e6 + 1.2e6) = 116
+        (100_000, 1_000_000, 78),  # 2^30 // (1.2e7 + 1.6e6) = 78
         (10**6, 10**8, 16),  # at least 16
     ],
 )
@@ -613,8 +614,25 @@ def test_auto_embedding_dim_keeps_parameters_within_the_budget(n_features, n_lab
     d = _auto_embedding_dim(n_features, n_labels)
     assert d == expected
     if 16 < d < min(n_features, 1024):  # the budget binds: one more dimension exceeds it
-        assert (8 * n_labels + 12 * n_features) * d <= AUTO_EMBEDDING_BYTES
-        assert (8 * n_labels + 12 * n_features) * (d + 1) > AUTO_EMBEDDING_BYTES
+        assert (12 * n_labels + 16 * n_features) * d <= AUTO_EMBEDDING_BYTES
+        assert (12 * n_labels + 16 * n_features) * (d + 1) > AUTO_EMBEDDING_BYTES
+
+
+def test_auto_embedding_dim_counts_the_sparse_input_layer_optimizer(monkeypatch):
+    # Row-wise Adagrad keeps one number a feature: the layer and the copy of the best weights
+    # take 8 bytes a weight, against 16 with lazy Adam's two moments.
+    from skrank.multilabel import _snm
+
+    X = sp.random(60, 5000, density=0.01, format="csr", random_state=0)
+    y = np.arange(60) % 3
+    monkeypatch.setattr(_snm, "AUTO_EMBEDDING_BYTES", (12 * 3 + 8 * 5000) * 40)
+    expected = {"rowwise_adagrad": 40, "sparse_adam": (12 * 3 + 8 * 5000) * 40 // (36 + 80_000)}
+    for method, dim in expected.items():
+        clf = SNMClassifier(input_optimizer=method, max_epochs=1, n_negatives=2, random_state=0)
+        clf.fit(X, y)
+        assert clf.sparse_input_ and clf.embedding_dim_ == dim
+    clf = SNMClassifier(max_epochs=1, n_negatives=2, random_state=0).fit(X, y)
+    assert clf.optimizers_[1].param_groups[0]["method"] == "rowwise_adagrad"
 
 
 def test_auto_embedding_dim_is_the_one_fitted(monkeypatch):
@@ -624,7 +642,7 @@ def test_auto_embedding_dim_is_the_one_fitted(monkeypatch):
         n_samples=120, n_features=40, n_informative=10, n_classes=6, random_state=0
     )
     X = X.astype(np.float32)
-    monkeypatch.setattr(_snm, "AUTO_EMBEDDING_BYTES", (8 * 6 + 12 * 40) * 20)
+    monkeypatch.setattr(_snm, "AUTO_EMBEDDING_BYTES", (12 * 6 + 16 * 40) * 20)
     clf = SNMClassifier(max_epochs=1, tol=None, n_negatives=4, random_state=0).fit(X, y)
     assert clf.embedding_dim_ == 20
     assert clf.module_.label_embeddings.weight.shape == (6, 20)

@@ -76,7 +76,7 @@ def test_sparse_layer_starts_as_the_linear_layer_of_the_same_seed():
     assert torch.all(sparse.weight[-1] == 0)
 
 
-@pytest.mark.parametrize("method", ["sparse_adam", "adagrad", "sgd"])
+@pytest.mark.parametrize("method", ["sparse_adam", "adagrad", "rowwise_adagrad", "sgd"])
 @pytest.mark.parametrize("layout", ["padded", "flat"])
 def test_a_step_changes_only_the_rows_read(method, layout):
     X = _sparse_matrix(n_rows=4, n_features=60, density=0.05, seed=1)
@@ -94,7 +94,7 @@ def test_a_step_changes_only_the_rows_read(method, layout):
     assert layer.weight.grad is None  # the step consumed the sparse gradient
 
 
-@pytest.mark.parametrize("method", ["sparse_adam", "adagrad", "sgd"])
+@pytest.mark.parametrize("method", ["sparse_adam", "adagrad", "rowwise_adagrad", "sgd"])
 def test_fixed_shape_updates_equal_distinct_row_updates(method, monkeypatch):
     """The GPU's fixed-shape step (one entry per read) updates as the CPU's distinct rows."""
     X = _sparse_matrix(n_rows=16, n_features=20, density=0.4, seed=3)  # rows read many times
@@ -110,6 +110,31 @@ def test_fixed_shape_updates_equal_distinct_row_updates(method, monkeypatch):
             optimizer.step()
         tables.append(layer.weight.detach())
     torch.testing.assert_close(tables[0], tables[1])
+
+
+def test_rowwise_adagrad_follows_its_rule():
+    """Row-wise Adagrad: a row's accumulator adds the mean square of its (summed) gradient,
+    and the row moves by ``lr * gradient / (sqrt(accumulator) + eps)``; written out by hand."""
+    X = _sparse_matrix(n_rows=6, n_features=30, density=0.2, seed=4)
+    torch.manual_seed(0)
+    layer = SparseLinear(X.shape[1], 5).double()
+    optimizer = RowSparseOptimizer(layer.weight, method="rowwise_adagrad", lr=0.2)
+    weight = layer.weight.detach().clone()
+    accumulator = torch.zeros(weight.shape[0], dtype=weight.dtype)
+    dense_in = torch.as_tensor(X.toarray())
+    for _ in range(3):
+        optimizer.zero_grad()
+        layer(_as_rows(X, "flat")).tanh().sum().backward()
+        optimizer.step()
+        reference = weight[:-1].clone().requires_grad_()
+        (dense_in @ reference + layer.bias.detach()).tanh().sum().backward()
+        gradient = torch.cat([reference.grad, torch.zeros(1, weight.shape[1], dtype=weight.dtype)])
+        read = torch.as_tensor(np.unique(X.indices))
+        accumulator[read] += gradient[read].square().mean(dim=1)
+        weight[read] -= 0.2 * gradient[read] / (accumulator[read].sqrt()[:, None] + 1e-10)
+        torch.testing.assert_close(layer.weight.detach(), weight)
+    (state,) = optimizer.state.values()
+    torch.testing.assert_close(state["sum"], accumulator)
 
 
 def test_row_sparse_sgd_equals_dense_sgd():

@@ -111,12 +111,13 @@ class LabelEmbeddingNetwork(nn.Module):
             torch.tensor(math.log(score_scale)), requires_grad=bool(learn_score_scale)
         )
         # One initialisation pass over the (possibly huge) table: rows of norm about 1, so that
-        # normalisation does not shrink their gradients. (skip_init ignores a torch.device
-        # context unless told, and loading builds the table on the meta device.)
-        self.label_embeddings = torch.nn.utils.skip_init(
-            nn.Embedding, n_labels, embedding_dim, sparse=True, device=torch.get_default_device()
-        )
-        nn.init.normal_(self.label_embeddings.weight, std=1.0 / math.sqrt(embedding_dim))
+        # normalisation does not shrink their gradients. (A given weight skips Embedding's own
+        # initialisation; loading builds the table on the meta device, where there is nothing
+        # to draw.)
+        table = torch.empty(n_labels, embedding_dim, device=torch.get_default_device())
+        if table.device.type != "meta":
+            table.normal_(std=1.0 / math.sqrt(embedding_dim))
+        self.label_embeddings = nn.Embedding(n_labels, embedding_dim, sparse=True, _weight=table)
 
     def forward(self, x):
         """Input embeddings ``g(x)`` (times the score scale), shape (batch_size, embedding_dim);

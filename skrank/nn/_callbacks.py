@@ -107,6 +107,11 @@ class Callback:
     def on_train_end(self, estimator, interrupted):
         """Called once when training ends, however it ends."""
 
+    def restores_weights(self):
+        """Whether ``on_train_end`` will put weights it holds back into the network, however
+        training ends (then the engine keeps no copy of the last finite epoch's weights)."""
+        return False
+
     def __repr__(self):
         arguments = ", ".join(
             f"{key}={value!r}"
@@ -219,7 +224,7 @@ class EarlyStopping(Callback):
         if self._best is None or value > self._best + self.tol:
             self._best, self._waited = value, 0
             if self.restore_best_weights:
-                self._best_weights = estimator.snapshot_weights()
+                self._best_weights = estimator.snapshot_weights(into=self._best_weights)
             return
         self._waited += 1
         if self._waited >= self.patience:
@@ -229,6 +234,9 @@ class EarlyStopping(Callback):
                 f"{self.monitor} did not improve by more than tol={self.tol} for "
                 f"{self.patience} epochs"
             )
+
+    def restores_weights(self):
+        return self.restore_best_weights and self._best_weights is not None
 
     def on_train_end(self, estimator, interrupted):
         if self.score_start:

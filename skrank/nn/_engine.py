@@ -326,20 +326,22 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
             parameters += list(self.criterion_.parameters())
         return self._network_optimizers([p for p in parameters if p.requires_grad])
 
-    def _network_optimizers(self, parameters):
+    def _network_optimizers(self, parameters, sparse_method=None, sparse_lr=None):
         """Optimisers of ``parameters``: the weights of the module's
         :class:`~skrank.nn.SparseLinear` layers each get a :class:`~skrank.nn.RowSparseOptimizer`
-        that updates only the rows a step read (lazy Adam for ``optimizer="adam"`` or
-        ``"adamw"``, plain SGD for ``"sgd"``: momentum would decay every row), the others one
+        that updates only the rows a step read, with rule ``sparse_method`` and rate
+        ``sparse_lr`` (None: lazy Adam for ``optimizer="adam"`` or ``"adamw"``, plain SGD for
+        ``"sgd"``, as momentum would decay every row, at ``learning_rate``), the others one
         optimiser as set by ``optimizer``."""
         row_sparse = {id(layer.weight) for layer in sparse_linear_layers(self.network_).values()}
         dense = [p for p in parameters if id(p) not in row_sparse]
-        method = "sgd" if self.optimizer == "sgd" else "sparse_adam"
+        if sparse_method is None:
+            sparse_method = "sgd" if self.optimizer == "sgd" else "sparse_adam"
         return [self._make_optimizer(dense)] + [
             RowSparseOptimizer(
                 p,
-                method=method,
-                lr=self.learning_rate,
+                method=sparse_method,
+                lr=self.learning_rate if sparse_lr is None else sparse_lr,
                 weight_decay=self.weight_decay,
                 synchronize=self._context.active,
             )
@@ -502,12 +504,24 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         if reason and self.history_:
             self.history_[-1]["stop_reason"] = reason
 
-    def snapshot_weights(self):
-        """A copy (on the device) of the module's and the criterion's state."""
-        return {
-            name: {key: value.detach().clone() for key, value in obj.state_dict().items()}
-            for name, obj in self._stateful_objects().items()
-        }
+    def snapshot_weights(self, into=None):
+        """A copy (on the device) of the module's and the criterion's state.
+
+        ``into``, an earlier snapshot, is overwritten in place where its tensors have the
+        shapes of the state's (so that the weights are never held three times over).
+        """
+        snapshot = {}
+        for name, obj in self._stateful_objects().items():
+            earlier = (into or {}).get(name, {})
+            snapshot[name] = {}
+            for key, value in obj.state_dict().items():
+                copy = earlier.get(key)
+                if copy is None or copy.shape != value.shape or copy.dtype != value.dtype:
+                    copy = value.detach().clone()
+                else:
+                    copy.copy_(value.detach())
+                snapshot[name][key] = copy
+        return snapshot
 
     def restore_weights(self, snapshot):
         """Restore a :meth:`snapshot_weights` copy."""
@@ -702,7 +716,9 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         self.n_iter_ = 0
         self._stop_requested = False
         self._notify("on_train_begin", X=X, y=y, validation=validation)
-        last_finite = self.snapshot_weights()
+        # The weights to fall back on after a divergence or an interrupt: none kept while a
+        # callback holds weights that it restores at the end (the best epoch's).
+        last_finite = self._last_finite_weights(None)
         interrupted = False
         try:
             while self.n_iter_ < self.max_epochs and not self._stop_requested:
@@ -712,7 +728,8 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                 mean_loss = self.run_single_epoch(inputs, targets, self.sampler_.epoch())
                 loss, finite = self._read_epoch(mean_loss)
                 if not finite:
-                    self.restore_weights(last_finite)
+                    if last_finite is not None:
+                        self.restore_weights(last_finite)
                     interrupted = True
                     warnings.warn(
                         f"{type(self).__name__}: the loss or the weights became non-finite in "
@@ -729,11 +746,12 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                 if validation is not None:
                     record["validation_score"] = float(self.validation_score(*validation))
                 self.history_.append(record)
-                last_finite = self.snapshot_weights()
+                last_finite = self._last_finite_weights(last_finite)
                 record["duration"] = time.perf_counter() - start
                 self._notify("on_epoch_end", epoch=self.n_iter_, record=record)
         except KeyboardInterrupt:
-            self.restore_weights(last_finite)
+            if last_finite is not None:
+                self.restore_weights(last_finite)
             interrupted = True
             warnings.warn(
                 f"{type(self).__name__}: fit was interrupted; the estimator keeps the weights of "
@@ -752,6 +770,13 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                 self.module_._compiled_call_impl = None
         self._notify("on_train_end", interrupted=interrupted)
 
+    def _last_finite_weights(self, earlier):
+        """A snapshot of the weights (into ``earlier``), or None where a callback restores
+        weights of its own when training ends."""
+        if any(getattr(c, "restores_weights", bool)() for c in self.callbacks_):
+            return None
+        return self.snapshot_weights(into=earlier)
+
     def _callbacks_for_fit(self):
         """The default callbacks, then copies of the user's, the progress bar last (it shows
         the record once every other callback has written to it)."""
@@ -765,8 +790,10 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     def _read_epoch(self, mean_loss):
         """The epoch's mean loss and whether it and the weights are finite: one host read."""
         flags = [torch.isfinite(mean_loss)]
+        # A sum in float64 is finite exactly when every value is (it cannot overflow), and
+        # needs no temporary the size of the weights.
         flags += [
-            torch.isfinite(value).all()
+            torch.isfinite(value.sum(dtype=torch.float64))
             for obj in self._stateful_objects().values()
             for value in obj.state_dict().values()
             if value.is_floating_point()

@@ -6,7 +6,8 @@ from ._distributed import DistributedContext, gather, gather_uneven
 
 
 class RowSparseOptimizer(torch.optim.Optimizer):
-    """Adagrad, lazy Adam or SGD on the rows of a table that a step read, and no other row.
+    """Adagrad, row-wise Adagrad, lazy Adam or SGD on the rows of a table that a step read, and
+    no other row.
 
     Rows are read in either of two ways: through :meth:`gather`, which hands out rows of the
     table as a leaf tensor that records its gradient (the label table of
@@ -19,7 +20,10 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     optimisers, which reads sizes back. The updates are those of :class:`torch.optim.Adagrad`
     (``eps=1e-10``), :class:`torch.optim.SparseAdam` (one step count for the table; moments of
     unread rows untouched) and plain SGD (no momentum: a momentum buffer would have to decay
-    every row it ever touched).
+    every row it ever touched). Row-wise Adagrad is Adagrad with one accumulator a row, the sum
+    of the mean squared gradient of that row over the steps (the rule of large embedding tables
+    in recommender systems, e.g. DLRM's): its state takes one number a row instead of one a
+    coordinate (Adam keeps two), and a step reads and writes the table's rows once.
 
     A ``torch.optim.Optimizer``: learning-rate schedulers and ``state_dict`` work as usual.
 
@@ -28,7 +32,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     table : torch.nn.Parameter of shape (n_rows, dim)
         The table (e.g. ``LabelEmbeddingNetwork.label_embeddings.weight``, or the weight of a
         :class:`~skrank.nn.SparseLinear`).
-    method : {"adagrad", "sparse_adam", "sgd"}, default="adagrad"
+    method : {"adagrad", "rowwise_adagrad", "sparse_adam", "sgd"}, default="adagrad"
         The update rule.
     lr : float, default=0.05
         Learning rate.
@@ -54,7 +58,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
     (0.0, 0.5, 1.0)
     """
 
-    _METHODS = ("adagrad", "sparse_adam", "sgd")
+    _METHODS = ("adagrad", "rowwise_adagrad", "sparse_adam", "sgd")
 
     def __init__(self, table, *, method="adagrad", lr=0.05, weight_decay=0.0, synchronize=False):
         if method not in self._METHODS:
@@ -63,7 +67,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             raise ValueError(f"lr must be positive, got {lr!r}.")
         if not weight_decay >= 0:
             raise ValueError(f"weight_decay must be non-negative, got {weight_decay!r}.")
-        eps = 1e-10 if method == "adagrad" else 1e-8
+        eps = 1e-10 if method in ("adagrad", "rowwise_adagrad") else 1e-8
         defaults = {
             "lr": lr,
             "method": method,
@@ -73,6 +77,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         }
         super().__init__([table], defaults)
         self._reads = []
+        self._distinct_reads = False
         self.synchronize = synchronize
 
     @property
@@ -92,7 +97,9 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         self.table.grad = None
 
     def _read_gradients(self):
-        """The rows read since the last step and their gradients, one entry per read."""
+        """The rows read since the last step and their gradients, one entry per read (sets
+        ``_distinct_reads`` when they are one coalesced sparse gradient: distinct rows)."""
+        self._distinct_reads = False
         reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
         self._reads.clear()
         gradient = self.table.grad
@@ -102,8 +109,10 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                     "RowSparseOptimizer updates the rows read by a step: the table's gradient "
                     "must be sparse (an embedding with sparse=True, or rows read by gather)."
                 )
-            # Uncoalesced: one row per read (coalescing would read its size back to the host).
+            # Uncoalesced (one row per read; coalescing would read its size back to the host)
+            # unless the layer summed the rows itself.
             reads.append((gradient._indices()[0], gradient._values()))
+            self._distinct_reads = len(reads) == 1 and gradient.is_coalesced()
             self.table.grad = None
         return reads
 
@@ -113,8 +122,9 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         reads = self._read_gradients()
         if not reads:
             return None
-        rows = torch.cat([rows for rows, _ in reads])
-        gradients = torch.cat([gradient for _, gradient in reads])
+        # One read (a sparse layer's gradient) needs no copy.
+        rows = torch.cat([rows for rows, _ in reads]) if len(reads) > 1 else reads[0][0]
+        gradients = torch.cat([grad for _, grad in reads]) if len(reads) > 1 else reads[0][1]
         if self.synchronize and torch.distributed.is_initialized():
             world = torch.distributed.get_world_size()
             context = DistributedContext(torch.distributed.get_rank(), world)
@@ -122,22 +132,33 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             # rows) the number of rows read differs between the ranks.
             collect = gather_uneven if rows.device.type in _DISTINCT_ROW_DEVICES else gather
             rows, gradients = collect(rows, context), collect(gradients, context) / world
+            self._distinct_reads = False  # the ranks read rows in common
         group = self.param_groups[0]
-        rows, gradient = _summed_per_row(rows, gradients)
+        gradient = gradients
+        if not self._distinct_reads:
+            rows, gradient = _summed_per_row(rows, gradients)
         table, lr = self.table, group["lr"]
         if group.get("weight_decay"):  # absent from the state of earlier versions
-            gradient = gradient + group["weight_decay"] * table[rows]
+            gradient = gradient + group["weight_decay"] * table.index_select(0, rows)
         state = self.state[table]
         # Updates of the rows read: gathered copies updated in place, then written back.
         if group["method"] == "sgd":
-            table.index_put_((rows,), table[rows] - lr * gradient)
+            table.index_copy_(0, rows, table.index_select(0, rows).sub_(gradient, alpha=lr))
         elif group["method"] == "adagrad":
             if "sum" not in state:
                 state["sum"] = torch.zeros_like(table)
-            total = state["sum"][rows].addcmul_(gradient, gradient)
-            state["sum"].index_put_((rows,), total)
+            total = state["sum"].index_select(0, rows).addcmul_(gradient, gradient)
+            state["sum"].index_copy_(0, rows, total)
             step = total.sqrt_().add_(group["eps"]).reciprocal_().mul_(gradient)
-            table.index_put_((rows,), table[rows].sub_(step, alpha=lr))
+            table.index_copy_(0, rows, table.index_select(0, rows).sub_(step, alpha=lr))
+        elif group["method"] == "rowwise_adagrad":
+            if "sum" not in state:
+                state["sum"] = table.new_zeros(table.shape[0])
+            total = state["sum"].index_select(0, rows).add_(gradient.square().mean(dim=1))
+            state["sum"].index_copy_(0, rows, total)
+            scale = total.sqrt_().add_(group["eps"]).reciprocal_().mul_(-lr)
+            updated = table.index_select(0, rows).addcmul_(gradient, scale[:, None])
+            table.index_copy_(0, rows, updated)
         else:
             if "exp_avg" not in state:
                 state["step"] = 0
@@ -145,17 +166,20 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 state["exp_avg_sq"] = torch.zeros_like(table)
             state["step"] += 1
             beta1, beta2 = group["betas"]
-            average = state["exp_avg"][rows].lerp_(gradient, 1 - beta1)
+            average = state["exp_avg"].index_select(0, rows).lerp_(gradient, 1 - beta1)
             square = (
-                state["exp_avg_sq"][rows].mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
+                state["exp_avg_sq"]
+                .index_select(0, rows)
+                .mul_(beta2)
+                .addcmul_(gradient, gradient, value=1 - beta2)
             )
-            state["exp_avg"].index_put_((rows,), average)
-            state["exp_avg_sq"].index_put_((rows,), square)
+            state["exp_avg"].index_copy_(0, rows, average)
+            state["exp_avg_sq"].index_copy_(0, rows, square)
             correction1 = 1 - beta1 ** state["step"]
             correction2 = 1 - beta2 ** state["step"]
             step_size = lr * correction2**0.5 / correction1
             step = average.div_(square.sqrt_().add_(group["eps"]))
-            table.index_put_((rows,), table[rows].sub_(step, alpha=step_size))
+            table.index_copy_(0, rows, table.index_select(0, rows).sub_(step, alpha=step_size))
         return None
 
 

@@ -3,6 +3,7 @@
 import math
 from typing import NamedTuple
 
+import scipy.sparse as sp
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -114,7 +115,9 @@ class SparseLinear(nn.Module):
 
     def forward(self, x):
         """The layer applied to :class:`SparseRows` or a dense (n, in_features) tensor."""
-        if isinstance(x, SparseRows):
+        if isinstance(x, SparseRows) and x.offsets is not None and x.device.type == "cpu":
+            out = _FlatRowsProduct.apply(self.weight, x.columns, x.values, x.offsets)
+        elif isinstance(x, SparseRows):
             out = F.embedding_bag(
                 x.columns,
                 self.weight,
@@ -132,6 +135,38 @@ class SparseLinear(nn.Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
+
+
+class _FlatRowsProduct(torch.autograd.Function):
+    """``rows @ weight`` for sparse rows in the flat layout on the CPU, as a product of a
+    sparse matrix over the distinct features of the batch and those rows of the weight: the
+    gradient is one summed row per distinct feature (a coalesced sparse tensor), without the
+    row per non-zero of :func:`torch.nn.functional.embedding_bag`'s sparse gradient."""
+
+    @staticmethod
+    def forward(ctx, weight, columns, values, offsets):
+        distinct, local_columns = torch.unique(columns, return_inverse=True)
+        indptr = torch.cat([offsets, offsets.new_tensor([columns.shape[0]])])
+        rows = sp.csr_matrix(
+            (
+                values.detach().to(weight.dtype).numpy(),
+                local_columns.numpy(),
+                indptr.numpy(),
+            ),
+            shape=(offsets.shape[0], distinct.shape[0]),
+        )
+        ctx.rows, ctx.weight_shape = rows, weight.shape
+        ctx.save_for_backward(distinct)
+        return torch.from_numpy(rows @ weight.detach().index_select(0, distinct).numpy())
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (distinct,) = ctx.saved_tensors
+        summed = torch.from_numpy(ctx.rows.T @ grad_output.contiguous().numpy())
+        gradient = torch.sparse_coo_tensor(
+            distinct[None], summed, ctx.weight_shape, is_coalesced=True
+        )
+        return gradient, None, None, None
 
 
 def sparse_linear_layers(module):

@@ -170,7 +170,8 @@ default="hinge"
         SparseAdam, and ``0.1 * batch_size`` for SGD (the loss is a batch mean, so a label row
         read by a single example gets ``1 / batch_size`` of its gradient: plain SGD needs the
         paper's "large learning rate").
-    input_optimizer : {"rowwise_adagrad", "adagrad", "sparse_adam", "sgd"}, default="rowwise_adagrad"
+    input_optimizer : {"rowwise_adagrad", "adagrad", "sparse_adam", "sgd"}, \
+default="rowwise_adagrad"
         Optimiser of the sparse input layer (``sparse_input_``; the other layers follow
         ``optimizer``), through :class:`~skrank.nn.RowSparseOptimizer`: a step updates only the
         rows of the features present in its batch. Row-wise Adagrad keeps one number a feature

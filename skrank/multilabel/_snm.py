@@ -671,12 +671,15 @@ default="rowwise_adagrad"
             lr=self.label_learning_rate or default_rate,
             synchronize=self._context.active,
         )
-        input_rate = self.input_learning_rate or {
-            "rowwise_adagrad": INPUT_ROWWISE_ADAGRAD_RATE,
-            "adagrad": 0.005,
-            "sparse_adam": self.learning_rate,
-            "sgd": self.learning_rate,
-        }[self.input_optimizer]
+        input_rate = (
+            self.input_learning_rate
+            or {
+                "rowwise_adagrad": INPUT_ROWWISE_ADAGRAD_RATE,
+                "adagrad": 0.005,
+                "sparse_adam": self.learning_rate,
+                "sgd": self.learning_rate,
+            }[self.input_optimizer]
+        )
         return self._network_optimizers(network, self.input_optimizer, input_rate) + [
             self._label_optimizer
         ]

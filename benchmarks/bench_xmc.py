@@ -13,7 +13,11 @@ method by method (``--resume``):
 - ``omikuji-parabel``: omikuji with its default (Parabel) settings;
 - ``omikuji-bonsai``: omikuji with Bonsai's settings (unbalanced k-means, ``cluster_k=100``,
   ``max_depth=3``, as its README gives them);
-- ``napkinxc-plt``: napkinXC's ``PLT`` (probabilistic label tree), ``seed=seed``.
+- ``napkinxc-plt``: napkinXC's ``PLT`` (probabilistic label tree), ``seed=seed``;
+- ``centroid``: the simplest baseline, the nearest-centroid rule of the input space: each
+  label's centroid is the sum of its training rows (TF-IDF, unit norm), scaled to unit norm,
+  and a row's labels are those of the centroids of highest cosine (an exact sparse product, in
+  chunks of rows).
 
 Data (``--data``): Bibtex and Corel5k (their own train/test splits; their word counts reach the
 peers as sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
@@ -60,6 +64,7 @@ CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
 K = 5
 METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
+METHODS += ("centroid",)
 # Generated rows: the preset, and the sizes scaled to a 2-core machine.
 GENERATED = {
     "amazoncat-13k": dict(preset="amazoncat-13k", n_features=50_000, n_samples=40_000),
@@ -227,6 +232,27 @@ def run_napkinxc(directory, seed, out):
     return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
 
 
+def run_centroid(directory, seed, out):
+    from sklearn.preprocessing import normalize
+
+    X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
+    X_train, X_test = X_train.astype(np.float32), X_test.astype(np.float32)
+    reset_peak()
+    start = time.perf_counter()
+    centroids = normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
+    fit_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    rows_per_chunk = max(1, 2**26 // Y_train.shape[1])  # a dense chunk of 256 MiB at most
+    top = np.empty((X_test.shape[0], K), dtype=np.int64)
+    for begin in range(0, X_test.shape[0], rows_per_chunk):
+        chunk = (X_test[begin : begin + rows_per_chunk] @ centroids).toarray()
+        best = np.argpartition(-chunk, K, axis=1)[:, :K]
+        order = np.argsort(-np.take_along_axis(chunk, best, axis=1), axis=1, kind="stable")
+        top[begin : begin + chunk.shape[0]] = np.take_along_axis(best, order, axis=1)
+    predict_seconds = time.perf_counter() - start
+    return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
+
+
 RUNNERS = {
     "snm": run_snm,
     "snm-2-epochs": functools.partial(run_snm, max_epochs=2),
@@ -234,6 +260,7 @@ RUNNERS = {
     "omikuji-parabel": lambda d, s, o: run_omikuji(d, s, o, bonsai=False),
     "omikuji-bonsai": lambda d, s, o: run_omikuji(d, s, o, bonsai=True),
     "napkinxc-plt": run_napkinxc,
+    "centroid": run_centroid,
 }
 
 
@@ -330,6 +357,7 @@ LABELS = {
     "omikuji-parabel": "omikuji, Parabel settings",
     "omikuji-bonsai": "omikuji, Bonsai settings",
     "napkinxc-plt": "napkinXC PLT",
+    "centroid": "nearest centroid (baseline)",
 }
 DIGITS = {"P@1": 4, "fit s": 1, "predict s": 1, "peak GiB": 2}
 RUN_KEYS = {"fit s": "fit_seconds", "predict s": "predict_seconds", "peak GiB": "peak_gib"}

@@ -244,8 +244,8 @@ default="rowwise_adagrad"
         of more than 4,096 features at fit; below, the dense layer costs little): it reads
         and updates only the weights of the features present in a batch, so that a step costs
         ``O(nnz x embedding_dim)`` whatever the number of features
-        (:class:`~skrank.nn.SparseLinear`, updated by lazy Adam, or plain SGD for
-        ``optimizer="sgd"``, through :class:`~skrank.nn.RowSparseOptimizer`).
+        (:class:`~skrank.nn.SparseLinear`, updated by ``input_optimizer`` through
+        :class:`~skrank.nn.RowSparseOptimizer`).
     encoder_init_ : {"svd", "random"} or None
         The ``encoder_init`` used (``"auto"`` resolved; None without a linear encoder started
         at the centroids).

@@ -329,10 +329,12 @@ default="rowwise_adagrad"
             "embedding_dim": '``"auto"``: the number of features, at most 1024 '
             "(``embedding_dim_`` holds the value used), so that a linear encoder can start as "
             "the exact input-space centroid rule (see ``label_init``), and at most what keeps "
-            "the parameters and their optimiser states within 1 GiB: the label table and its "
-            "Adagrad state take ``8 K d`` bytes, a linear encoder and its Adam moments "
-            "``12 p d`` bytes (``p`` features), so ``d <= 2^30 / (8 K + 12 p)``, but at least 16 "
-            "(e.g. ``d = 116`` for a million labels and 100,000 features).",
+            "the parameters, their optimiser states and the copy of the best weights within "
+            "1 GiB: the label table, its Adagrad state and its copy take ``12 K d`` bytes, a "
+            "linear encoder with its state and copy ``8 p d`` bytes (``p`` features; the sparse "
+            "input layer's row-wise Adagrad) or ``16 p d`` (Adam's moments), so "
+            "``d <= 2^30 / (12 K + 8 p)``, but at least 16 (e.g. ``d = 83`` for a million "
+            "labels and 100,000 sparse features).",
             "hidden_layer_sizes": "``()``, a linear map to the embedding, is what generalises on "
             "sparse data with few examples per label (the paper's network memorises such data).",
             "input_dropout": "Weight decay does not regularise cosine scores, which ignore the "

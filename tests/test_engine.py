@@ -491,6 +491,9 @@ def test_early_stopping_keeps_the_best_validation_weights():
     # the kept weights are those of the best epoch
     _, _, (X_val, y_val) = model._split_validation(X, y)
     assert model.validation_score(X_val, y_val) == pytest.approx(scores[best], rel=1e-6)
+    # ... and, restored, they are held once: by the estimator, not also by the callback
+    (stopper,) = [c for c in model.callbacks_ if isinstance(c, EarlyStopping)]
+    assert stopper._best_weights is None and not stopper.restores_weights()
     with pytest.raises(
         ValueError, match="set validation_fraction, e.g. 0.1, or early_stopping=False"
     ):

@@ -247,6 +247,7 @@ class EarlyStopping(Callback):
                 estimator.converged_ = True
         if self.restore_best_weights and self._best_weights is not None:
             estimator.restore_weights(self._best_weights)
+            self._best_weights = None  # the fitted estimator holds them: no second copy
         if not (self._stopped or interrupted) and estimator.n_iter_ >= estimator.max_epochs:
             quantity = "validation score" if self.monitor == "validation_score" else "training loss"
             warnings.warn(

@@ -67,6 +67,10 @@ class Callback:
     - ``on_train_end(estimator, interrupted)``: whether training ended on a ``KeyboardInterrupt``
       or a divergence.
 
+    A callback that holds weights and puts them back in ``on_train_end`` however training ends
+    (:class:`EarlyStopping`'s best weights) says so through ``restores_weights()``: the engine
+    then keeps no copy of its own for a divergence or an interrupt.
+
     A callback whose state must survive a checkpoint implements ``state_dict()`` and
     ``load_state_dict(state)`` (tensors, numbers, strings, lists and dicts only). Attributes
     named in the class attribute ``run_attributes`` (a tuple of names) hold the state of a

@@ -77,7 +77,6 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         }
         super().__init__([table], defaults)
         self._reads = []
-        self._distinct_reads = False
         self.synchronize = synchronize
 
     @property
@@ -97,9 +96,9 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         self.table.grad = None
 
     def _read_gradients(self):
-        """The rows read since the last step and their gradients, one entry per read (sets
-        ``_distinct_reads`` when they are one coalesced sparse gradient: distinct rows)."""
-        self._distinct_reads = False
+        """The rows read since the last step and their gradients, one entry per read, and
+        whether they are distinct rows already (one coalesced sparse gradient)."""
+        distinct = False
         reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
         self._reads.clear()
         gradient = self.table.grad
@@ -112,14 +111,14 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             # Uncoalesced (one row per read; coalescing would read its size back to the host)
             # unless the layer summed the rows itself.
             reads.append((gradient._indices()[0], gradient._values()))
-            self._distinct_reads = len(reads) == 1 and gradient.is_coalesced()
+            distinct = len(reads) == 1 and gradient.is_coalesced()
             self.table.grad = None
-        return reads
+        return reads, distinct
 
     @torch.no_grad()
     def step(self, closure=None):
         """Update the rows read since the last step with their gradients."""
-        reads = self._read_gradients()
+        reads, distinct = self._read_gradients()
         if not reads:
             return None
         # One read (a sparse layer's gradient) needs no copy.
@@ -132,11 +131,11 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             # rows) the number of rows read differs between the ranks.
             collect = gather_uneven if rows.device.type in _DISTINCT_ROW_DEVICES else gather
             rows, gradients = collect(rows, context), collect(gradients, context) / world
-            self._distinct_reads = False  # the ranks read rows in common
+            distinct = False  # the ranks read rows in common
         group = self.param_groups[0]
+        if not distinct:
+            rows, gradients = _summed_per_row(rows, gradients)
         gradient = gradients
-        if not self._distinct_reads:
-            rows, gradient = _summed_per_row(rows, gradients)
         table, lr = self.table, group["lr"]
         if group.get("weight_decay"):  # absent from the state of earlier versions
             gradient = gradient + group["weight_decay"] * table.index_select(0, rows)

@@ -499,6 +499,14 @@ VALIDATION_SETTINGS = {
     "weight averaging, SWA from epoch 3": _snm(
         callbacks=[WeightAveraging(decay=None, start_epoch=3)]
     ),
+    "label table: row-wise Adagrad, rate 0.005": _snm(label_optimizer="rowwise_adagrad"),
+    "label table: row-wise Adagrad, rate 0.02": _snm(
+        label_optimizer="rowwise_adagrad", label_learning_rate=0.02
+    ),
+    "label table: row-wise Adagrad, rate 0.05": _snm(
+        label_optimizer="rowwise_adagrad", label_learning_rate=0.05
+    ),
+    "label table: Adagrad, rate 0.02": _snm(label_learning_rate=0.02),
     "top-8": _snm(top_k_negatives=8),
     "top-32": _snm(top_k_negatives=32),
     "top-16 weights smoothed, e = 0.1": lambda seed, n_labels: SNMClassifier(

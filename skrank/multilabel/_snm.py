@@ -1,5 +1,6 @@
 """SNMClassifier: top-k prediction over very large label sets by Stochastic Negative Mining."""
 
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -27,6 +28,8 @@ from ..nn import (
     EarlyStopping,
     RowSparseOptimizer,
 )
+from ..nn._device import resolve_device
+from ..nn._distributed import current_context
 from ..nn._modules import layer_sizes
 from ..nn._onnx import check_onnx_installed, dense_float32, export_module
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
@@ -65,6 +68,11 @@ SPARSE_INPUT_MIN_FEATURES = 4096
 # Learning rate of the sparse input layer with input_optimizer="rowwise_adagrad" (validated on
 # the generated AmazonCat-13K rows: see the User Guide).
 INPUT_ROWWISE_ADAGRAD_RATE = 0.03
+# The Adagrad rate of label rows read at least LABEL_REFERENCE_READS times an epoch, chosen on
+# validation splits of Bibtex, Corel5k and the generated AmazonCat-13K rows (see
+# _adagrad_label_rate for rarer rows).
+LABEL_ADAGRAD_RATE = 0.005
+LABEL_REFERENCE_READS = 16
 # Bytes that embedding_dim="auto" allows the parameters and their optimiser states per fit.
 AUTO_EMBEDDING_BYTES = 2**30
 
@@ -303,7 +311,9 @@ default="rowwise_adagrad"
         "input_normalization": [StrOptions({"auto", "tfidf", "l2"}), None],
         "label_init": [StrOptions({"centroid", "random"})],
         "encoder_init": [StrOptions({"auto", "svd", "random"})],
-        "label_optimizer": [StrOptions({"sparse_adam", "adagrad", "sgd"})],
+        "label_optimizer": [
+            StrOptions({"auto", "adagrad", "rowwise_adagrad", "sparse_adam", "sgd"})
+        ],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "input_optimizer": [StrOptions({"rowwise_adagrad", "sparse_adam", "adagrad", "sgd"})],
         "input_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
@@ -373,7 +383,7 @@ default="rowwise_adagrad"
         input_normalization="auto",
         label_init="centroid",
         encoder_init="auto",
-        label_optimizer="adagrad",
+        label_optimizer="auto",
         label_learning_rate=None,
         input_optimizer="rowwise_adagrad",
         input_learning_rate=None,
@@ -425,14 +435,36 @@ default="rowwise_adagrad"
         self._set_classes(classes)
         X, positives = _drop_rows_without_positives(X, positives)
         self._check_label_parameters(len(classes))
+        X_train, y_train, validation = self._split_validation(X, positives)
+        reads = _label_reads_per_epoch(
+            X_train.shape[0],
+            len(classes),
+            self.n_negatives_,
+            self.batch_size * current_context(resolve_device(self.device)).world_size,
+        )
         if not (self.warm_start and hasattr(self, "embedding_dim_")):
             self.sparse_input_ = sp.issparse(X) and X.shape[1] > SPARSE_INPUT_MIN_FEATURES
+            self.label_optimizer_ = self.label_optimizer
+            if self.label_optimizer == "auto":
+                self.label_optimizer_ = (
+                    "rowwise_adagrad" if reads < LABEL_REFERENCE_READS else "adagrad"
+                )
             self.embedding_dim_ = (
-                _auto_embedding_dim(X.shape[1], len(classes), self._input_bytes_per_weight())
+                _auto_embedding_dim(
+                    X.shape[1], len(classes), self._input_bytes_per_weight(), self._label_bytes()
+                )
                 if self.embedding_dim == "auto"
                 else self.embedding_dim
             )
-        X_train, y_train, validation = self._split_validation(X, positives)
+        self.label_learning_rate_ = (
+            self.label_learning_rate
+            or {
+                "adagrad": _adagrad_label_rate(reads),
+                "rowwise_adagrad": _adagrad_label_rate(reads),
+                "sparse_adam": self.learning_rate,
+                "sgd": 0.1 * self.batch_size,
+            }[self.label_optimizer_]
+        )
         self.neighbor_embeddings_ = self._neighbor_labels = None
         self.neighbor_weight_ = 0.0
         self._initialization_data = (X_train, y_train)
@@ -627,6 +659,13 @@ default="rowwise_adagrad"
             self.input_optimizer
         ]
 
+    def _label_bytes(self):
+        """Bytes an entry of the label table takes with its optimiser's state and the copy of
+        the best weights."""
+        return {"adagrad": 12, "rowwise_adagrad": 8, "sgd": 8, "sparse_adam": 16}[
+            self.label_optimizer_
+        ]
+
     def _resolve_encoder_init(self, X, positives):
         """``encoder_init``, or for ``"auto"`` the identity, or the exact principal directions
         where they cost less than an epoch, else the random projection."""
@@ -662,15 +701,10 @@ default="rowwise_adagrad"
     def initialize_optimizers(self):
         table = self.module_.label_embeddings.weight
         network = [p for p in self.module_.parameters() if p.requires_grad]
-        default_rate = {
-            "adagrad": 0.005,
-            "sparse_adam": self.learning_rate,
-            "sgd": 0.1 * self.batch_size,
-        }[self.label_optimizer]
         self._label_optimizer = RowSparseOptimizer(
             table,
-            method=self.label_optimizer,
-            lr=self.label_learning_rate or default_rate,
+            method=self.label_optimizer_,
+            lr=self.label_learning_rate_,
             synchronize=self._context.active,
         )
         input_rate = (
@@ -1226,10 +1260,26 @@ def _epoch_seconds(n_rows, nnz, n_negatives, embedding_dim):
     return operations / STEP_OPERATIONS_PER_SECOND
 
 
-def _auto_embedding_dim(n_features, n_labels, input_bytes=16):
+def _label_reads_per_epoch(n_rows, n_labels, n_negatives, batch_size):
+    """Average number of times an epoch over ``n_rows`` reads a row of the label table: each
+    step of ``batch_size`` rows samples ``n_negatives`` of the ``n_labels`` and reads
+    ``batch_size`` positives."""
+    return n_rows / batch_size * (n_negatives + batch_size) / n_labels
+
+
+def _adagrad_label_rate(reads):
+    """Default Adagrad rate of label rows read ``reads`` times an epoch: ``LABEL_ADAGRAD_RATE``
+    times ``sqrt(max(1, LABEL_REFERENCE_READS / reads))``. Adagrad moves a row by about
+    ``rate * sqrt(reads)`` over its reads whatever the scale of its gradients, so rows read
+    rarely (many labels, few sampled) get the larger rate that moves them as far an epoch."""
+    return LABEL_ADAGRAD_RATE * math.sqrt(max(1.0, LABEL_REFERENCE_READS / reads))
+
+
+def _auto_embedding_dim(n_features, n_labels, input_bytes=16, label_bytes=12):
     """``embedding_dim="auto"``: the number of features, at most 1024 and at most what keeps
-    the label table with its Adagrad state and the copy of the best weights (12 bytes an entry)
-    and a linear encoder with its optimiser's state and copy (``input_bytes`` an entry: 16 with
-    Adam's moments, 8 with row-wise Adagrad) within ``AUTO_EMBEDDING_BYTES``; at least 16."""
-    within_budget = AUTO_EMBEDDING_BYTES // (12 * n_labels + input_bytes * n_features)
+    the label table with its optimiser's state and the copy of the best weights
+    (``label_bytes`` an entry: 12 with Adagrad, 8 with row-wise Adagrad) and a linear encoder
+    with its optimiser's state and copy (``input_bytes`` an entry: 16 with Adam's moments, 8
+    with row-wise Adagrad) within ``AUTO_EMBEDDING_BYTES``; at least 16."""
+    within_budget = AUTO_EMBEDDING_BYTES // (label_bytes * n_labels + input_bytes * n_features)
     return int(min(n_features, 1024, max(16, within_budget)))

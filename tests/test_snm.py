@@ -434,7 +434,7 @@ def test_no_warning_in_a_normal_fit():
         SNMClassifier(random_state=0, **dict(FAST, max_epochs=2, tol=None)).fit(X, y).score(X, y)
 
 
-@pytest.mark.parametrize("label_optimizer", ["adagrad", "sparse_adam", "sgd"])
+@pytest.mark.parametrize("label_optimizer", ["adagrad", "rowwise_adagrad", "sparse_adam", "sgd"])
 def test_every_label_optimizer_learns_without_warnings(label_optimizer):
     X, y = clustered(n_samples=200, n_labels=10)
     with warnings.catch_warnings():
@@ -443,6 +443,68 @@ def test_every_label_optimizer_learns_without_warnings(label_optimizer):
     assert clf.score(X, y) > 0.9
     with pytest.raises(ValueError, match="method must be one of"):
         RowSparseOptimizer(clf.module_.label_embeddings.weight, method="adam")
+
+
+def test_adagrad_label_rate_moves_rarely_read_rows_as_far_an_epoch():
+    rate, reference = snm_module.LABEL_ADAGRAD_RATE, snm_module.LABEL_REFERENCE_READS
+    assert snm_module._adagrad_label_rate(reference) == rate
+    assert snm_module._adagrad_label_rate(100 * reference) == rate  # never below the base
+    for reads in (0.1, 1.0, reference / 2):
+        # Adagrad moves a row by about rate * sqrt(reads): the reference's movement.
+        moved = snm_module._adagrad_label_rate(reads) * np.sqrt(reads)
+        assert moved == pytest.approx(rate * np.sqrt(reference))
+    # Bibtex's training split (3,513 rows, 159 labels, 158 negatives, batches of 256).
+    assert snm_module._label_reads_per_epoch(3513, 159, 158, 256) > reference
+
+
+def test_label_reads_per_epoch_counts_the_rows_a_fit_reads(monkeypatch):
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(640, 8)), rng.randint(0, 2000, 640)
+    read = []
+    gather = RowSparseOptimizer.gather
+    monkeypatch.setattr(
+        RowSparseOptimizer,
+        "gather",
+        lambda self, rows: read.append(rows.numel()) or gather(self, rows),
+    )
+    clf = SNMClassifier(n_negatives=256, batch_size=64, max_epochs=1, embedding_dim=8,
+                        validation_fraction=None, early_stopping=False, random_state=0)  # fmt: skip
+    clf.fit(X, y)
+    n_labels = len(clf.classes_)
+    expected = snm_module._label_reads_per_epoch(640, n_labels, 256, 64)
+    # The shared draw takes a few more labels than n_negatives (repeats are masked).
+    assert expected <= sum(read) / n_labels <= 1.1 * expected
+
+
+def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
+    rng = np.random.RandomState(0)
+    common = dict(n_negatives=64, batch_size=64, max_epochs=1, embedding_dim=8, random_state=0)
+    # 600 labels, 64 sampled a step: each row is read about 4 times an epoch.
+    X, y = rng.normal(size=(600, 8)), np.arange(600)
+    clf = SNMClassifier(validation_fraction=None, early_stopping=False, **common).fit(X, y)
+    reads = snm_module._label_reads_per_epoch(600, 600, 64, 64)
+    assert reads < snm_module.LABEL_REFERENCE_READS
+    assert clf.label_optimizer_ == "rowwise_adagrad"
+    assert clf.label_learning_rate_ == snm_module._adagrad_label_rate(reads)
+    assert clf._label_optimizer.param_groups[0]["method"] == "rowwise_adagrad"
+    assert clf._label_optimizer.param_groups[0]["lr"] == clf.label_learning_rate_ > 0.005
+    # 20 labels read every step: per-coordinate Adagrad at its base rate.
+    y = np.arange(600) % 20
+    clf = SNMClassifier(validation_fraction=None, early_stopping=False, **common).fit(X, y)
+    assert (clf.label_optimizer_, clf.label_learning_rate_) == ("adagrad", 0.005)
+    # Given values are used as they are.
+    given = dict(common, label_optimizer="rowwise_adagrad", label_learning_rate=0.2)
+    clf = SNMClassifier(validation_fraction=None, early_stopping=False, **given).fit(X, y)
+    assert (clf.label_optimizer_, clf.label_learning_rate_) == ("rowwise_adagrad", 0.2)
+    assert clf._label_optimizer.param_groups[0]["lr"] == 0.2
+
+
+def test_auto_embedding_dim_counts_the_label_table_optimizer():
+    # Row-wise Adagrad keeps one number a label row: 8 bytes an entry with the copy of the
+    # best weights, against Adagrad's 12.
+    dim = snm_module._auto_embedding_dim(135_909, 670_091, input_bytes=8, label_bytes=8)
+    assert dim == 2**30 // (8 * 670_091 + 8 * 135_909) == 166
+    assert snm_module._auto_embedding_dim(135_909, 670_091, input_bytes=8) == 117
 
 
 def test_scorers_use_predict_top_k_and_match_score():

@@ -197,7 +197,8 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
     -------
     centroids : torch.Tensor of shape (n_labels, embedding_dim), float32
         The mean embedding of each label's examples (L2-normalised for cosine scores); zero rows
-        for labels without an example. Memory beyond the result: one chunk.
+        for labels without an example. Memory beyond the result: one chunk (the result is
+        computed in place).
     """
     positives = sp.csr_matrix(positives)
     n_labels = positives.shape[1]
@@ -220,8 +221,11 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
         )
     network.train(training)
     counts = torch.as_tensor(np.diff(positives.tocsc().indptr), device=device)
-    centroids = sums / counts.clamp(min=1)[:, None].to(sums.dtype)
-    return F.normalize(centroids, dim=1) if network.cosine else centroids
+    # In place: the table may be the largest array of the fit.
+    centroids = sums.div_(counts.clamp(min=1)[:, None].to(sums.dtype))
+    if network.cosine:  # F.normalize's rule: divided by max(norm, 1e-12)
+        centroids.div_(torch.linalg.vector_norm(centroids, dim=1, keepdim=True).clamp_(min=1e-12))
+    return centroids
 
 
 def principal_input_directions(X, positives, n_directions, random_state=None):

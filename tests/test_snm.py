@@ -497,6 +497,11 @@ def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
     clf = SNMClassifier(validation_fraction=None, early_stopping=False, **given).fit(X, y)
     assert (clf.label_optimizer_, clf.label_learning_rate_) == ("rowwise_adagrad", 0.2)
     assert clf._label_optimizer.param_groups[0]["lr"] == 0.2
+    # A warm start keeps the choice; a fit saved before the attribute existed resolves it.
+    clf.set_params(warm_start=True, label_optimizer="auto", label_learning_rate=None).fit(X, y)
+    assert clf.label_optimizer_ == "rowwise_adagrad"
+    del clf.label_optimizer_
+    assert clf.fit(X, y).label_optimizer_ == "adagrad"
 
 
 def test_auto_embedding_dim_counts_the_label_table_optimizer():

@@ -180,7 +180,7 @@ default="auto"
         per-coordinate steps suit rows read often; ``label_optimizer_`` holds the choice.
         Chosen on validation splits: on the generated WikiLSHTC-325K and Amazon-670K rows
         (``r`` about 1.4 and 0.2) row-wise Adagrad reached a higher Precision@1 than Adagrad
-        at the same rate and dimension, on Corel5k (``r`` about 21) a lower one (see the User
+        at the same rate and dimension, on Corel5k (``r`` about 27) a lower one (see the User
         Guide).
     label_learning_rate : float or None, default=None
         Learning rate of the label table. None: for Adagrad and row-wise Adagrad,
@@ -460,13 +460,16 @@ default="rowwise_adagrad"
             self.n_negatives_,
             self.batch_size * current_context(resolve_device(self.device)).world_size,
         )
-        if not (self.warm_start and hasattr(self, "embedding_dim_")):
-            self.sparse_input_ = sp.issparse(X) and X.shape[1] > SPARSE_INPUT_MIN_FEATURES
+        continuing = self.warm_start and hasattr(self, "embedding_dim_")
+        # label_optimizer_ is absent from the fits of earlier versions.
+        if not (continuing and hasattr(self, "label_optimizer_")):
             self.label_optimizer_ = self.label_optimizer
             if self.label_optimizer == "auto":
                 self.label_optimizer_ = (
                     "rowwise_adagrad" if reads < LABEL_REFERENCE_READS else "adagrad"
                 )
+        if not continuing:
+            self.sparse_input_ = sp.issparse(X) and X.shape[1] > SPARSE_INPUT_MIN_FEATURES
             self.embedding_dim_ = (
                 _auto_embedding_dim(
                     X.shape[1], len(classes), self._input_bytes_per_weight(), self._label_bytes()

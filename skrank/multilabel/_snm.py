@@ -73,6 +73,10 @@ INPUT_ROWWISE_ADAGRAD_RATE = 0.03
 # _adagrad_label_rate for rarer rows).
 LABEL_ADAGRAD_RATE = 0.005
 LABEL_REFERENCE_READS = 16
+# Bytes an entry of a table updated by RowSparseOptimizer takes: the weight and the copy of
+# the best weights (4 bytes each), and the optimiser's state (Adagrad one number an entry, lazy
+# Adam two; row-wise Adagrad one a row, SGD none).
+_ROW_SPARSE_ENTRY_BYTES = {"rowwise_adagrad": 8, "sgd": 8, "adagrad": 12, "sparse_adam": 16}
 # Bytes that embedding_dim="auto" allows the parameters and their optimiser states per fit.
 AUTO_EMBEDDING_BYTES = 2**30
 
@@ -678,16 +682,12 @@ default="rowwise_adagrad"
         the best weights."""
         if not self.sparse_input_:
             return 16  # Adam's two moments (SGD's momentum takes less)
-        return {"rowwise_adagrad": 8, "sgd": 8, "adagrad": 12, "sparse_adam": 16}[
-            self.input_optimizer
-        ]
+        return _ROW_SPARSE_ENTRY_BYTES[self.input_optimizer]
 
     def _label_bytes(self):
         """Bytes an entry of the label table takes with its optimiser's state and the copy of
         the best weights."""
-        return {"adagrad": 12, "rowwise_adagrad": 8, "sgd": 8, "sparse_adam": 16}[
-            self.label_optimizer_
-        ]
+        return _ROW_SPARSE_ENTRY_BYTES[self.label_optimizer_]
 
     def _resolve_encoder_init(self, X, positives):
         """``encoder_init``, or for ``"auto"`` the identity, or the exact principal directions

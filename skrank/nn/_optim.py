@@ -123,19 +123,18 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             return None
         # One read (a sparse layer's gradient) needs no copy.
         rows = torch.cat([rows for rows, _ in reads]) if len(reads) > 1 else reads[0][0]
-        gradients = torch.cat([grad for _, grad in reads]) if len(reads) > 1 else reads[0][1]
+        gradient = torch.cat([grad for _, grad in reads]) if len(reads) > 1 else reads[0][1]
         if self.synchronize and torch.distributed.is_initialized():
             world = torch.distributed.get_world_size()
             context = DistributedContext(torch.distributed.get_rank(), world)
             # Reads of fixed shapes gather as they are; on the CPU (the flat layout of sparse
             # rows) the number of rows read differs between the ranks.
             collect = gather_uneven if rows.device.type in _DISTINCT_ROW_DEVICES else gather
-            rows, gradients = collect(rows, context), collect(gradients, context) / world
+            rows, gradient = collect(rows, context), collect(gradient, context) / world
             distinct = False  # the ranks read rows in common
         group = self.param_groups[0]
         if not distinct:
-            rows, gradients = _summed_per_row(rows, gradients)
-        gradient = gradients
+            rows, gradient = _summed_per_row(rows, gradient)
         table, lr = self.table, group["lr"]
         if group.get("weight_decay"):  # absent from the state of earlier versions
             gradient = gradient + group["weight_decay"] * table.index_select(0, rows)

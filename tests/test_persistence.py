@@ -83,6 +83,7 @@ def _fit(name):
     if name == "SNMClassifier-multilabel-tfidf":
         counts = sp.csr_matrix(np.round(np.abs(X)))
         labels = (np.abs(X) > 1).astype(int)
+        labels = np.insert(labels, 1, 0, axis=1)  # a label without examples: not in the table
         model = SNMClassifier(embedding_dim=8, neighbor_weight=0.2, **small)
         return model.fit(counts, labels), counts
     raise ValueError(name)
@@ -461,7 +462,12 @@ def test_snm_onnx_graph_equals_the_label_scores(fitted, tmp_path):
     assert isinstance(inputs, np.ndarray) and inputs.dtype == np.float32
     scores, embeddings = session.run(None, {"X": inputs})
     network_scores = model.network_(torch.from_numpy(inputs)) @ model.network_.label_table().T
-    np.testing.assert_allclose(scores, network_scores.detach().numpy(), rtol=1e-5, atol=1e-5)
+    trained = model.trained_labels_
+    assert scores.shape[1] == len(model.classes_) == len(trained) + 1
+    np.testing.assert_allclose(
+        scores[:, trained], network_scores.detach().numpy(), rtol=1e-5, atol=1e-5
+    )
+    assert np.all(scores[:, 1] == np.float32(np.finfo(np.float32).min))
     finished = model.decision_function_from_onnx(scores, embeddings)
     np.testing.assert_allclose(finished, model.decision_function(X), rtol=1e-5, atol=1e-5)
     assert model.neighbor_weight_ > 0  # the votes stay outside the graph

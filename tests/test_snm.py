@@ -208,12 +208,13 @@ def test_multilabel_targets_must_be_0_1(sparse_targets, low, high):
 def test_a_step_reads_and_updates_only_the_sampled_label_rows():
     rng = np.random.RandomState(0)
     n_labels = 5000
-    X = rng.normal(size=(64, 5))
-    positives = snm_module._one_hot(rng.randint(0, n_labels, 64), n_labels)  # multilabel form
+    X = rng.normal(size=(n_labels, 5))
+    # One example a label: the label table holds every label.
+    positives = snm_module._one_hot(rng.permutation(n_labels), n_labels)  # multilabel form
     clf = SNMClassifier(
         label_optimizer="sgd", random_state=0, **dict(FAST, batch_size=16, max_epochs=1)
     ).fit(X, positives)
-    assert len(clf.classes_) == n_labels
+    assert len(clf.classes_) == clf.module_.label_embeddings.num_embeddings == n_labels
     targets = clf.prepare_targets(positives, torch.device("cpu"))
     batch = Batch(
         torch.tensor(X[:16], dtype=torch.float32),
@@ -1082,3 +1083,69 @@ def test_memory_stays_bounded_on_a_hundred_thousand_labels():
     result = json.loads(done.stdout)
     assert result["shape"] == [3000, 5]
     assert result["growth"] < 250 * 2**20, result
+
+
+# ---------------------------------------------------------------------- labels without examples
+def _with_empty_columns(Y, empty):
+    """``Y`` with all-zero columns inserted at the positions ``empty`` of the result."""
+    n_labels = Y.shape[1] + len(empty)
+    trained = np.setdiff1d(np.arange(n_labels), empty)
+    wide = np.zeros((Y.shape[0], n_labels), dtype=Y.dtype)
+    wide[:, trained] = Y
+    return wide, trained
+
+
+def test_labels_without_a_positive_are_left_out_of_the_table_and_scored_lowest():
+    X, Y = multilabel(n_samples=200, n_labels=12)
+    wide, trained = _with_empty_columns(Y, [0, 5, 13])
+    fit = dict(FAST, max_epochs=3, random_state=0, neighbor_weight=0.0)
+    clf = SNMClassifier(**fit).fit(X, wide)
+    np.testing.assert_array_equal(clf.trained_labels_, trained)
+    assert clf.module_.label_embeddings.num_embeddings == 12
+    # The same model as a fit on the columns with positives: same table, same draws.
+    narrow = SNMClassifier(**fit).fit(X, Y)
+    scores = clf.decision_function(X)
+    np.testing.assert_array_equal(scores[:, trained], narrow.decision_function(X))
+    assert np.all(scores[:, [0, 5, 13]] == snm_module.UNTRAINED_LABEL_SCORE)
+    assert np.isfinite(scores).all()
+    top, top_scores = clf.predict_top_k(X, 15, return_scores=True)
+    np.testing.assert_array_equal(top, brute_force_top_k(scores, 15))
+    np.testing.assert_array_equal(top[:, :12], trained[narrow.predict_top_k(X, 12)])
+    np.testing.assert_array_equal(top[:, 12:], np.tile([0, 5, 13], (len(X), 1)))
+    np.testing.assert_array_equal(top_scores, np.take_along_axis(scores, top, axis=1))
+    predicted = clf.predict(X)
+    assert predicted.shape == wide.shape and not predicted[:, [0, 5, 13]].any()
+    assert clf.score(X, wide) == pytest.approx(narrow.score(X, Y))
+
+
+def test_labels_without_a_positive_leave_memory_and_negatives_to_the_others():
+    """The table, the auto dimension and the negatives count the labels with examples."""
+    X, Y = multilabel(n_samples=120, n_labels=6)
+    wide, _ = _with_empty_columns(Y, list(range(6, 3006)))
+    clf = SNMClassifier(**dict(FAST, max_epochs=1, n_negatives=64, random_state=0))
+    with pytest.warns(UserWarning, match="the labels with a positive example, minus one"):
+        clf.fit(X, wide)
+    assert clf.n_negatives_ == 5
+    assert clf.module_.label_embeddings.num_embeddings == 6
+    assert clf.predict_top_k(X, 3).max() < 6
+
+
+def test_fitting_needs_two_labels_with_a_positive():
+    X, Y = multilabel(n_samples=50, n_labels=4)
+    Y[:, 1:] = 0
+    Y[:, 0] = 1
+    with pytest.raises(ValueError, match="SNMClassifier needs"):
+        SNMClassifier(**FAST).fit(X, Y)
+
+
+def test_a_warm_start_refuses_positives_of_labels_the_table_lacks():
+    X, Y = multilabel(n_samples=120, n_labels=6)
+    wide, _ = _with_empty_columns(Y, [6])
+    clf = SNMClassifier(**dict(FAST, max_epochs=1, warm_start=True, random_state=0))
+    clf.fit(X, wide)
+    table = clf.module_.label_embeddings.weight.detach().clone()
+    clf.fit(X, wide)  # the same labels: continues
+    assert not torch.equal(table, clf.module_.label_embeddings.weight)
+    wide[0, 6] = 1
+    with pytest.raises(ValueError, match=r"positives for 1 other labels \(e.g. column 6\)"):
+        clf.fit(X, wide)

@@ -164,17 +164,37 @@ class LabelScores(nn.Module):
     ----------
     network : LabelEmbeddingNetwork
         The network.
+    table_labels : array-like of int or None, default=None
+        The label of each row of the table, among ``n_labels``; None: row ``i`` is label ``i``.
+    n_labels : int or None, default=None
+        Number of labels scored, with ``table_labels``; the labels without a row score
+        ``missing_score``.
+    missing_score : float, default=0.0
+        Score of the labels without a row of the table.
     """
 
-    def __init__(self, network):
+    def __init__(self, network, table_labels=None, n_labels=None, missing_score=0.0):
         super().__init__()
         self.network = network
         self.register_buffer("labels", network.label_table())
+        columns = None
+        if table_labels is not None:
+            # Column of each label among the table's scores and, last, the missing score.
+            columns = torch.full((n_labels,), len(table_labels), dtype=torch.long)
+            columns[torch.as_tensor(table_labels, dtype=torch.long)] = torch.arange(
+                len(table_labels)
+            )
+        self.register_buffer("columns", columns)
+        self.missing_score = missing_score
 
     def forward(self, x):
         """Scores ``(n, K)`` of every label, and the input embeddings ``(n, d)``."""
         embeddings = self.network(x)
-        return embeddings @ self.labels.T, embeddings
+        scores = embeddings @ self.labels.T
+        if self.columns is not None:
+            missing = torch.full_like(scores[:, :1], self.missing_score)
+            scores = torch.cat([scores, missing], dim=1).index_select(1, self.columns)
+        return scores, embeddings
 
 
 @torch.no_grad()

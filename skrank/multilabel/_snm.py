@@ -61,6 +61,9 @@ AUTO_NEIGHBOR_MAX_ROWS = 50_000
 AUTO_IVF_LABELS = 100_000
 SEARCH_SAMPLE_ROWS = 1000
 SEARCH_RECALL_TARGET = 0.99
+# The score of the labels without a training example (not in the label table): the lowest
+# float32, below every label the model scores, and finite, as scikit-learn's metrics need.
+UNTRAINED_LABEL_SCORE = float(np.finfo(np.float32).min)
 # Sparse X with more features than this trains a sparse input layer (the rows a batch reads);
 # below, the dense layer and its optimiser cost little and keep the published results.
 SPARSE_INPUT_MIN_FEATURES = 4096
@@ -123,8 +126,9 @@ default="hinge"
         above 0, the only ones that matter; with top-k weights the hardest sampled negatives
         outrank the positive for most examples until the model is trained.
     n_negatives : int or "auto", default="auto"
-        Number ``B`` of negative labels sampled per step. ``"auto"``: ``min(1024, K - 1)``.
-        Values above ``K - 1`` are clamped to ``K - 1`` with a ``UserWarning`` (``n_negatives_``
+        Number ``B`` of negative labels sampled per step, among the ``K`` labels with a
+        training example (``trained_labels_``). ``"auto"``: ``min(1024, K - 1)``. Values
+        above ``K - 1`` are clamped to ``K - 1`` with a ``UserWarning`` (``n_negatives_``
         holds the value used).
     top_k_negatives : int or "auto", default="auto"
         Number ``k'`` of hardest sampled negatives weighed by ``"topk"`` (and the ``k'`` of the
@@ -180,8 +184,9 @@ default="auto"
         row, ``8 K d`` bytes with the table and the copy of the best weights instead of
         Adagrad's ``12 K d``) when an epoch reads a label row fewer than 16 times on average
         (``r = (n / b) (B + b) / K`` for ``n`` training rows, batches of ``b``, ``B``
-        sampled negatives and ``K`` labels: many labels, few sampled), else Adagrad, whose
-        per-coordinate steps suit rows read often; ``label_optimizer_`` holds the choice.
+        sampled negatives and ``K`` labels with a training example: many labels, few
+        sampled), else Adagrad, whose per-coordinate steps suit rows read often;
+        ``label_optimizer_`` holds the choice.
         Chosen on validation splits: on the generated WikiLSHTC-325K and Amazon-670K rows
         (``r`` about 1.4 and 0.2) row-wise Adagrad reached a higher Precision@1 than Adagrad
         at the same rate and dimension, on Corel5k (``r`` about 27) a lower one (see the User
@@ -251,8 +256,14 @@ default="rowwise_adagrad"
     ----------
     classes_ : ndarray of shape (n_labels,)
         Labels (multilabel: ``arange(n_labels)``, the columns of the indicator matrix).
+    trained_labels_ : ndarray of int of shape (n_trained_labels,)
+        Indices into ``classes_`` of the labels with a positive training example: the rows
+        of the label table. The others (all-zero columns of a multilabel ``y``, e.g. labels
+        of a catalogue that the training rows never use) take no memory, are never sampled as
+        negatives, and score ``-3.4e38`` (the lowest float32) in every prediction.
     n_negatives_ : int
-        Number of sampled negatives used (``n_negatives`` clamped to ``K - 1``).
+        Number of sampled negatives used (``n_negatives`` clamped to one less than the
+        labels with a training example).
     negative_weights_ : ndarray of length ``n_negatives_``
         Weights by rank used by the loss.
     module_ : LabelEmbeddingNetwork
@@ -422,11 +433,13 @@ default="rowwise_adagrad"
     def fit(self, X, y):
         """Fit the network and the label embeddings.
 
-        Multilabel rows without a positive label are dropped (with a warning). The label
-        embeddings start from the centroids of the training inputs of each label
+        Multilabel rows without a positive label are dropped (with a warning), and labels
+        without a positive example are left out of the label table (``trained_labels_``). The
+        label embeddings start from the centroids of the training inputs of each label
         (``label_init="centroid"``). ``validation_fraction`` of the rows is held out, and with
         ``early_stopping`` training stops on their Precision@``score_k``. With
-        ``warm_start=True``, training continues from the previous fit, whose labels must repeat.
+        ``warm_start=True``, training continues from the previous fit, whose labels must repeat
+        and whose label table must hold every label with a positive example.
 
         Parameters
         ----------
@@ -455,16 +468,20 @@ default="rowwise_adagrad"
         X = self._normalize_inputs(X, fitting=True)
         classes, positives, self._multilabel_output = _encode_targets(y)
         self._set_classes(classes)
+        if self.score_k > len(classes):
+            raise ValueError(f"score_k={self.score_k} exceeds the number of labels {len(classes)}.")
         X, positives = _drop_rows_without_positives(X, positives)
-        self._check_label_parameters(len(classes))
+        continuing = self.warm_start and hasattr(self, "embedding_dim_")
+        positives = self._table_positives(positives, continuing)
+        n_table = positives.shape[1]
+        self._check_label_parameters(n_table)
         X_train, y_train, validation = self._split_validation(X, positives)
         reads = _label_reads_per_epoch(
             X_train.shape[0],
-            len(classes),
+            n_table,
             self.n_negatives_,
             self.batch_size * current_context(resolve_device(self.device)).world_size,
         )
-        continuing = self.warm_start and hasattr(self, "embedding_dim_")
         # label_optimizer_ is absent from the fits of earlier versions.
         if not (continuing and hasattr(self, "label_optimizer_")):
             self.label_optimizer_ = self.label_optimizer
@@ -476,7 +493,7 @@ default="rowwise_adagrad"
             self.sparse_input_ = sp.issparse(X) and X.shape[1] > SPARSE_INPUT_MIN_FEATURES
             self.embedding_dim_ = (
                 _auto_embedding_dim(
-                    X.shape[1], len(classes), self._input_bytes_per_weight(), self._label_bytes()
+                    X.shape[1], n_table, self._input_bytes_per_weight(), self._label_bytes()
                 )
                 if self.embedding_dim == "auto"
                 else self.embedding_dim
@@ -515,6 +532,36 @@ default="rowwise_adagrad"
         finally:
             del self._initialization_data
 
+    def _table_positives(self, positives, continuing):
+        """The columns of ``positives`` that the label table holds, ``trained_labels_``: the
+        labels with a positive example (a warm start keeps the previous fit's)."""
+        counts = np.bincount(positives.indices, minlength=positives.shape[1])
+        check_class_counts(counts, positives=False, needed_by="SNMClassifier")
+        if continuing:
+            self.trained_labels_ = self._trained_labels()
+            outside = np.setdiff1d(np.flatnonzero(counts), self.trained_labels_)
+            if outside.size:
+                raise ValueError(
+                    f"warm_start=True continues the label table of the previous fit, which holds "
+                    f"the labels that had a positive example; y has positives for "
+                    f"{outside.size} other labels (e.g. column {outside[0]}). Fit again with "
+                    "warm_start=False to learn them."
+                )
+        else:
+            self.trained_labels_ = np.flatnonzero(counts)
+        if len(self.trained_labels_) == positives.shape[1]:
+            return positives
+        return positives[:, self.trained_labels_]
+
+    def _trained_labels(self):
+        """``trained_labels_``; every label for fits saved before the attribute existed."""
+        trained = getattr(self, "trained_labels_", None)
+        return np.arange(len(self.classes_)) if trained is None else trained
+
+    def _table_size(self):
+        """Rows of the label table: the labels with a positive training example."""
+        return len(self._trained_labels())
+
     def _choose_neighbor_weight(self, X_train, y_train, validation):
         """``neighbor_weight``, or for ``"auto"`` the weight of ``NEIGHBOR_WEIGHTS`` with the
         best Precision@``score_k`` on the validation rows, the training rows voting (0 without
@@ -527,9 +574,10 @@ default="rowwise_adagrad"
         X_val, y_val = validation
         self._store_neighbors(X_train, y_train)
         embeddings = self._forward_in_chunks(X_val)  # once, for the candidates and the votes
-        _, candidates = self._label_top_k(embeddings, self.score_k, "exact")
+        k = min(self.score_k, self._table_size())
+        _, candidates = self._label_top_k(embeddings, k, "exact")
         precision = {}
-        blended = self._blended_top_k(embeddings, candidates, self.score_k, NEIGHBOR_WEIGHTS)
+        blended = self._blended_top_k(embeddings, candidates, k, NEIGHBOR_WEIGHTS)
         for weight, (_, top) in zip(NEIGHBOR_WEIGHTS, blended, strict=True):
             hits, n_true = top_k_hits(y_val, top)
             k = np.array([top.shape[1]])
@@ -541,7 +589,7 @@ default="rowwise_adagrad"
     def _store_neighbors(self, X, positives):
         """Keep the unit input embeddings and the labels of the training rows (all of them)."""
         self.neighbor_embeddings_ = F.normalize(self.forward(X), dim=1).cpu().numpy()
-        table, counts = positive_table(positives, len(self.classes_))
+        table, counts = positive_table(positives, positives.shape[1])
         self._neighbor_labels = (table.numpy(), counts.numpy())
 
     def _neighbor_keys(self, device):
@@ -552,7 +600,7 @@ default="rowwise_adagrad"
     def _neighbor_votes(self, embeddings, keys):
         """Sparse (n, K) label votes of the training rows nearest to ``embeddings``; ``keys``
         from :meth:`_neighbor_keys` (moved to the device once per prediction, not per chunk)."""
-        return neighbor_votes(embeddings, *keys, self.n_neighbors, len(self.classes_))
+        return neighbor_votes(embeddings, *keys, self.n_neighbors, self._table_size())
 
     def _uses_neighbors(self):
         return getattr(self, "neighbor_embeddings_", None) is not None
@@ -562,7 +610,8 @@ default="rowwise_adagrad"
         return any(getattr(c, "kept_start", False) for c in self.callbacks_)
 
     def _check_label_parameters(self, n_labels):
-        """Set ``n_negatives_`` and ``negative_weights_`` after checking them against ``K``."""
+        """Set ``n_negatives_`` and ``negative_weights_`` after checking them against the
+        ``n_labels`` of the label table."""
         requested = min(1024, n_labels - 1) if self.n_negatives == "auto" else self.n_negatives
         top_k = self.top_k_negatives
         if top_k == "auto":
@@ -588,8 +637,6 @@ default="rowwise_adagrad"
                 + ". Use surrogate='ramp' with loss='powl' and negative_weights='uniform' or "
                 "'power', or another surrogate."
             )
-        if self.score_k > n_labels:
-            raise ValueError(f"score_k={self.score_k} exceeds the number of labels {n_labels}.")
         user_weights = None
         if not isinstance(self.negative_weights, str):
             user_weights = check_weight_vector(self.negative_weights, requested)
@@ -598,7 +645,8 @@ default="rowwise_adagrad"
             n_negatives, top_k = n_labels - 1, min(top_k, n_labels - 1)
             warnings.warn(
                 f"n_negatives={self.n_negatives} exceeds the {n_labels - 1} negative labels of "
-                f"each example (K - 1); using n_negatives={n_negatives} and "
+                f"each example (the labels with a positive example, minus one); using "
+                f"n_negatives={n_negatives} and "
                 f"top_k_negatives={top_k}.",
                 UserWarning,
                 stacklevel=3,
@@ -627,7 +675,7 @@ default="rowwise_adagrad"
     def _network(self, n_features):
         network = LabelEmbeddingNetwork(
             n_features,
-            len(self.classes_),
+            self._table_size(),
             **parameters_for(
                 self,
                 LabelEmbeddingNetwork,
@@ -745,12 +793,12 @@ default="rowwise_adagrad"
 
     def prepare_targets(self, y, device):
         """Each example's positive labels as a padded table on the device, and their counts."""
-        return positive_table(y, len(self.classes_), device)
+        return positive_table(y, y.shape[1], device)
 
     def get_batch_sampler(self, y, device, random_state):
         # The negatives and the positive draws of a step come from the training device.
         self._label_sampler = NegativeLabelSampler(
-            len(self.classes_), self.n_negatives_, random_state=random_state, device=self._device
+            self._table_size(), self.n_negatives_, random_state=random_state, device=self._device
         )
         return ShuffledBatchSampler(
             y.shape[0], self.batch_size * self.world_size_, random_state=random_state, device=device
@@ -787,17 +835,35 @@ default="rowwise_adagrad"
 
     def validation_score(self, X_val, y_val):
         # Exact search: an approximate index built from mid-training weights would go stale.
-        _, top = self._top_k(X_val, self.score_k, search="exact", neighbors=False)
+        k = min(self.score_k, self._table_size())
+        _, top = self._top_k(X_val, k, search="exact", neighbors=False)
         hits, n_true = top_k_hits(y_val, top)
         return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "precision")[0])
 
     # ------------------------------------------------------------------ prediction
-    def _top_k(self, X, k, search=None, neighbors=True):
-        """Scores and column indices (n, k) of the ``k`` best labels, best first (blended with
-        the neighbours' votes when the fit stored them and ``neighbors``)."""
+    def _predicted_top_k(self, X, k):
+        """Scores and indices into ``classes_`` (n, k) of the ``k`` best labels, best first:
+        :meth:`_top_k` over the label table, then, beyond its rows, the labels without a
+        training example in the order of ``classes_``, scored ``UNTRAINED_LABEL_SCORE``."""
         n_labels = len(self.classes_)
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
+        trained = self._trained_labels()
+        scores, indices = self._top_k(X, min(k, len(trained)))
+        if len(trained) == n_labels:
+            return scores, indices
+        indices = trained[indices]
+        if k > len(trained):
+            untrained = np.setdiff1d(np.arange(n_labels), trained)[: k - len(trained)]
+            n_samples = indices.shape[0]
+            indices = np.hstack([indices, np.broadcast_to(untrained, (n_samples, untrained.size))])
+            floor = np.full((n_samples, untrained.size), UNTRAINED_LABEL_SCORE, scores.dtype)
+            scores = np.hstack([scores, floor])
+        return scores, indices
+
+    def _top_k(self, X, k, search=None, neighbors=True):
+        """Scores and label-table rows (n, k) of the ``k`` best labels, best first (blended
+        with the neighbours' votes when the fit stored them and ``neighbors``)."""
         embeddings = self._forward_in_chunks(X)
         scores, indices = self._label_top_k(embeddings, k, search or self._search_method())
         if not (neighbors and self._uses_neighbors()):
@@ -816,7 +882,7 @@ default="rowwise_adagrad"
                 )
             return scores, indices
         queries = torch.from_numpy(embeddings).to(self._inference_device())
-        n_labels = len(self.classes_)
+        n_labels = self._table_size()
         scores, indices = top_k_inner_products(queries, self.network_.label_table, n_labels, k)
         return scores.cpu().numpy(), indices.cpu().numpy()
 
@@ -849,7 +915,7 @@ default="rowwise_adagrad"
         self._faiss_index = None
         self.search_, self.search_recall_, self.search_probes_ = self.search, 1.0, None
         self._search_seed = int(self._shared_random_state().randint(np.iinfo(np.int32).max))
-        n_labels = len(self.classes_)
+        n_labels = self._table_size()
         if self.search == "auto":
             self.search_ = "ivf" if n_labels >= AUTO_IVF_LABELS and _faiss_available() else "exact"
         if self.search_ == "exact":
@@ -962,11 +1028,11 @@ default="rowwise_adagrad"
             Labels from ``classes_``.
         scores : ndarray of shape (n_samples, k), float32
             Their scores (decreasing along each row; the scaled cosine similarities, blended
-            with the neighbours' votes when ``neighbor_weight > 0``); only if
-            ``return_scores``.
+            with the neighbours' votes when ``neighbor_weight > 0``; ``-3.4e38`` for labels
+            without a training example, see ``trained_labels_``); only if ``return_scores``.
         """
         X = self._validate_for_prediction(X)
-        scores, indices = self._top_k(X, k)
+        scores, indices = self._predicted_top_k(X, k)
         labels = self.classes_[indices]
         return (labels, scores) if return_scores else labels
 
@@ -985,8 +1051,8 @@ default="rowwise_adagrad"
         """
         X = self._validate_for_prediction(X)
         if not self._multilabel_output:
-            return self.classes_[self._top_k(X, 1)[1][:, 0]]
-        _, top = self._top_k(X, self.score_k)
+            return self.classes_[self._predicted_top_k(X, 1)[1][:, 0]]
+        _, top = self._predicted_top_k(X, self.score_k)
         sparse_output, dtype = self._multilabel_output
         n_samples, k = top.shape
         indicator = sp.csr_matrix(
@@ -1012,7 +1078,9 @@ default="rowwise_adagrad"
         -------
         scores : ndarray of shape (n_samples, n_labels) or (n_samples,), float32
             Scaled cosine similarities of the input and label embeddings, blended with the
-            neighbours' votes when ``neighbor_weight > 0`` (see that parameter).
+            neighbours' votes when ``neighbor_weight > 0`` (see that parameter); ``-3.4e38``
+            (the lowest float32) for the labels without a training example (see
+            ``trained_labels_``).
         """
         X = self._validate_for_prediction(X)
         _check_dense_scores_fit(X.shape[0], len(self.classes_))
@@ -1020,10 +1088,12 @@ default="rowwise_adagrad"
 
     def _decision_scores(self, embeddings, label_scores=None):
         """:meth:`decision_function`'s scores from the input ``embeddings`` (a CPU tensor),
-        and the label scores (computed here when None), in chunks of rows."""
+        and the scores of the label table's rows (computed here when None), in chunks of
+        rows; the labels without a training example score ``UNTRAINED_LABEL_SCORE``."""
         n_labels = len(self.classes_)
+        trained = self._trained_labels()
         table = self.network_.label_table().cpu() if label_scores is None else None
-        rows_per_chunk = chunk_rows(embeddings.shape[0], 4 * n_labels)
+        rows_per_chunk = chunk_rows(embeddings.shape[0], 4 * (n_labels + len(trained)))
         keys = self._neighbor_keys("cpu") if self._uses_neighbors() else None
         chunks = []
         for i in range(0, embeddings.shape[0], rows_per_chunk):
@@ -1034,6 +1104,10 @@ default="rowwise_adagrad"
                 scores = blend_dense(
                     scores, votes, self.neighbor_weight_, self.network_.score_scale
                 )
+            if len(trained) < n_labels:
+                every_label = scores.new_full((scores.shape[0], n_labels), UNTRAINED_LABEL_SCORE)
+                every_label[:, torch.from_numpy(trained)] = scores
+                scores = every_label
             chunks.append(scores)
         scores = torch.cat(chunks).numpy()
         if n_labels == 2 and not self._multilabel_output:
@@ -1047,7 +1121,8 @@ default="rowwise_adagrad"
         The graph maps its input ``X``, the normalised inputs as a dense float32 array of shape
         ``(n_samples, n_features_in_)`` (:meth:`onnx_inputs`), to two outputs: ``scores``, of
         shape ``(n_samples, n_labels)``, the label scores ``v_y(x) = <g(x), u_y>`` of every
-        label (columns in the order of ``classes_``), and ``embeddings``, the input embeddings
+        label (columns in the order of ``classes_``; ``-3.4e38`` for the labels without a
+        training example), and ``embeddings``, the input embeddings
         ``g(x)`` (times the score scale) of shape ``(n_samples, embedding_dim_)``. The label
         table is a constant of the graph (``4 K d`` bytes). Outside the graph stay the input
         checks and ``input_normalization`` (applied, with the densification of sparse rows, by
@@ -1077,8 +1152,14 @@ default="rowwise_adagrad"
         """
         check_is_fitted(self)
         check_onnx_installed("SNMClassifier.export_onnx")
+        trained = self._trained_labels()
         return export_module(
-            LabelScores(self.network_),
+            LabelScores(
+                self.network_,
+                None if len(trained) == len(self.classes_) else trained,
+                len(self.classes_),
+                UNTRAINED_LABEL_SCORE,
+            ),
             self.n_features_in_,
             path,
             ["scores", "embeddings"],
@@ -1130,7 +1211,8 @@ default="rowwise_adagrad"
                 f"(n_samples, {width}), the outputs of the exported graph; got "
                 f"{scores.shape} and {embeddings.shape}."
             )
-        return self._decision_scores(torch.from_numpy(embeddings), torch.from_numpy(scores))
+        table_scores = torch.from_numpy(scores[:, self._trained_labels()])
+        return self._decision_scores(torch.from_numpy(embeddings), table_scores)
 
     def score(self, X, y):
         """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
@@ -1151,7 +1233,7 @@ default="rowwise_adagrad"
             Mean over examples of (true labels among the ``score_k`` best) / (true labels).
         """
         X = self._validate_for_prediction(X)
-        _, top = self._top_k(X, self.score_k)
+        _, top = self._predicted_top_k(X, self.score_k)
         labels = None if self._multilabel_output else self.classes_
         return _recall_at_k(check_label_targets(y, len(self.classes_), labels), top)
 

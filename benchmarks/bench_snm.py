@@ -124,7 +124,7 @@ class FullSoftmaxClassifier(SNMClassifier):
         positives = draw_from_positive_table(
             table[batch.indices], counts[batch.indices], self._label_sampler.generator
         )
-        n_labels = len(self.classes_)
+        n_labels = len(self.trained_labels_)  # the rows of the label table
         everything = torch.arange(n_labels, device=positives.device)
         vectors = self.network_.normalize_labels(self._label_optimizer.gather(everything))
         logits = self.module_(batch.inputs) @ vectors.T
@@ -382,7 +382,7 @@ class AllPositivesSNM(SNMClassifier):
 
     def get_loss(self, batch, targets):
         table, counts = targets
-        n_labels = len(self.classes_)
+        n_labels = len(self.trained_labels_)  # the rows of the label table
         positive_sets = table[batch.indices]
         sampled, mask = self._label_sampler.draw(positive_sets)
         rows, slots = (positive_sets < n_labels).nonzero(as_tuple=True)

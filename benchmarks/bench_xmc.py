@@ -149,6 +149,7 @@ def run_snm(directory, seed, out, max_epochs=None):
     peak = peak_resident_bytes()
     extra = {
         "epochs": model.n_iter_,
+        "validation_p1": [round(record["validation_score"], 4) for record in model.history_],
         "embedding_dim": model.embedding_dim_,
         "encoder_init": model.encoder_init_,
         "neighbor_weight": model.neighbor_weight_,
@@ -400,7 +401,8 @@ def report(args):
         note = (
             f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
             f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
-            f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row)"
+            f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row, "
+            f"{np.count_nonzero(Y_train.getnnz(axis=0)):,} with a training row)"
         )
         for run in [run for run in runs.get("snm", []) if "epochs" in run][:1]:
             note += (

@@ -188,14 +188,14 @@ default="auto"
         sampled), else Adagrad, whose per-coordinate steps suit rows read often;
         ``label_optimizer_`` holds the choice.
         Chosen on validation splits: on the generated WikiLSHTC-325K and Amazon-670K rows
-        (``r`` about 1.4 and 0.2) row-wise Adagrad reached a higher Precision@1 than Adagrad
-        at the same rate and dimension, on Corel5k (``r`` about 27) a lower one (see the User
-        Guide).
+        (``r`` about 1.4 and 0.2 with a table of every label) row-wise Adagrad reached a
+        higher Precision@1 than Adagrad at the same rate and dimension, on Corel5k (``r``
+        about 27) a lower one (see the User Guide).
     label_learning_rate : float or None, default=None
         Learning rate of the label table. None: for Adagrad and row-wise Adagrad,
         ``0.005 * sqrt(max(1, 16 / r))`` (Adagrad moves a row by about
         ``rate * sqrt(reads)``, so rarely read rows get the rate that moves them as far an
-        epoch as rows read 16 times; 0.005 on Bibtex and Corel5k, about 0.017 and 0.043 on the
+        epoch as rows read 16 times; 0.005 on Bibtex and Corel5k, about 0.009 and 0.014 on the
         generated WikiLSHTC-325K and Amazon-670K rows); ``learning_rate`` for SparseAdam; and
         ``0.1 * batch_size`` for SGD (the loss is a batch mean, so a label row read by a
         single example gets ``1 / batch_size`` of its gradient: plain SGD needs the paper's

@@ -582,6 +582,22 @@ def test_divergence_keeps_last_finite_weights():
         torch.testing.assert_close(kept, expected, rtol=0, atol=0)
 
 
+def test_the_epoch_read_flags_any_non_finite_weight():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=1, random_state=0).fit(X, y)
+    loss = torch.tensor(0.5)
+    assert model._read_epoch(loss) == (0.5, True)
+    weight = next(model.module_.parameters())
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with torch.no_grad():
+            original = weight.view(-1)[-1].item()
+            weight.view(-1)[-1] = bad
+        assert model._read_epoch(loss) == (0.5, False)
+        with torch.no_grad():
+            weight.view(-1)[-1] = original
+    assert model._read_epoch(torch.tensor(float("nan")))[1] is False
+
+
 def test_the_training_step_never_waits_for_the_host():
     """No host-synchronising op inside an epoch's steps: one read per epoch, at its end."""
     X, y = _regression(n=320)

@@ -208,10 +208,6 @@ _TORCH_PARAMETER_CONSTRAINTS = {
 }
 
 
-# Elements checked at once by the finiteness check of the weights after each epoch.
-_FINITE_CHECK_ELEMENTS = 2**22
-
-
 class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     """Base class and training engine of skrank's torch estimators.
 
@@ -794,13 +790,13 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     def _read_epoch(self, mean_loss):
         """The epoch's mean loss and whether it and the weights are finite: one host read."""
         flags = [torch.isfinite(mean_loss)]
-        # In chunks: no temporary the size of the weights.
+        # A tensor is finite where its extremes are (NaN propagates to both): a reduction
+        # without a temporary the size of the weights.
         flags += [
-            torch.isfinite(chunk).all()
+            torch.isfinite(torch.stack(torch.aminmax(value.detach()))).all()
             for obj in self._stateful_objects().values()
             for value in obj.state_dict().values()
-            if value.is_floating_point()
-            for chunk in value.detach().reshape(-1).split(_FINITE_CHECK_ELEMENTS)
+            if value.is_floating_point() and value.numel()
         ]
         summary = torch.stack([mean_loss.float(), torch.stack(flags).all().float()])
         loss, finite = mean_over_ranks(summary, self._context).tolist()

@@ -1211,8 +1211,10 @@ default="rowwise_adagrad"
                 f"(n_samples, {width}), the outputs of the exported graph; got "
                 f"{scores.shape} and {embeddings.shape}."
             )
-        table_scores = torch.from_numpy(scores[:, self._trained_labels()])
-        return self._decision_scores(torch.from_numpy(embeddings), table_scores)
+        trained = self._trained_labels()
+        if len(trained) < len(self.classes_):
+            scores = scores[:, trained]  # the table's columns; the others are the constant floor
+        return self._decision_scores(torch.from_numpy(embeddings), torch.from_numpy(scores))
 
     def score(self, X, y):
         """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).

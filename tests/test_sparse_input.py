@@ -66,6 +66,31 @@ def test_sparse_layer_equals_dense_layer_values_and_gradients(layout):
     torch.testing.assert_close(sparse_bias_grad, upstream.sum(0))
 
 
+@pytest.mark.parametrize("layout", ["padded", "flat"])
+def test_sparse_layer_without_gradient_equals_the_training_product(layout, monkeypatch):
+    X = _sparse_matrix(n_rows=30, n_features=60)
+    torch.manual_seed(0)
+    layer = SparseLinear(X.shape[1], 7).double()
+    rows = _as_rows(X, layout)
+    training = layer(rows)
+    products = []
+    real_apply = layer.forward.__globals__["_FlatRowsProduct"].apply
+
+    def counting_apply(*args):
+        products.append(1)
+        return real_apply(*args)
+
+    monkeypatch.setattr(layer.forward.__globals__["_FlatRowsProduct"], "apply", counting_apply)
+    with torch.no_grad():
+        inference = layer(rows)
+    frozen = SparseLinear(X.shape[1], 7).double().requires_grad_(False)
+    frozen.load_state_dict(layer.state_dict())
+    torch.testing.assert_close(inference, training.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(frozen(rows), training.detach(), rtol=1e-12, atol=1e-12)
+    # Prediction takes embedding_bag's fused sum, not the product built for the gradient.
+    assert products == []
+
+
 def test_sparse_layer_starts_as_the_linear_layer_of_the_same_seed():
     torch.manual_seed(3)
     linear = torch.nn.Linear(11, 4)
@@ -110,6 +135,33 @@ def test_fixed_shape_updates_equal_distinct_row_updates(method, monkeypatch):
             optimizer.step()
         tables.append(layer.weight.detach())
     torch.testing.assert_close(tables[0], tables[1])
+
+
+@pytest.mark.parametrize("method", ["sparse_adam", "adagrad", "rowwise_adagrad", "sgd"])
+def test_a_step_on_flat_rows_takes_their_summed_rows_as_they_are(method, monkeypatch):
+    """The flat layout's gradient has one row per distinct feature already: the step sums
+    nothing again, and updates as the padded layout (one gradient row per non-zero) does."""
+    X = _sparse_matrix(n_rows=16, n_features=20, density=0.4, seed=3)
+    sums = []
+    real_sum = _optim._summed_per_row
+    monkeypatch.setattr(
+        _optim,
+        "_summed_per_row",
+        lambda rows, grad: sums.append(rows.shape[0]) or real_sum(rows, grad),
+    )
+    tables = {}
+    for layout in ("flat", "padded"):
+        sums.clear()
+        torch.manual_seed(0)
+        layer = SparseLinear(X.shape[1], 3)
+        optimizer = RowSparseOptimizer(layer.weight, method=method, lr=0.1)
+        for _ in range(3):
+            optimizer.zero_grad()
+            layer(_as_rows(X, layout)).tanh().sum().backward()
+            optimizer.step()
+        tables[layout] = layer.weight.detach()
+        assert (sums == []) == (layout == "flat")
+    torch.testing.assert_close(tables["flat"], tables["padded"])
 
 
 def test_rowwise_adagrad_follows_its_rule():

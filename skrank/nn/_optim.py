@@ -97,7 +97,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
     def _read_gradients(self):
         """The rows read since the last step and their gradients, one entry per read, and
-        whether they are distinct rows already (one coalesced sparse gradient)."""
+        whether they are distinct rows already (one sparse gradient summed per row)."""
         distinct = False
         reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
         self._reads.clear()
@@ -109,9 +109,18 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                     "must be sparse (an embedding with sparse=True, or rows read by gather)."
                 )
             # Uncoalesced (one row per read; coalescing would read its size back to the host)
-            # unless the layer summed the rows itself.
-            reads.append((gradient._indices()[0], gradient._values()))
-            distinct = len(reads) == 1 and gradient.is_coalesced()
+            # unless the layer summed the rows itself. Autograd's accumulation drops the
+            # coalesced flag of SparseLinear's sums per feature: on the CPU, where a check
+            # costs no transfer, increasing rows show them.
+            indices = gradient._indices()[0]
+            reads.append((indices, gradient._values()))
+            distinct = len(reads) == 1 and (
+                gradient.is_coalesced()
+                or (
+                    indices.device.type in _DISTINCT_ROW_DEVICES
+                    and bool((indices[1:] > indices[:-1]).all())
+                )
+            )
             self.table.grad = None
         return reads, distinct
 
@@ -135,6 +144,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         group = self.param_groups[0]
         if not distinct:
             rows, gradient = _summed_per_row(rows, gradient)
+            distinct = rows.device.type in _DISTINCT_ROW_DEVICES
         table, lr = self.table, group["lr"]
         if group.get("weight_decay"):  # absent from the state of earlier versions
             gradient = gradient + group["weight_decay"] * table.index_select(0, rows)
@@ -152,11 +162,16 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         elif group["method"] == "rowwise_adagrad":
             if "sum" not in state:
                 state["sum"] = table.new_zeros(table.shape[0])
-            total = state["sum"].index_select(0, rows).add_(gradient.square().mean(dim=1))
+            # The mean square of each row's gradient, with no (rows, dim) temporary.
+            mean_square = torch.linalg.vector_norm(gradient, dim=1).square_()
+            total = state["sum"].index_select(0, rows).add_(mean_square.div_(gradient.shape[1]))
             state["sum"].index_copy_(0, rows, total)
             scale = total.sqrt_().add_(group["eps"]).reciprocal_().mul_(-lr)
-            updated = table.index_select(0, rows).addcmul_(gradient, scale[:, None])
-            table.index_copy_(0, rows, updated)
+            if distinct:  # each row once: added in place, without gathering the rows
+                table.index_add_(0, rows, gradient.mul_(scale[:, None]))
+            else:
+                updated = table.index_select(0, rows).addcmul_(gradient, scale[:, None])
+                table.index_copy_(0, rows, updated)
         else:
             if "exp_avg" not in state:
                 state["step"] = 0

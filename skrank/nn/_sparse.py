@@ -69,8 +69,11 @@ class SparseLinear(nn.Module):
     product is :func:`torch.nn.functional.embedding_bag` (a sum of weight rows scaled by the
     values), whose gradient is a sparse tensor of one row per non-zero read, in fixed shapes:
     an optimiser of those rows alone (:class:`~skrank.nn.RowSparseOptimizer`) makes a step cost
-    ``O(nnz x out_features)``, whatever ``in_features``. Dense inputs (e.g. for export) take the
-    ordinary matrix product with the same weights.
+    ``O(nnz x out_features)``, whatever ``in_features``. Rows in the flat layout on the CPU
+    train through a product over the batch's distinct features instead (a gradient of one
+    summed row per feature); without a gradient (prediction, ``torch.no_grad()``) they take
+    ``embedding_bag``'s fused sum, which gathers no block of weight rows. Dense inputs (e.g.
+    for export) take the ordinary matrix product with the same weights.
 
     Parameters
     ----------
@@ -115,7 +118,15 @@ class SparseLinear(nn.Module):
 
     def forward(self, x):
         """The layer applied to :class:`SparseRows` or a dense (n, in_features) tensor."""
-        if isinstance(x, SparseRows) and x.offsets is not None and x.device.type == "cpu":
+        if (
+            isinstance(x, SparseRows)
+            and x.offsets is not None
+            and x.device.type == "cpu"
+            and torch.is_grad_enabled()
+            and self.weight.requires_grad
+        ):
+            # Training: one gradient row per distinct feature. Without a gradient,
+            # embedding_bag's fused sum is faster and gathers no (features, out) block.
             out = _FlatRowsProduct.apply(self.weight, x.columns, x.values, x.offsets)
         elif isinstance(x, SparseRows):
             out = F.embedding_bag(
@@ -138,10 +149,11 @@ class SparseLinear(nn.Module):
 
 
 class _FlatRowsProduct(torch.autograd.Function):
-    """``rows @ weight`` for sparse rows in the flat layout on the CPU, as a product of a
-    sparse matrix over the distinct features of the batch and those rows of the weight: the
-    gradient is one summed row per distinct feature (a coalesced sparse tensor), without the
-    row per non-zero of :func:`torch.nn.functional.embedding_bag`'s sparse gradient."""
+    """``rows @ weight`` for sparse rows in the flat layout on the CPU, whose gradient is the
+    product of the transposed rows, as a sparse matrix over the distinct features of the batch,
+    with the output's gradient: one summed row per distinct feature (a coalesced sparse
+    tensor), without the row per non-zero of :func:`torch.nn.functional.embedding_bag`'s
+    sparse gradient."""
 
     @staticmethod
     def forward(ctx, weight, columns, values, offsets):
@@ -157,12 +169,20 @@ class _FlatRowsProduct(torch.autograd.Function):
         )
         ctx.rows, ctx.weight_shape = rows, weight.shape
         ctx.save_for_backward(distinct)
-        return torch.from_numpy(rows @ weight.detach().index_select(0, distinct).numpy())
+        # embedding_bag's fused sum: the same product, without gathering the rows read.
+        return F.embedding_bag(
+            columns,
+            weight.detach(),
+            offsets,
+            mode="sum",
+            per_sample_weights=values.to(weight.dtype),
+        )
 
     @staticmethod
     def backward(ctx, grad_output):
         (distinct,) = ctx.saved_tensors
-        summed = torch.from_numpy(ctx.rows.T @ grad_output.contiguous().numpy())
+        # Row by row over the distinct features (a CSR product: faster than the CSC one).
+        summed = torch.from_numpy(ctx.rows.T.tocsr() @ grad_output.contiguous().numpy())
         gradient = torch.sparse_coo_tensor(
             distinct[None], summed, ctx.weight_shape, is_coalesced=True, check_invariants=False
         )

@@ -157,14 +157,11 @@ class _FlatRowsProduct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight, columns, values, offsets):
+        values = values.detach().to(weight.dtype)
         distinct, local_columns = torch.unique(columns, return_inverse=True)
         indptr = torch.cat([offsets, offsets.new_tensor([columns.shape[0]])])
         rows = sp.csr_matrix(
-            (
-                values.detach().to(weight.dtype).numpy(),
-                local_columns.numpy(),
-                indptr.numpy(),
-            ),
+            (values.numpy(), local_columns.numpy(), indptr.numpy()),
             shape=(offsets.shape[0], distinct.shape[0]),
         )
         ctx.rows, ctx.weight_shape = rows, weight.shape
@@ -175,7 +172,7 @@ class _FlatRowsProduct(torch.autograd.Function):
             weight.detach(),
             offsets,
             mode="sum",
-            per_sample_weights=values.to(weight.dtype),
+            per_sample_weights=values,
         )
 
     @staticmethod

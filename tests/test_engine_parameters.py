@@ -362,7 +362,8 @@ _SNM_TAKEN = {
             ["loss", "surrogate", "margin", "n_negatives", "top_k_negatives", "negative_weights"]
             + ["power_exponent", "weight_scale", "input_normalization", "label_init"]
             + ["encoder_init", "label_optimizer", "label_learning_rate", "input_optimizer"]
-            + ["input_learning_rate", "score_k", "search", "n_neighbors", "neighbor_weight"],
+            + ["input_learning_rate", "score_k", "search", "n_neighbors", "neighbor_weight"]
+            + ["centroid_weight"],
             _SNM_TAKEN,
         ),
     ],

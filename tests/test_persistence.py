@@ -80,11 +80,14 @@ def _fit(name):
             embedding_dim=8, hidden_layer_sizes=(16,), neighbor_weight=0.2, **small
         )
         return model.fit(X, y), X
-    if name == "SNMClassifier-multilabel-tfidf":
+    if name.startswith("SNMClassifier-multilabel-tfidf"):
         counts = sp.csr_matrix(np.round(np.abs(X)))
         labels = (np.abs(X) > 1).astype(int)
         labels = np.insert(labels, 1, 0, axis=1)  # a label without examples: not in the table
-        model = SNMClassifier(embedding_dim=8, neighbor_weight=0.2, **small)
+        centroid_weight = 2.0 if name.endswith("centroids") else 0.0
+        model = SNMClassifier(
+            embedding_dim=8, neighbor_weight=0.2, centroid_weight=centroid_weight, **small
+        )
         return model.fit(counts, labels), counts
     raise ValueError(name)
 
@@ -96,6 +99,7 @@ NAMES = [
     "SOPRCEmbedder-auxiliary-schedule-bar",
     "SNMClassifier",
     "SNMClassifier-multilabel-tfidf",
+    "SNMClassifier-multilabel-tfidf-centroids",
 ]
 
 
@@ -474,6 +478,25 @@ def test_snm_onnx_graph_equals_the_label_scores(fitted, tmp_path):
     assert not np.allclose(scores, model.decision_function(X), atol=1e-3)
     with pytest.raises(ValueError, match="outputs of the exported graph"):
         model.decision_function_from_onnx(scores[:, :3], embeddings)
+
+
+def test_snm_onnx_outputs_take_the_centroid_rule_outside_the_graph(fitted, tmp_path):
+    model, X = fitted["SNMClassifier-multilabel-tfidf-centroids"]
+    assert model.centroid_weight_ == 2.0 and model.neighbor_weight_ > 0
+    session = _onnx_session(model, tmp_path)
+    inputs = model.onnx_inputs(X)
+    scores, embeddings = session.run(None, {"X": inputs})
+    network_scores = model.network_(torch.from_numpy(inputs)) @ model.network_.label_table().T
+    trained = model.trained_labels_
+    np.testing.assert_allclose(
+        scores[:, trained], network_scores.detach().numpy(), rtol=1e-5, atol=1e-5
+    )
+    finished = model.decision_function_from_onnx(scores, embeddings, X)
+    np.testing.assert_allclose(finished, model.decision_function(X), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="pass X"):
+        model.decision_function_from_onnx(scores, embeddings)
+    with pytest.raises(ValueError, match="X has 3 rows"):
+        model.decision_function_from_onnx(scores, embeddings, X[:3])
 
 
 def test_onnx_export_names_the_extra_when_packages_are_missing(fitted, monkeypatch, tmp_path):

@@ -108,7 +108,8 @@ def test_learns_multiclass_with_string_labels_and_consistent_predictions():
 def test_top_1_mining_beats_negative_sampling_on_hard_negatives():
     """Top-1 SNM against uniform weights at the same B and budget (the paper's claim)."""
     X, y = clustered(n_samples=600, n_labels=60, noise=0.9, seed=1)
-    params = dict(FAST, n_negatives=32, max_epochs=20)
+    # the losses alone: no input-space centroids blended in
+    params = dict(FAST, n_negatives=32, max_epochs=20, centroid_weight=0.0)
     snm = SNMClassifier(random_state=0, **params).fit(X, y).score(X, y)
     sampling = SNMClassifier(negative_weights="uniform", random_state=0, **params).fit(X, y)
     assert snm > sampling.score(X, y) + 0.05
@@ -627,7 +628,9 @@ def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
     monkeypatch.setattr(
         SNMClassifier, "validation_score", lambda self, X, y: 1.0 if not calls.append(1) else 0.0
     )
-    params = dict(n_negatives=8, max_epochs=3, learning_rate=0.05, neighbor_weight=0.0)
+    params = dict(
+        n_negatives=8, max_epochs=3, learning_rate=0.05, neighbor_weight=0.0, centroid_weight=0.0
+    )
     clf = SNMClassifier(random_state=0, **params).fit(X, y)
     assert len(calls) == 4 and len(clf.history_) == 3  # the start, then 3 epochs
     assert clf.input_normalization_ == "tfidf" and clf.embedding_dim_ == 30  # n_features
@@ -1019,8 +1022,9 @@ def test_auto_search_uses_the_calibrated_ivf_index_on_many_labels(monkeypatch):
     y = np.arange(2400) % 1200
     X = prototypes[y] + 0.05 * rng.normal(size=(2400, 16))
     # Two epochs at Adagrad's base rate keep the label vectors near their grouped centroids.
+    # The label scores alone (an index holds no input-space centroid term).
     params = dict(FAST, hidden_layer_sizes=(), embedding_dim=16, max_epochs=2, tol=None,
-                  label_optimizer="adagrad", label_learning_rate=0.005,
+                  label_optimizer="adagrad", label_learning_rate=0.005, centroid_weight=0.0,
                   random_state=0)  # fmt: skip
     small = SNMClassifier(**params).fit(X, y)
     assert (small.search_, small.search_recall_, small.search_probes_) == ("exact", 1.0, None)
@@ -1040,6 +1044,9 @@ def test_auto_search_uses_the_calibrated_ivf_index_on_many_labels(monkeypatch):
     assert fallback.search_recall_ == 1.0
     forced = SNMClassifier(**dict(params, search="ivf")).fit(X, y)
     assert forced.search_ == "ivf" and forced.search_recall_ < 1.01
+    # With the nearest-centroid rule on, every prediction scans the labels exactly.
+    blended = SNMClassifier(**dict(params, centroid_weight=2.0)).fit(X, y)
+    assert (blended.search_, blended.search_recall_) == ("exact", 1.0)
 
 
 MEMORY_SCRIPT = """

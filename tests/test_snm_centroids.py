@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn
 import torch
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import normalize
@@ -181,3 +182,22 @@ def test_centroid_similarities_of_zero_rows_and_unit_rows():
     rows = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
     expected = np.array([[0, 0, 0], [1, 0, 0], [normalize([[1, 1]])[0, 0]] * 2 + [0]])
     np.testing.assert_allclose(centroid_similarities(rows, centroids).numpy(), expected, atol=1e-7)
+
+
+def test_centroids_of_dense_rows_read_in_chunks_and_of_memory_mapped_rows(tmp_path):
+    rng = np.random.RandomState(0)
+    y = np.arange(300) % 6
+    X = rng.normal(size=(6, 20))[y] + 0.5 * rng.normal(size=(300, 20))
+    Y = sp.csr_matrix(np.eye(6, dtype=np.int8)[y])
+    expected = brute_force_centroids(X, Y.toarray())
+    with sklearn.config_context(working_memory=0.01):  # 10 KB: chunks of about 40 rows
+        np.testing.assert_allclose(input_centroids(X, Y).toarray(), expected, atol=1e-6)
+    mapped = np.memmap(tmp_path / "X.f64", dtype=np.float64, mode="w+", shape=X.shape)
+    mapped[:] = X
+    params = dict(FAST, centroid_weight=2.0)
+    in_memory = SNMClassifier(**params).fit(X, y)
+    from_file = SNMClassifier(**params).fit(mapped, y)
+    np.testing.assert_allclose(from_file.centroids_.toarray(), in_memory.centroids_.toarray())
+    np.testing.assert_allclose(
+        from_file.decision_function(mapped), in_memory.decision_function(X), atol=1e-5
+    )

@@ -12,14 +12,16 @@ import scipy.sparse as sp
 import torch
 from sklearn.preprocessing import normalize
 
+from ..utils._memory import chunk_rows
+
 
 def input_centroids(X, positives):
     """Each label's centroid of its unit-norm input rows, scaled to unit norm.
 
     Parameters
     ----------
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Input rows.
+    X : ndarray, scipy.sparse matrix or memory-mapped rows of shape (n_samples, n_features)
+        Input rows (dense rows are read in chunks).
     positives : scipy.sparse matrix of shape (n_samples, n_labels)
         Positive-label indicator.
 
@@ -29,8 +31,15 @@ def input_centroids(X, positives):
         Unit rows; zero rows for labels without an example. Compressed by column (feature),
         as :func:`centroid_similarities` reads them.
     """
-    rows = normalize(sp.csr_matrix(X, dtype=np.float32))
-    sums = sp.csr_matrix(positives.T, dtype=np.float32) @ rows
+    positives = sp.csr_matrix(positives)
+    n_samples, n_features = X.shape
+    rows_per_chunk = n_samples if sp.issparse(X) else chunk_rows(n_samples, 12 * n_features)
+    sums = None
+    for start in range(0, n_samples, rows_per_chunk):
+        stop = start + rows_per_chunk
+        rows = normalize(sp.csr_matrix(X[start:stop], dtype=np.float32))
+        part = sp.csr_matrix(positives[start:stop].T, dtype=np.float32) @ rows
+        sums = part if sums is None else sums + part
     centroids = normalize(sums).astype(np.float32).tocsc()
     centroids.sort_indices()
     return centroids

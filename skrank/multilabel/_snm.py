@@ -28,6 +28,7 @@ from ..nn import (
     EarlyStopping,
     RowSparseOptimizer,
 )
+from ..nn._data import RowSubset, memory_mapped
 from ..nn._device import resolve_device
 from ..nn._distributed import current_context
 from ..nn._modules import layer_sizes
@@ -226,16 +227,19 @@ default="rowwise_adagrad"
         exact top ``max(5, score_k)`` reaches 0.99 on up to 1,000 rows of the validation
         split, or of the training rows); ``"faiss"``, an HNSW graph
         (:class:`~skrank.metrics.FaissInnerProductIndex`). ``"auto"``: ``"ivf"`` from 100,000
-        labels on when faiss is installed and that recall reaches 0.99, else ``"exact"``
+        labels on when faiss is installed, that recall reaches 0.99 and the nearest-centroid
+        rule is off (``centroid_weight_`` 0: no index holds it), else ``"exact"``
         (``search_`` holds the choice and ``search_recall_`` the recall measured). The search
-        may also be set after the fit (a prediction-time choice).
+        may also be set after the fit (a prediction-time choice; an index search with the
+        centroid rule on raises a ``ValueError``).
     n_neighbors : int, default=10
         Number of nearest training rows whose labels vote at prediction (see
         ``neighbor_weight``).
     neighbor_weight : float in [0, 1] or "auto", default="auto"
         Weight ``a`` of the neighbours' label votes in the prediction scores
         ``(1 - a) v_y(x) + a s vote_y(x)`` (the prediction rule of SLEEC and AnnexML, mixed
-        with the label scores): ``vote_y(x)`` is the share of the cosine similarities of the
+        with the label scores, the nearest-centroid rule included: see ``centroid_weight``):
+        ``vote_y(x)`` is the share of the cosine similarities of the
         ``n_neighbors`` training rows nearest to ``x`` in the learned input embedding held by
         those with label ``y`` (non-positive similarities count 0), and ``s`` the score scale.
         ``"auto"``: the weight among 0, 0.1 and 0.2 with the best Precision@``score_k`` on the
@@ -508,14 +512,9 @@ float32 or None
         positives = self._table_positives(positives, continuing)
         n_table = positives.shape[1]
         self._check_label_parameters(n_table)
-        X_train, parts, validation = self._split_validation(X, _RowsAlike(positives, rows))
-        y_train, rows_train = parts.arrays
-        rows_validation = None
-        if validation is not None:
-            validation, rows_validation = (
-                (validation[0], validation[1].arrays[0]),
-                validation[1].arrays[1],
-            )
+        X_train, y_train, validation, rows_train, rows_validation = self._split_with_rows(
+            X, positives, rows
+        )
         reads = _label_reads_per_epoch(
             X_train.shape[0],
             n_table,
@@ -578,6 +577,20 @@ float32 or None
         finally:
             del self._initialization_data
 
+    def _split_with_rows(self, X, positives, rows):
+        """:meth:`_split_validation` of ``(X, positives)``, and the same split of ``rows``
+        (the inputs as given; ``X`` itself without ``input_normalization``, never copied
+        twice): ``(X_train, y_train, validation, rows_train, rows_validation)``."""
+        if rows is X:
+            X_train, y_train, validation = self._split_validation(X, positives)
+            return X_train, y_train, validation, X_train, validation and validation[0]
+        X_train, parts, validation = self._split_validation(X, _RowsAlike(positives, rows))
+        y_train, rows_train = parts.arrays
+        if validation is None:
+            return X_train, y_train, None, rows_train, None
+        (y_val, rows_validation) = validation[1].arrays
+        return X_train, y_train, (validation[0], y_val), rows_train, rows_validation
+
     def _table_positives(self, positives, continuing):
         """The columns of ``positives`` that the label table holds, ``trained_labels_``: the
         labels with a positive example (a warm start keeps the previous fit's)."""
@@ -622,22 +635,16 @@ float32 or None
         embeddings = self._forward_in_chunks(X_val)  # once, for the candidates and the votes
         k = min(self.score_k, self._table_size())
         _, candidates = self._label_top_k(embeddings, k, "exact")
-        precision = {}
         blended = self._blended_top_k(embeddings, candidates, k, NEIGHBOR_WEIGHTS)
-        for weight, (_, top) in zip(NEIGHBOR_WEIGHTS, blended, strict=True):
-            hits, n_true = top_k_hits(y_val, top)
-            k = np.array([top.shape[1]])
-            precision[weight] = float(mean_top_k_scores(hits, n_true, k, "precision")[0])
         self.neighbor_embeddings_ = self._neighbor_labels = None
-        best = max(precision.values())
-        return min(weight for weight, value in precision.items() if value == best)
+        return _best_weight(NEIGHBOR_WEIGHTS, blended, y_val)
 
     def _choose_centroid_weight(self, X_train, y_train, validation, rows_train, rows_validation):
         """``centroid_weight``, or for ``"auto"`` the weight of ``CENTROID_WEIGHTS`` with the
         best Precision@``score_k`` on the validation rows, the centroids of the training rows
         and their neighbours' votes (at ``neighbor_weight_``) blended in (0 without validation
-        rows or with an approximate search; ties go to the smaller weight). ``rows_train`` and ``rows_validation``: the rows as given, before
-        ``input_normalization``."""
+        rows or with an approximate search; ties go to the smaller weight). ``rows_train`` and
+        ``rows_validation``: the rows as given, before ``input_normalization``."""
         if self.centroid_weight != "auto":
             return float(self.centroid_weight)
         if validation is None or self.search in ("ivf", "faiss"):
@@ -648,15 +655,9 @@ float32 or None
             self._store_neighbors(X_train, y_train)
         k = min(self.score_k, self._table_size())
         embeddings = self._forward_in_chunks(X_val)
-        precision = {}
         blended = self._centroid_blended_top_k(rows_validation, embeddings, k, CENTROID_WEIGHTS)
-        for weight, (_, top) in zip(CENTROID_WEIGHTS, blended, strict=True):
-            hits, n_true = top_k_hits(y_val, top)
-            k = np.array([top.shape[1]])
-            precision[weight] = float(mean_top_k_scores(hits, n_true, k, "precision")[0])
         self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
-        best = max(precision.values())
-        return min(weight for weight, value in precision.items() if value == best)
+        return _best_weight(CENTROID_WEIGHTS, blended, y_val)
 
     def _check_search_parameters(self):
         """Refuse a fixed nearest-centroid weight with an approximate search of the labels."""
@@ -1490,14 +1491,29 @@ def _one_hot(codes, n_labels):
     )
 
 
+def _best_weight(weights, predictions, targets):
+    """The weight whose top-k labels (``predictions``, a list of ``(scores, labels)``, one a
+    weight) have the best Precision@k on ``targets``; the smallest among ties."""
+    precision = {}
+    for weight, (_, top) in zip(weights, predictions, strict=True):
+        hits, n_true = top_k_hits(targets, top)
+        k = np.array([top.shape[1]])
+        precision[weight] = float(mean_top_k_scores(hits, n_true, k, "precision")[0])
+    best = max(precision.values())
+    return min(weight for weight, value in precision.items() if value == best)
+
+
 class _RowsAlike:
-    """Arrays indexed by the same rows: ``self[rows]`` indexes each of them."""
+    """Arrays indexed by the same rows: ``self[rows]`` indexes each of them (a memory-mapped
+    array through a :class:`~skrank.nn._data.RowSubset`, never copied)."""
 
     def __init__(self, *arrays):
         self.arrays = arrays
 
     def __getitem__(self, rows):
-        return _RowsAlike(*(array[rows] for array in self.arrays))
+        return _RowsAlike(
+            *(RowSubset(a, rows) if memory_mapped(a) else a[rows] for a in self.arrays)
+        )
 
 
 def _drop_rows_without_positives(X, positives, rows):
@@ -1513,7 +1529,8 @@ def _drop_rows_without_positives(X, positives, rows):
             stacklevel=3,
         )
         keep = np.flatnonzero(~empty)
-        return X[keep], positives[keep], rows[keep]
+        kept = X[keep]
+        return kept, positives[keep], (kept if rows is X else rows[keep])
     return X, positives, rows
 
 

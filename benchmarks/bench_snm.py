@@ -242,8 +242,9 @@ def run_accuracy(args, results):
             "(TF-IDF inputs, top-16 SNM, linear embedding of min(n_features, 1024) dimensions "
             "started at the principal directions of the inputs and centroids, labels at the "
             "centroids, learnable score scale, input dropout 0.2, early stopping on validation "
-            "P@1 with 10% held out, the untrained start included; votes of the 10 nearest training "
-            "rows mixed in with a weight among 0, 0.1, 0.2 chosen on those 10%); "
+            "P@1 with 10% held out, the untrained start included; the input space's "
+            "nearest-centroid rule added with a weight among 0-64 and votes of the 10 nearest "
+            "training rows mixed in with a weight among 0, 0.1, 0.2, both chosen on those 10%); "
             "PSP@5 normalised, propensities of the training labels (A=0.55, B=1.5).",
         )
         if {"SNM defaults (top-16)", "SNM top-1", "negative sampling"} <= set(means):

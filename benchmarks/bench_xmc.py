@@ -153,6 +153,7 @@ def run_snm(directory, seed, out, max_epochs=None):
         "embedding_dim": model.embedding_dim_,
         "encoder_init": model.encoder_init_,
         "neighbor_weight": model.neighbor_weight_,
+        "centroid_weight": model.centroid_weight_,
         "search": model.search_,
         "search_probes": model.search_probes_,
         "warnings": sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught}),
@@ -408,7 +409,12 @@ def report(args):
             note += (
                 f"; SNM: {run['epochs']} epochs, embedding_dim {run['embedding_dim']}, "
                 f"encoder_init {run['encoder_init']}, neighbor_weight {run['neighbor_weight']}, "
-                f"search {run['search']}"
+                + (
+                    f"centroid_weight {run['centroid_weight']}, "
+                    if "centroid_weight" in run
+                    else ""
+                )
+                + f"search {run['search']}"
                 + (
                     f" (recall of the exact top 5: {run['recall_of_exact_top5']:.4f})"
                     if "recall_of_exact_top5" in run

@@ -952,8 +952,9 @@ float32 or None
         return scores, indices
 
     def _top_k(self, X, k, search=None, neighbors=True, rows=None):
-        """Scores and label-table rows (n, k) of the ``k`` best labels, best first (blended
-        with the neighbours' votes when the fit stored them and ``neighbors``)."""
+        """Scores and label-table rows (n, k) of the ``k`` best labels, best first (with the
+        nearest-centroid rule of ``rows``, the inputs as given, and the neighbours' votes when
+        the fit stored them and ``neighbors``)."""
         embeddings = self._forward_in_chunks(X)
         search = search or self._search_method()
         if neighbors and self._uses_centroids():
@@ -1183,9 +1184,10 @@ float32 or None
         labels : ndarray of shape (n_samples, k)
             Labels from ``classes_``.
         scores : ndarray of shape (n_samples, k), float32
-            Their scores (decreasing along each row; the scaled cosine similarities, blended
-            with the neighbours' votes when ``neighbor_weight > 0``; ``-3.4e38`` for labels
-            without a training example, see ``trained_labels_``); only if ``return_scores``.
+            Their scores (decreasing along each row; the scaled cosine similarities, plus the
+            nearest-centroid rule when ``centroid_weight_ > 0`` and blended with the
+            neighbours' votes when ``neighbor_weight_ > 0``; ``-3.4e38`` for labels without a
+            training example, see ``trained_labels_``); only if ``return_scores``.
         """
         scores, indices = self._predicted_top_k(*self._validate_for_prediction(X, rows=True), k)
         labels = self.classes_[indices]
@@ -1232,8 +1234,9 @@ float32 or None
         Returns
         -------
         scores : ndarray of shape (n_samples, n_labels) or (n_samples,), float32
-            Scaled cosine similarities of the input and label embeddings, blended with the
-            neighbours' votes when ``neighbor_weight > 0`` (see that parameter); ``-3.4e38``
+            Scaled cosine similarities of the input and label embeddings, plus the
+            nearest-centroid rule when ``centroid_weight_ > 0`` and blended with the
+            neighbours' votes when ``neighbor_weight_ > 0`` (see those parameters); ``-3.4e38``
             (the lowest float32) for the labels without a training example (see
             ``trained_labels_``).
         """

@@ -161,6 +161,11 @@ def test_auto_centroid_weight_is_zero_where_it_does_not_apply():
     X, Y = extreme()
     unvalidated = SNMClassifier(**dict(FAST, validation_fraction=None, early_stopping=False))
     assert unvalidated.fit(X, Y).centroid_weight_ == 0.0
+
+
+def test_auto_centroid_weight_is_zero_with_an_index_search():
+    pytest.importorskip("faiss")
+    X, Y = extreme()
     indexed = SNMClassifier(**dict(FAST, search="faiss")).fit(X, Y)
     assert indexed.centroid_weight_ == 0.0 and indexed.centroids_ is None
 

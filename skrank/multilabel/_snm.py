@@ -335,7 +335,7 @@ default="rowwise_adagrad"
         vote at prediction (None when ``neighbor_weight_`` is 0).
     centroid_weight_ : float
         The weight of the nearest-centroid rule used (``"auto"`` resolved).
-    centroids_ : scipy.sparse.csc_matrix of shape (n_trained_labels, n_features_in_), \
+    centroids_ : scipy.sparse.csc_matrix of shape (n_trained_labels, `n_features_in_`), \
 float32 or None
         The unit centroids of the labels of the label table (``trained_labels_``), from every
         training row as given (None when ``centroid_weight_`` is 0).

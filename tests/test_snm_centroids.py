@@ -9,6 +9,7 @@ import sklearn
 import torch
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import normalize
+from test_snm import brute_force_top_k
 
 from skrank import SNMClassifier
 from skrank.datasets import make_extreme_classification
@@ -29,10 +30,6 @@ FAST = dict(
     device="cpu",
     random_state=0,
 )
-
-
-def brute_force_top_k(scores, k):
-    return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
 def brute_force_centroids(X, Y):

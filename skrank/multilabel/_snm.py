@@ -625,7 +625,8 @@ float32 or None
         """``neighbor_weight``, or for ``"auto"`` the weight of ``NEIGHBOR_WEIGHTS`` with the
         best Precision@``score_k`` on the validation rows, the training rows voting (0 without
         validation rows or beyond ``AUTO_NEIGHBOR_MAX_ROWS`` training rows; ties go to the
-        smaller weight)."""
+        smaller weight). A weight above 0 leaves the training rows' votes stored, for the
+        choice of ``centroid_weight``; the fit then stores every row's."""
         if self.neighbor_weight != "auto":
             return float(self.neighbor_weight)
         if validation is None or X_train.shape[0] > AUTO_NEIGHBOR_MAX_ROWS:
@@ -636,8 +637,10 @@ float32 or None
         k = min(self.score_k, self._table_size())
         _, candidates = self._label_top_k(embeddings, k, "exact")
         blended = self._blended_top_k(embeddings, candidates, k, NEIGHBOR_WEIGHTS)
-        self.neighbor_embeddings_ = self._neighbor_labels = None
-        return _best_weight(NEIGHBOR_WEIGHTS, blended, y_val)
+        weight = _best_weight(NEIGHBOR_WEIGHTS, blended, y_val)
+        if weight == 0:
+            self.neighbor_embeddings_ = self._neighbor_labels = None
+        return weight
 
     def _choose_centroid_weight(self, X_train, y_train, validation, rows_train, rows_validation):
         """``centroid_weight``, or for ``"auto"`` the weight of ``CENTROID_WEIGHTS`` with the
@@ -651,7 +654,7 @@ float32 or None
             return 0.0
         X_val, y_val = validation
         self.centroids_ = input_centroids(rows_train, y_train)
-        if self.neighbor_weight_ > 0:
+        if self.neighbor_weight_ > 0 and not self._uses_neighbors():
             self._store_neighbors(X_train, y_train)
         k = min(self.score_k, self._table_size())
         embeddings = self._forward_in_chunks(X_val)

@@ -359,6 +359,30 @@ def test_bad_inputs_at_fit_and_predict():
         clf.score(X, y + 100)
 
 
+def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkeypatch):
+    X, y = clustered(n_samples=200)
+    monkeypatch.setattr(snm_module, "VALIDATION_SCORE_MAX_ROWS", 7)
+    scored, held_out = [], []
+    original = SNMClassifier._top_k
+
+    def counting_top_k(self, X, k, **options):
+        scored.append(X.shape[0])
+        return original(self, X, k, **options)
+
+    class Holdout(Callback):
+        def on_train_begin(self, estimator, X, y, validation):
+            held_out.append(validation)
+
+    monkeypatch.setattr(SNMClassifier, "_top_k", counting_top_k)
+    params = dict(FAST, max_epochs=3, validation_fraction=0.25, neighbor_weight=0.0)
+    clf = SNMClassifier(random_state=0, callbacks=[Holdout()], **params).fit(X, y)
+    assert scored == [7] * 3 and len(clf.history_) == 3
+    # the first rows of the shuffled split: the score of the fitted model on them
+    X_val, y_val = held_out[0]
+    assert held_out[0][0].shape[0] == 50
+    assert clf.validation_score(X_val, y_val) == clf.validation_score(X_val[:7], y_val[:7])
+
+
 def test_decision_function_refuses_a_matrix_that_does_not_fit(monkeypatch):
     X, y = clustered(n_samples=60)
     clf = SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, y)

@@ -359,7 +359,7 @@ def test_bad_inputs_at_fit_and_predict():
         clf.score(X, y + 100)
 
 
-def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkeypatch):
+def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkeypatch, tmp_path):
     X, y = clustered(n_samples=200)
     monkeypatch.setattr(snm_module, "VALIDATION_SCORE_MAX_ROWS", 7)
     scored, held_out = [], []
@@ -381,6 +381,14 @@ def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkey
     X_val, y_val = held_out[0]
     assert held_out[0][0].shape[0] == 50
     assert clf.validation_score(X_val, y_val) == clf.validation_score(X_val[:7], y_val[:7])
+    # memory-mapped rows: the sample is read from the file (a RowSubset of the split)
+    mapped = np.memmap(tmp_path / "X.f32", dtype=np.float32, mode="w+", shape=X.shape)
+    mapped[:] = X
+    from_file = SNMClassifier(random_state=0, **params).fit(mapped, y)
+    np.testing.assert_allclose(
+        [r["validation_score"] for r in from_file.history_],
+        [r["validation_score"] for r in clf.history_],
+    )
 
 
 def test_decision_function_refuses_a_matrix_that_does_not_fit(monkeypatch):

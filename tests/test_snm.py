@@ -64,6 +64,18 @@ def brute_force_top_k(scores, k):
     return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
+def assert_predictions_follow(model, X, scores):
+    """``predict_top_k`` (labels and scores, k = 1 and 3) and ``predict`` of ``model`` on ``X``
+    are those of the dense prediction ``scores``."""
+    for k in (1, 3):
+        labels, top_scores = model.predict_top_k(X, k, return_scores=True)
+        np.testing.assert_array_equal(labels, brute_force_top_k(scores, k))
+        np.testing.assert_allclose(
+            top_scores, np.take_along_axis(scores, labels, axis=1), atol=1e-4
+        )
+    np.testing.assert_array_equal(model.predict(X).nonzero()[1], brute_force_top_k(scores, 1)[:, 0])
+
+
 @pytest.mark.parametrize("k", [1, 3, 17])
 def test_chunked_top_k_matches_a_stable_full_sort_with_ties(k):
     rng = np.random.RandomState(0)
@@ -859,13 +871,7 @@ def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
         embeddings, blended.neighbor_embeddings_, Y, 5
     )
     np.testing.assert_allclose(blended.decision_function(X_test), dense, atol=1e-4)
-    for k in (1, 3):
-        labels, scores = blended.predict_top_k(X_test, k, return_scores=True)
-        np.testing.assert_array_equal(labels, brute_force_top_k(dense, k))
-        np.testing.assert_allclose(scores, np.take_along_axis(dense, labels, axis=1), atol=1e-4)
-    np.testing.assert_array_equal(
-        blended.predict(X_test).nonzero()[1], brute_force_top_k(dense, 1)[:, 0]
-    )
+    assert_predictions_follow(blended, X_test, dense)
     restored = pickle.loads(pickle.dumps(blended))
     np.testing.assert_allclose(restored.decision_function(X_test), dense, atol=1e-4)
 

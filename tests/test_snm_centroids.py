@@ -9,7 +9,7 @@ import sklearn
 import torch
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import normalize
-from test_snm import brute_force_top_k
+from test_snm import assert_predictions_follow, brute_force_top_k
 
 from skrank import SNMClassifier
 from skrank.datasets import make_extreme_classification
@@ -107,13 +107,7 @@ def test_centroid_weight_adds_the_centroid_rule_to_every_prediction(neighbor_wei
     expected[:, trained] += (1 - neighbor_weight) * (with_centroids - label_scores)
     np.testing.assert_allclose(blended.decision_function(X_test), expected, atol=1e-4)
     assert (brute_force_top_k(expected, 1) != plain.predict_top_k(X_test, 1)).any()
-    for k in (1, 3):
-        labels, scores = blended.predict_top_k(X_test, k, return_scores=True)
-        np.testing.assert_array_equal(labels, brute_force_top_k(expected, k))
-        np.testing.assert_allclose(scores, np.take_along_axis(expected, labels, axis=1), atol=1e-4)
-    np.testing.assert_array_equal(
-        blended.predict(X_test).nonzero()[1], brute_force_top_k(expected, 1)[:, 0]
-    )
+    assert_predictions_follow(blended, X_test, expected)
     hits = Y_test.toarray()[np.arange(60), brute_force_top_k(expected, 1)[:, 0]]
     assert blended.score(X_test, Y_test) == pytest.approx(
         np.mean(hits / Y_test.toarray().sum(axis=1))

@@ -936,8 +936,10 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     clf.forward = lambda X_rows, **kw: forwarded.append(X_rows.shape[0]) or original(X_rows, **kw)
     positives = sp.csr_matrix(Y.astype(np.int8))
     validation = (X[held_out], positives[held_out])
-    chosen = clf._choose_neighbor_weight(X[train], positives[train], validation)
-    assert chosen == clf.neighbor_weight_
+    chosen = clf._choose_blend_weights(
+        X[train], positives[train], validation, X[train], X[held_out]
+    )
+    assert chosen == (clf.neighbor_weight_, clf.centroid_weight_)
     assert sorted(forwarded) == sorted([len(train), len(held_out)])
     del clf.forward
     # without validation rows there is nothing to choose on: no votes
@@ -993,16 +995,17 @@ def test_auto_neighbor_weight_leaves_votes_off_beyond_the_row_cap(monkeypatch):
     monkeypatch.setattr(snm_module, "AUTO_NEIGHBOR_MAX_ROWS", 100)
     capped = SNMClassifier(**params).fit(X, y)
     assert capped.neighbor_weight_ == 0.0 and capped.neighbor_embeddings_ is None
-    chosen = []
+    compared = set()
     monkeypatch.setattr(snm_module, "AUTO_NEIGHBOR_MAX_ROWS", 1000)
-    original = SNMClassifier._blended_top_k
+    original = SNMClassifier._blend_parts
     monkeypatch.setattr(
         SNMClassifier,
-        "_blended_top_k",
-        lambda self, *a, **k: chosen.append(1) or original(self, *a, **k),
+        "_blend_parts",
+        lambda self, *chunk: compared.add(chunk[-1]) or original(self, *chunk),
     )
     SNMClassifier(**params).fit(X, y)
-    assert chosen  # below the cap the weights are compared on the validation rows
+    # below the cap the weights are compared on the validation rows
+    assert compared == set(snm_module.NEIGHBOR_WEIGHTS)
 
 
 @pytest.mark.usefixtures("sparse_layer_for_few_features")

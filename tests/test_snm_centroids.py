@@ -138,14 +138,14 @@ def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
         clf.centroids_.toarray(), brute_force_centroids(X.toarray(), Y_table), atol=1e-5
     )
     positives = sp.csr_matrix(Y_table.astype(np.int8))
-    chosen = clf._choose_centroid_weight(
+    chosen = clf._choose_blend_weights(
         inputs[train],
         positives[train],
         (inputs[held_out], positives[held_out]),
         X[train],
         X[held_out],
     )
-    assert chosen == clf.centroid_weight_
+    assert chosen == (0.0, clf.centroid_weight_)
 
 
 def test_auto_centroid_weight_is_zero_where_it_does_not_apply():

@@ -42,6 +42,60 @@ def _ordered_block_top_k(block, k):
     return values[:, :k], columns[:, :k]
 
 
+def _weighted_sum_top_k(base, term, weights, k, n_candidates=64):
+    """The best ``k`` columns of ``base + term * w`` for each weight ``w >= 0`` of ``weights``,
+    as :func:`_ordered_block_top_k` orders them, the sums computed at candidate columns only.
+
+    A row's candidates are its ``m = max(n_candidates, k)`` best columns of ``base`` and its
+    ``m`` best of ``term``. Any other column has both parts at most the ``m``-th best ones, so
+    its sum is at most ``base_m + term_m * w`` (rounding to nearest is monotone): where the
+    ``k``-th best candidate exceeds that bound, the candidates hold the row's top ``k``, and the
+    rows where it does not are summed in full. Exact, for two ``topk`` passes over the block
+    whatever the number of weights, where a sum and a ``topk`` pass a weight would scan it
+    ``2 len(weights)`` times.
+
+    Parameters
+    ----------
+    base, term : torch.Tensor of shape (n_rows, n_columns)
+        The two parts (finite).
+    weights : sequence of float
+        Non-negative weights of ``term``.
+    k : int
+        Columns per row, at most ``n_columns``.
+    n_candidates : int, default=64
+        Candidates taken from each part (at least ``k``).
+
+    Returns
+    -------
+    top : list of (values, columns)
+        One pair of (n_rows, k) tensors a weight: the sums ``base + term * w`` (computed as
+        this expression computes them) and their columns.
+    """
+    n_columns = base.shape[1]
+    m = max(n_candidates, k)
+    if m >= n_columns:
+        return [_ordered_block_top_k(base + term * weight, k) for weight in weights]
+    base_best, base_columns = torch.topk(base, m, dim=1)
+    term_best, term_columns = torch.topk(term, m, dim=1)
+    # Increasing columns, each once: the candidates' ties then go to the smaller column.
+    columns = torch.sort(torch.cat([base_columns, term_columns], dim=1), dim=1).values
+    repeated = torch.zeros_like(columns, dtype=torch.bool)
+    repeated[:, 1:] = columns[:, 1:] == columns[:, :-1]
+    base_values, term_values = base.gather(1, columns), term.gather(1, columns)
+    top = []
+    for weight in weights:
+        sums = (base_values + term_values * weight).masked_fill_(repeated, -torch.inf)
+        values, positions = _ordered_block_top_k(sums, k)
+        top_columns = columns.gather(1, positions)
+        bound = base_best[:, m - 1] + term_best[:, m - 1] * weight
+        unsettled = torch.nonzero(values[:, k - 1] <= bound).squeeze(1)
+        if unsettled.numel():
+            full = base[unsettled] + term[unsettled] * weight
+            values[unsettled], top_columns[unsettled] = _ordered_block_top_k(full, k)
+        top.append((values, top_columns))
+    return top
+
+
 def top_k_indices(scores, k):
     """Column indices of the ``k`` largest scores of each row, best first, ties by column.
 

@@ -19,7 +19,7 @@ from ..losses import OrderedWeightedLoss, owl_weights
 from ..losses._owl import check_weight_vector
 from ..metrics import FaissInnerProductIndex, FaissIVFIndex, top_k_inner_products
 from ..metrics._labels import check_label_targets, mean_top_k_scores, top_k_hits
-from ..metrics._search import _ordered_block_top_k, overlap_recall
+from ..metrics._search import _ordered_block_top_k, _weighted_sum_top_k, overlap_recall
 from ..nn import (
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
@@ -557,9 +557,8 @@ float32 or None
         self._initialization_data = (X_train, y_train)
         try:
             self.fit_loop(X_train, y_train, validation)
-            # The votes' weight is chosen on the model the validation rows did not shape.
-            self.neighbor_weight_ = self._choose_neighbor_weight(X_train, y_train, validation)
-            self.centroid_weight_ = self._choose_centroid_weight(
+            # The blend's weights are chosen on the model the validation rows did not shape.
+            self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(
                 X_train, y_train, validation, rows_train, rows_validation
             )
             if validation is not None and self._kept_start():
@@ -626,46 +625,73 @@ float32 or None
         """Rows of the label table: the labels with a positive training example."""
         return len(self._trained_labels())
 
-    def _choose_neighbor_weight(self, X_train, y_train, validation):
-        """``neighbor_weight``, or for ``"auto"`` the weight of ``NEIGHBOR_WEIGHTS`` with the
-        best Precision@``score_k`` on the validation rows, the training rows voting (0 without
-        validation rows or beyond ``AUTO_NEIGHBOR_MAX_ROWS`` training rows; ties go to the
-        smaller weight). A weight above 0 leaves the training rows' votes stored, for the
-        choice of ``centroid_weight``; the fit then stores every row's."""
-        if self.neighbor_weight != "auto":
-            return float(self.neighbor_weight)
-        if validation is None or X_train.shape[0] > AUTO_NEIGHBOR_MAX_ROWS:
-            return 0.0
-        X_val, y_val = validation
-        self._store_neighbors(X_train, y_train)
-        embeddings = self._forward_in_chunks(X_val)  # once, for the candidates and the votes
-        k = min(self.score_k, self._table_size())
-        _, candidates = self._label_top_k(embeddings, k, "exact")
-        blended = self._blended_top_k(embeddings, candidates, k, NEIGHBOR_WEIGHTS)
-        weight = _best_weight(NEIGHBOR_WEIGHTS, blended, y_val)
-        if weight == 0:
-            self.neighbor_embeddings_ = self._neighbor_labels = None
-        return weight
+    def _choose_blend_weights(self, X_train, y_train, validation, rows_train, rows_validation):
+        """``(neighbor_weight_, centroid_weight_)``: each parameter as given, or for ``"auto"``
+        its weight with the best Precision@``score_k`` on the validation rows, the training
+        rows voting and giving the centroids (ties go to the smaller weight).
 
-    def _choose_centroid_weight(self, X_train, y_train, validation, rows_train, rows_validation):
-        """``centroid_weight``, or for ``"auto"`` the weight of ``CENTROID_WEIGHTS`` with the
-        best Precision@``score_k`` on the validation rows, the centroids of the training rows
-        and their neighbours' votes (at ``neighbor_weight_``) blended in (0 without validation
-        rows or with an approximate search; ties go to the smaller weight). ``rows_train`` and
-        ``rows_validation``: the rows as given, before ``input_normalization``."""
-        if self.centroid_weight != "auto":
-            return float(self.centroid_weight)
-        if validation is None or self.search in ("ivf", "faiss"):
-            return 0.0
+        ``neighbor_weight``'s is chosen from ``NEIGHBOR_WEIGHTS`` without the nearest-centroid
+        rule (0 without validation rows or beyond ``AUTO_NEIGHBOR_MAX_ROWS`` training rows),
+        then ``centroid_weight``'s from ``CENTROID_WEIGHTS`` with the votes at the chosen weight
+        (0 without validation rows or with an approximate search). One pass over the
+        validation rows serves both: their label scores, votes and cosines are computed once.
+        ``rows_train`` and ``rows_validation``: the rows as given, before
+        ``input_normalization``.
+        """
+        neighbor_weights = self._neighbor_weight_choices(X_train, validation)
+        centroid_weights = self._centroid_weight_choices(validation)
+        if len(neighbor_weights) == 1 and len(centroid_weights) == 1:
+            return neighbor_weights[0], centroid_weights[0]
         X_val, y_val = validation
-        self.centroids_ = input_centroids(rows_train, y_train)
-        if self.neighbor_weight_ > 0 and not self._uses_neighbors():
+        if any(neighbor_weights):
             self._store_neighbors(X_train, y_train)
+        # The votes' weight is compared without the centroids: a fixed centroid_weight is left out.
+        scored_weights = centroid_weights if len(centroid_weights) > 1 else (0.0,)
+        if len(scored_weights) > 1:
+            self.centroids_ = input_centroids(rows_train, y_train)
         k = min(self.score_k, self._table_size())
-        embeddings = self._forward_in_chunks(X_val)
-        blended = self._centroid_blended_top_k(rows_validation, embeddings, k, CENTROID_WEIGHTS)
+        embeddings = self._forward_in_chunks(X_val)  # once, for the label scores and the votes
+        labels = {(a, b): [] for a in neighbor_weights for b in scored_weights}
+        for scores, similarities, votes in self._score_chunks(rows_validation, embeddings):
+            for a in neighbor_weights:
+                base, term = self._blend_parts(scores, similarities, votes, a)
+                chunk_top = (
+                    [_ordered_block_top_k(base, k)]
+                    if term is None
+                    else _weighted_sum_top_k(base, term, scored_weights, k)
+                )
+                for b, (_, top) in zip(scored_weights, chunk_top, strict=True):
+                    labels[a, b].append(top.cpu())
+        top = {key: (None, torch.cat(parts).numpy()) for key, parts in labels.items()}
+        neighbor_weight = _best_weight(
+            neighbor_weights, [top[a, 0.0] for a in neighbor_weights], y_val
+        )
+        centroid_weight = _best_weight(
+            scored_weights, [top[neighbor_weight, b] for b in scored_weights], y_val
+        )
+        if len(scored_weights) == 1:
+            centroid_weight = centroid_weights[0]
         self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
-        return _best_weight(CENTROID_WEIGHTS, blended, y_val)
+        return neighbor_weight, centroid_weight
+
+    def _neighbor_weight_choices(self, X_train, validation):
+        """The weights of the votes to choose from: ``NEIGHBOR_WEIGHTS`` for ``"auto"`` with
+        validation rows and at most ``AUTO_NEIGHBOR_MAX_ROWS`` training rows, else the one
+        weight."""
+        if self.neighbor_weight != "auto":
+            return (float(self.neighbor_weight),)
+        if validation is None or X_train.shape[0] > AUTO_NEIGHBOR_MAX_ROWS:
+            return (0.0,)
+        return NEIGHBOR_WEIGHTS
+
+    def _centroid_weight_choices(self, validation):
+        """The weights of the nearest-centroid rule to choose from: ``CENTROID_WEIGHTS`` for
+        ``"auto"`` with validation rows and an exact search, else the one weight."""
+        if self.centroid_weight != "auto":
+            return (float(self.centroid_weight),)
+        if validation is None or self.search in ("ivf", "faiss"):
+            return (0.0,)
+        return CENTROID_WEIGHTS
 
     def _check_search_parameters(self):
         """Refuse a fixed nearest-centroid weight with an approximate search of the labels."""
@@ -969,11 +995,11 @@ float32 or None
         search = search or self._search_method()
         if neighbors and self._uses_centroids():
             self._check_search_with_centroids(search, "centroid_weight_")
-            return self._centroid_blended_top_k(rows, embeddings, k, [self.centroid_weight_])[0]
+            return self._centroid_blended_top_k(rows, embeddings, k)
         scores, indices = self._label_top_k(embeddings, k, search)
         if not (neighbors and self._uses_neighbors()):
             return scores, indices
-        return self._blended_top_k(embeddings, indices, k)[0]
+        return self._blended_top_k(embeddings, indices, k)
 
     def _label_top_k(self, embeddings, k, search):
         """Scores and column indices (n, k) of the ``k`` best labels of the input
@@ -1043,19 +1069,18 @@ float32 or None
             return
         self._faiss_index = ("ivf", index)
 
-    def _centroid_blended_top_k(self, rows, embeddings, k, weights):
-        """The ``k`` best labels of the label scores of ``embeddings`` (blended with the
-        neighbours' votes when the fit stored them) plus ``weight`` times the score scale times
-        the cosines of ``rows`` (the inputs as given) with ``centroids_``, scanning every label
-        in chunks of rows: a list of ``(scores, labels)``, one per weight of ``weights``, the
-        label scores, votes and cosines computed once for all of them."""
-        results = [([], []) for _ in weights]
+    def _centroid_blended_top_k(self, rows, embeddings, k):
+        """Scores and labels (n, k) of the ``k`` best labels of the prediction scores (see
+        :meth:`_blend`) of ``embeddings`` and ``rows`` (the inputs as given), scanning every
+        label in chunks of rows."""
+        top_scores, top_labels = [], []
         for chunk in self._score_chunks(rows, embeddings):
-            for weight, (top_scores, top_labels) in zip(weights, results, strict=True):
-                chunk_scores, chunk_labels = _ordered_block_top_k(self._blend(*chunk, weight), k)
-                top_scores.append(chunk_scores.cpu())
-                top_labels.append(chunk_labels.cpu())
-        return [(torch.cat(s).numpy(), torch.cat(labels).numpy()) for s, labels in results]
+            chunk_scores, chunk_labels = _ordered_block_top_k(
+                self._blend(*chunk, self.centroid_weight_), k
+            )
+            top_scores.append(chunk_scores.cpu())
+            top_labels.append(chunk_labels.cpu())
+        return torch.cat(top_scores).numpy(), torch.cat(top_labels).numpy()
 
     def _score_chunks(self, rows, embeddings, label_scores=None):
         """Chunks of rows ``(scores, similarities, votes)`` on the inference device: the label
@@ -1091,20 +1116,25 @@ float32 or None
     def _blend(self, scores, similarities, votes, centroid_weight):
         """The prediction scores of a chunk of :meth:`_score_chunks`:
         ``(1 - a) (v + b s cos) + a s vote``, ``a`` the neighbours' weight and ``b``
-        ``centroid_weight``."""
-        scale = self.network_.score_scale
-        if similarities is not None and centroid_weight:
-            scores = scores.add(similarities, alpha=centroid_weight * scale)
-        if votes is not None:
-            scores = blend_dense(scores, votes, self.neighbor_weight_, scale)
-        return scores
+        ``centroid_weight``, computed as ``base + term * b`` (:meth:`_blend_parts`)."""
+        base, term = self._blend_parts(scores, similarities, votes, self.neighbor_weight_)
+        return base if term is None or not centroid_weight else base + term * centroid_weight
 
-    def _blended_top_k(self, embeddings, candidates, k, weights=None):
-        """The ``k`` best labels of the scores blended with the neighbours' votes, in chunks of
-        rows (see :func:`~skrank.multilabel._neighbors.blended_top_k`): a list of
-        ``(scores, labels)``, one per weight of ``weights`` (default: the fitted weight), the
-        votes searched once for all of them."""
-        weights = [self.neighbor_weight_] if weights is None else weights
+    def _blend_parts(self, scores, similarities, votes, neighbor_weight):
+        """``(base, term)`` of a chunk of :meth:`_score_chunks` for the neighbours' weight ``a``:
+        ``base = (1 - a) v + a s vote`` (``v`` without votes or at ``a = 0``) and ``term = (1 - a)
+        s cos`` (None without cosines), whose sum ``base + term * b`` scores the labels."""
+        scale = self.network_.score_scale
+        base = scores
+        if votes is not None and neighbor_weight:
+            base = blend_dense(scores, votes, neighbor_weight, scale)
+        term = None if similarities is None else similarities * ((1 - neighbor_weight) * scale)
+        return base, term
+
+    def _blended_top_k(self, embeddings, candidates, k):
+        """Scores and labels (n, k) of the ``k`` best labels of the scores blended with the
+        neighbours' votes, in chunks of rows (see
+        :func:`~skrank.multilabel._neighbors.blended_top_k`)."""
         device = self._inference_device()
         label_vectors = self.network_.to(device).label_vectors
         keys = self._neighbor_keys(device)
@@ -1113,29 +1143,22 @@ float32 or None
             embeddings.shape[0],
             4 * (self.neighbor_embeddings_.shape[0] + width * (embeddings.shape[1] + 8)),
         )
-        results = [([], []) for _ in weights]
+        top_scores, top_labels = [], []
         with torch.no_grad():
             for start in range(0, embeddings.shape[0], rows_per_chunk):
                 chunk = torch.from_numpy(embeddings[start : start + rows_per_chunk]).to(device)
-                chunk_candidates = torch.as_tensor(
-                    candidates[start : start + rows_per_chunk], device=device
+                chunk_scores, chunk_labels = blended_top_k(
+                    chunk,
+                    label_vectors,
+                    torch.as_tensor(candidates[start : start + rows_per_chunk], device=device),
+                    self._neighbor_votes(chunk, keys),
+                    self.neighbor_weight_,
+                    self.network_.score_scale,
+                    k,
                 )
-                votes = self._neighbor_votes(chunk, keys)
-                for weight, (scores, labels) in zip(weights, results, strict=True):
-                    chunk_scores, chunk_labels = blended_top_k(
-                        chunk,
-                        label_vectors,
-                        chunk_candidates,
-                        votes,
-                        weight,
-                        self.network_.score_scale,
-                        k,
-                    )
-                    scores.append(chunk_scores.cpu())
-                    labels.append(chunk_labels.cpu())
-        return [
-            (torch.cat(scores).numpy(), torch.cat(labels).numpy()) for scores, labels in results
-        ]
+                top_scores.append(chunk_scores.cpu())
+                top_labels.append(chunk_labels.cpu())
+        return torch.cat(top_scores).numpy(), torch.cat(top_labels).numpy()
 
     def _validate_for_prediction(self, X, rows=False):
         """``X`` checked and normalised as the network reads it; with ``rows``, the pair of it

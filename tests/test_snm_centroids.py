@@ -13,6 +13,7 @@ from test_snm import assert_predictions_follow, brute_force_top_k
 
 from skrank import SNMClassifier
 from skrank.datasets import make_extreme_classification
+from skrank.multilabel import _centroids as centroids_module
 from skrank.multilabel import _snm as snm_module
 from skrank.multilabel._centroids import centroid_similarities, input_centroids
 
@@ -173,7 +174,11 @@ def test_centroid_weight_refuses_an_index_search():
     assert clf.predict_top_k(X[:5], 2).shape == (5, 2)
 
 
-def test_centroid_similarities_of_zero_rows_and_unit_rows():
+@pytest.mark.parametrize("block_entries", [2**21, 6, 1])
+def test_centroid_similarities_of_zero_rows_and_unit_rows(monkeypatch, block_entries):
+    """The same cosines whether the sparse products take all rows at once, or a row at a time
+    (into the same output)."""
+    monkeypatch.setattr(centroids_module, "SIMILARITY_BLOCK_ENTRIES", block_entries)
     centroids = input_centroids(np.eye(3), sp.csr_matrix(np.eye(3, dtype=np.int8)))
     rows = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
     expected = np.array([[0, 0, 0], [1, 0, 0], [normalize([[1, 1]])[0, 0]] * 2 + [0]])

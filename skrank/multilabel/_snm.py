@@ -662,6 +662,7 @@ float32 or None
                 )
                 for b, (_, top) in zip(scored_weights, chunk_top, strict=True):
                     labels[a, b].append(top.cpu())
+                del base, term  # before the next weight's blocks are made
         top = {key: (None, torch.cat(parts).numpy()) for key, parts in labels.items()}
         neighbor_weight = _best_weight(
             neighbor_weights, [top[a, 0.0] for a in neighbor_weights], y_val

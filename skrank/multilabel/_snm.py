@@ -660,8 +660,8 @@ float32 or None
                     if term is None
                     else _weighted_sum_top_k(base, term, scored_weights, k)
                 )
-                for b, (_, top) in zip(scored_weights, chunk_top, strict=True):
-                    labels[a, b].append(top.cpu())
+                for b, (_, chunk_labels) in zip(scored_weights, chunk_top, strict=True):
+                    labels[a, b].append(chunk_labels.cpu())
                 del base, term  # before the next weight's blocks are made
         top = {key: (None, torch.cat(parts).numpy()) for key, parts in labels.items()}
         neighbor_weight = _best_weight(

@@ -663,15 +663,17 @@ float32 or None
                 for b, (_, chunk_labels) in zip(scored_weights, chunk_top, strict=True):
                     labels[a, b].append(chunk_labels.cpu())
                 del base, term  # before the next weight's blocks are made
-        top = {key: (None, torch.cat(parts).numpy()) for key, parts in labels.items()}
+        top = {key: torch.cat(parts).numpy() for key, parts in labels.items()}
         neighbor_weight = _best_weight(
             neighbor_weights, [top[a, 0.0] for a in neighbor_weights], y_val
         )
-        centroid_weight = _best_weight(
-            scored_weights, [top[neighbor_weight, b] for b in scored_weights], y_val
+        centroid_weight = (
+            centroid_weights[0]
+            if len(scored_weights) == 1
+            else _best_weight(
+                scored_weights, [top[neighbor_weight, b] for b in scored_weights], y_val
+            )
         )
-        if len(scored_weights) == 1:
-            centroid_weight = centroid_weights[0]
         self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
         return neighbor_weight, centroid_weight
 
@@ -964,8 +966,7 @@ float32 or None
         # Exact search: an approximate index built from mid-training weights would go stale.
         k = min(self.score_k, self._table_size())
         _, top = self._top_k(X_val, k, search="exact", neighbors=False)
-        hits, n_true = top_k_hits(y_val, top)
-        return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "precision")[0])
+        return _top_k_score(y_val, top, "precision")
 
     # ------------------------------------------------------------------ prediction
     def _predicted_top_k(self, X, rows, k):
@@ -1442,7 +1443,7 @@ float32 or None
         """
         _, top = self._predicted_top_k(*self._validate_for_prediction(X, rows=True), self.score_k)
         labels = None if self._multilabel_output else self.classes_
-        return _recall_at_k(check_label_targets(y, len(self.classes_), labels), top)
+        return _top_k_score(check_label_targets(y, len(self.classes_), labels), top, "recall")
 
     # ------------------------------------------------------------------ misc
     def __getstate__(self):
@@ -1528,14 +1529,13 @@ def _one_hot(codes, n_labels):
     )
 
 
-def _best_weight(weights, predictions, targets):
-    """The weight whose top-k labels (``predictions``, a list of ``(scores, labels)``, one a
-    weight) have the best Precision@k on ``targets``; the smallest among ties."""
-    precision = {}
-    for weight, (_, top) in zip(weights, predictions, strict=True):
-        hits, n_true = top_k_hits(targets, top)
-        k = np.array([top.shape[1]])
-        precision[weight] = float(mean_top_k_scores(hits, n_true, k, "precision")[0])
+def _best_weight(weights, tops, targets):
+    """The weight whose top-k labels (``tops``, one (n, k) array a weight) have the best
+    Precision@k on ``targets``; the smallest among ties."""
+    precision = {
+        weight: _top_k_score(targets, top, "precision")
+        for weight, top in zip(weights, tops, strict=True)
+    }
     best = max(precision.values())
     return min(weight for weight, value in precision.items() if value == best)
 
@@ -1571,10 +1571,11 @@ def _drop_rows_without_positives(X, positives, rows):
     return X, positives, rows
 
 
-def _recall_at_k(targets, top):
-    """Recall@k of the top-k label columns ``top`` (n, k), by skrank.metrics' label core."""
+def _top_k_score(targets, top, kind):
+    """Mean Precision@k or Recall@k (``kind``) of the top-k label columns ``top`` (n, k), by
+    skrank.metrics' label core."""
     hits, n_true = top_k_hits(targets, top)
-    return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), "recall")[0])
+    return float(mean_top_k_scores(hits, n_true, np.array([top.shape[1]]), kind)[0])
 
 
 def _faiss_available():

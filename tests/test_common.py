@@ -8,6 +8,7 @@ exported. ``CHECK_PARAMS`` gives small settings that keep the checks fast;
 import inspect
 
 import pytest
+from helpers import EXPECTED_FAILED_CHECKS
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -27,40 +28,6 @@ CHECK_PARAMS = {
     "SOPRCEmbedder": dict(
         hidden_layer_sizes=(8,), n_components=4, batch_size=16, max_epochs=1, device="cpu"
     ),
-}
-
-_PAIRS_INPUT = (
-    "predict and decision_function take pairs of shape (n_pairs, 2, n_features) while fit takes "
-    "items (n_samples, n_features); the check calls them on 2D items, which is rightly refused. "
-    "tests/test_pointwise_roc.py checks the same property on pairs."
-)
-_MMC_PAIRS_INPUT = (
-    "decision_function takes pairs of shape (n_pairs, 2, n_features); the check calls it on 2D "
-    "items, which is rightly refused. tests/test_given_pairs.py checks the same properties on "
-    "pairs."
-)
-# Checks that call every method of a fitted estimator on 2D items.
-_METHOD_CHECKS = [
-    "check_dict_unchanged",
-    "check_estimators_dtypes",
-    "check_estimators_pickle",
-    "check_fit_idempotent",
-    "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance",
-    "check_n_features_in_after_fitting",
-]
-
-# {estimator class name: {check name: reason}}
-EXPECTED_FAILED_CHECKS = {
-    "PointwiseROCSimilarity": {
-        check: _PAIRS_INPUT
-        for check in [
-            *_METHOD_CHECKS,
-            "check_dtype_object",
-            "check_f_contiguous_array_estimator",
-        ]
-    },
-    "MMC": dict.fromkeys(_METHOD_CHECKS, _MMC_PAIRS_INPUT),
 }
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from helpers import assert_predictions_follow, brute_force_top_k
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
@@ -58,22 +59,6 @@ def multilabel(n_samples=300, n_labels=15, n_features=12, seed=0):
     for i in range(n_samples):
         Y[i, rng.choice(n_labels, rng.randint(1, 4), replace=False)] = 1
     return Y @ prototypes + 0.1 * rng.normal(size=(n_samples, n_features)), Y
-
-
-def brute_force_top_k(scores, k):
-    return np.argsort(-scores, axis=1, kind="stable")[:, :k]
-
-
-def assert_predictions_follow(model, X, scores):
-    """``predict_top_k`` (labels and scores, k = 1 and 3) and ``predict`` of ``model`` on ``X``
-    are those of the dense prediction ``scores``."""
-    for k in (1, 3):
-        labels, top_scores = model.predict_top_k(X, k, return_scores=True)
-        np.testing.assert_array_equal(labels, brute_force_top_k(scores, k))
-        np.testing.assert_allclose(
-            top_scores, np.take_along_axis(scores, labels, axis=1), atol=1e-4
-        )
-    np.testing.assert_array_equal(model.predict(X).nonzero()[1], brute_force_top_k(scores, 1)[:, 0])
 
 
 @pytest.mark.parametrize("k", [1, 3, 17])

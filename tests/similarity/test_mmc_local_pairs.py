@@ -4,9 +4,9 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import EXPECTED_FAILED_CHECKS
 from sklearn.datasets import load_iris
 from sklearn.utils.estimator_checks import check_estimator
-from test_common import EXPECTED_FAILED_CHECKS
 
 from skrank import MMC
 from skrank.similarity._neighbor_pairs import nearest_pairs

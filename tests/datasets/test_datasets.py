@@ -26,8 +26,8 @@ from skrank.datasets._idx import read_idx
 from skrank.datasets._real import _read_mulan_label_names
 from skrank.datasets._synthetic import _draw_zipf
 
-SHIPPED_DATA = Path(__file__).resolve().parents[1] / "skrank" / "datasets" / "data"
-ORIGINAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHIPPED_DATA = Path(__file__).resolve().parents[2] / "skrank" / "datasets" / "data"
+ORIGINAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 needs_originals = pytest.mark.skipif(
     not ORIGINAL_DATA.is_dir(), reason="original data folder shared/data is absent"
 )

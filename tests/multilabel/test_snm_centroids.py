@@ -7,9 +7,9 @@ import pytest
 import scipy.sparse as sp
 import sklearn
 import torch
+from helpers import assert_predictions_follow, brute_force_top_k
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import normalize
-from test_snm import assert_predictions_follow, brute_force_top_k
 
 from skrank import SNMClassifier
 from skrank.datasets import make_extreme_classification

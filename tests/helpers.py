@@ -1,0 +1,53 @@
+"""Helpers shared by test modules (the test modules never import each other)."""
+
+import numpy as np
+
+_PAIRS_INPUT = (
+    "predict and decision_function take pairs of shape (n_pairs, 2, n_features) while fit takes "
+    "items (n_samples, n_features); the check calls them on 2D items, which is rightly refused. "
+    "tests/similarity/test_pointwise_roc.py checks the same property on pairs."
+)
+_MMC_PAIRS_INPUT = (
+    "decision_function takes pairs of shape (n_pairs, 2, n_features); the check calls it on 2D "
+    "items, which is rightly refused. tests/similarity/test_given_pairs.py checks the same "
+    "properties on pairs."
+)
+# Checks that call every method of a fitted estimator on 2D items.
+_METHOD_CHECKS = [
+    "check_dict_unchanged",
+    "check_estimators_dtypes",
+    "check_estimators_pickle",
+    "check_fit_idempotent",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_n_features_in_after_fitting",
+]
+
+# {estimator class name: {check name: reason}}
+EXPECTED_FAILED_CHECKS = {
+    "PointwiseROCSimilarity": {
+        check: _PAIRS_INPUT
+        for check in [
+            *_METHOD_CHECKS,
+            "check_dtype_object",
+            "check_f_contiguous_array_estimator",
+        ]
+    },
+    "MMC": dict.fromkeys(_METHOD_CHECKS, _MMC_PAIRS_INPUT),
+}
+
+
+def brute_force_top_k(scores, k):
+    return np.argsort(-scores, axis=1, kind="stable")[:, :k]
+
+
+def assert_predictions_follow(model, X, scores):
+    """``predict_top_k`` (labels and scores, k = 1 and 3) and ``predict`` of ``model`` on ``X``
+    are those of the dense prediction ``scores``."""
+    for k in (1, 3):
+        labels, top_scores = model.predict_top_k(X, k, return_scores=True)
+        np.testing.assert_array_equal(labels, brute_force_top_k(scores, k))
+        np.testing.assert_allclose(
+            top_scores, np.take_along_axis(scores, labels, axis=1), atol=1e-4
+        )
+    np.testing.assert_array_equal(model.predict(X).nonzero()[1], brute_force_top_k(scores, 1)[:, 0])

@@ -8,10 +8,19 @@ home yet. Importing them here isolates the dependency on their location.
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import (
     HasMethods,
+    Hidden,
     Interval,
     RealNotInt,
     StrOptions,
     validate_params,
 )
 
-__all__ = ["HasMethods", "Interval", "RealNotInt", "StrOptions", "_fit_context", "validate_params"]
+__all__ = [
+    "HasMethods",
+    "Hidden",
+    "Interval",
+    "RealNotInt",
+    "StrOptions",
+    "_fit_context",
+    "validate_params",
+]

@@ -1,10 +1,17 @@
-"""Names that moved: served from their new home for one release, with a FutureWarning."""
+"""Deprecations: names that moved to other modules, and constructor parameters renamed or
+removed, each served for one release with a ``FutureWarning``."""
 
 import importlib
 import warnings
+from dataclasses import dataclass
+
+from .._compat import Hidden, StrOptions
 
 MOVED_IN = "0.2"
 REMOVED_IN = "0.3"
+
+#: The default of a deprecated constructor parameter: "not given".
+DEPRECATED = "deprecated"
 
 
 def moved_attributes(module_name, new_homes):
@@ -38,3 +45,130 @@ def moved_attributes(module_name, new_homes):
         return getattr(importlib.import_module(new_home), name)
 
     return __getattr__
+
+
+@dataclass(frozen=True)
+class DeprecatedParameter:
+    """A constructor parameter on its way out, listed in the estimator class's
+    ``_deprecated_parameters``; its default in ``__init__`` is ``"deprecated"``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter.
+    renamed_to : str or None, default=None
+        Its new name (same meaning), or None for a removed parameter.
+    default : object, default=None
+        A removed parameter's former default: the value its fits use when it is not given.
+    instead : str, default=""
+        What to do instead, for the warning (a removed parameter).
+    fitted : tuple of (str, str), default=()
+        Fitted attributes renamed with it, ``(old, new)``: a saved estimator's are renamed
+        when it loads.
+    """
+
+    name: str
+    renamed_to: str | None = None
+    default: object = None
+    instead: str = ""
+    fitted: tuple = ()
+
+    def message(self, value):
+        if self.renamed_to is not None:
+            what = f"was renamed {self.renamed_to!r} in skrank {MOVED_IN}; use {self.renamed_to}="
+            what += f"{value!r}"
+        else:
+            what = f"is deprecated in skrank {MOVED_IN}; {self.instead}"
+        return (
+            f"{self.name}={value!r}: the parameter {self.name!r} {what}. {self.name!r} will be "
+            f"removed in skrank {REMOVED_IN}."
+        )
+
+
+def deprecated_constraint():
+    """The parameter-constraint entry that admits a deprecated parameter's default."""
+    return Hidden(StrOptions({DEPRECATED}))
+
+
+def resolve_deprecated_parameters(estimator):
+    """The values a fit uses for the estimator's deprecated parameters and their successors.
+
+    For each :class:`DeprecatedParameter` of ``type(estimator)._deprecated_parameters`` given
+    a value (not ``"deprecated"``), warns with a ``FutureWarning``. A renamed parameter's value
+    is used for its new name; giving both raises a ``ValueError``. A removed parameter's value
+    is used as given, else its former default.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+
+    Returns
+    -------
+    values : dict of str to object
+        The value of each removed parameter (by its name) and of each renamed one's
+        successor (by the new name).
+    """
+    values = {}
+    defaults = type(estimator)().get_params(deep=False)
+    for parameter in getattr(type(estimator), "_deprecated_parameters", ()):
+        value = getattr(estimator, parameter.name)
+        given = not (isinstance(value, str) and value == DEPRECATED)
+        if given:
+            warnings.warn(parameter.message(value), FutureWarning, stacklevel=3)
+        if parameter.renamed_to is None:
+            values[parameter.name] = value if given else parameter.default
+            continue
+        new_value = getattr(estimator, parameter.renamed_to)
+        if given and not _same(new_value, defaults[parameter.renamed_to]):
+            raise ValueError(
+                f"{parameter.name}={value!r} and {parameter.renamed_to}={new_value!r} are the "
+                f"same parameter ({parameter.name!r} was renamed {parameter.renamed_to!r}); "
+                f"give {parameter.renamed_to} only."
+            )
+        values[parameter.renamed_to] = value if given else new_value
+    return values
+
+
+def migrate_saved_state(cls, state):
+    """The saved state of a ``cls`` estimator with its deprecated parameters updated.
+
+    A state saved before a parameter was renamed holds the old name: its value moves to the
+    new name (and the fitted attributes renamed with it move alike), the old name is set to
+    ``"deprecated"``. A removed parameter saved at its former default becomes
+    ``"deprecated"``; any other saved value stays, and the next fit warns.
+
+    Parameters
+    ----------
+    cls : type
+        The estimator class.
+    state : dict
+        The saved ``__dict__``.
+
+    Returns
+    -------
+    state : dict
+        A new dict (``state`` is left as it is).
+    """
+    state = dict(state)
+    for parameter in getattr(cls, "_deprecated_parameters", ()):
+        if parameter.name not in state:
+            continue
+        value = state[parameter.name]
+        if isinstance(value, str) and value == DEPRECATED:
+            continue
+        if parameter.renamed_to is not None and parameter.renamed_to not in state:
+            state[parameter.renamed_to] = value
+            state[parameter.name] = DEPRECATED
+            for old, new in parameter.fitted:
+                if old in state and new not in state:
+                    state[new] = state.pop(old)
+        elif parameter.renamed_to is None and _same(value, parameter.default):
+            state[parameter.name] = DEPRECATED
+    return state
+
+
+def _same(a, b):
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except (TypeError, ValueError):  # arrays compare element-wise
+        return a is b

@@ -3,6 +3,7 @@
 import warnings
 
 from ..exceptions import InconsistentVersionWarning
+from ._deprecation import migrate_saved_state
 
 #: The key of the skrank version in an estimator's saved state.
 VERSION_KEY = "_skrank_version"
@@ -11,7 +12,8 @@ VERSION_KEY = "_skrank_version"
 class VersionedStateMixin:
     """Record the skrank version in the saved state (pickle, joblib, skops) and warn with an
     :class:`~skrank.exceptions.InconsistentVersionWarning` when another version loads it, as
-    scikit-learn does for its own estimators."""
+    scikit-learn does for its own estimators. A state saved before a parameter was renamed or
+    removed loads with today's parameters (see ``_deprecation.migrate_saved_state``)."""
 
     def __getstate__(self):
         from .. import __version__  # noqa: PLC0415 (skrank imports this module)
@@ -21,7 +23,7 @@ class VersionedStateMixin:
     def __setstate__(self, state):
         from .. import __version__  # noqa: PLC0415 (skrank imports this module)
 
-        state = dict(state)
+        state = migrate_saved_state(type(self), state)
         saved_version = state.pop(VERSION_KEY, "pre-0.2")
         if saved_version != __version__:
             warnings.warn(

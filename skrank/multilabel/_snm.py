@@ -226,8 +226,8 @@ default="rowwise_adagrad"
         Learning rate of the sparse input layer. None: 0.03 for row-wise Adagrad, 0.005 for
         Adagrad, and ``learning_rate`` for SparseAdam and SGD.
     score_k : int, default=1
-        The ``k`` of :meth:`score` (Recall@k), of the validation score (Precision@k, which
-        early stopping monitors), and of multilabel :meth:`predict`.
+        The ``k`` of :meth:`score` and of the validation score that early stopping monitors
+        (both Precision@k), and of multilabel :meth:`predict`.
     search : {"auto", "exact", "ivf", "faiss"}, default="auto"
         Top-k search over the label table at prediction: ``"exact"``, a chunked scan;
         ``"ivf"``, faiss inverted lists (:class:`~skrank.metrics.FaissIVFIndex`, the ``ann``
@@ -1431,11 +1431,15 @@ float32 or None
         )
 
     def score(self, X, y):
-        """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
+        """Precision@``score_k`` over labels, the metric of extreme classification.
 
-        The :func:`skrank.metrics.top_k_recall_score` of the ``score_k`` best labels, computed
-        from :meth:`predict_top_k` (no ``n x K`` matrix); examples without a true label are
-        excluded with a warning.
+        The :func:`skrank.metrics.top_k_precision_score` of the ``score_k`` best labels (the
+        share of them that are true labels, averaged over examples), computed from
+        :meth:`predict_top_k` (no ``n x K`` matrix): what early stopping monitors on the
+        validation rows, and what ``GridSearchCV`` compares by default. Examples without a
+        true label are excluded with a warning. Recall@k, the share of each example's true
+        labels among its ``k`` best, is the scorer ``get_scorer("label_recall@k")`` of
+        :func:`skrank.metrics.get_scorer`.
 
         Parameters
         ----------
@@ -1445,12 +1449,12 @@ float32 or None
 
         Returns
         -------
-        recall : float
-            Mean over examples of (true labels among the ``score_k`` best) / (true labels).
+        precision : float
+            Mean over examples of (true labels among the ``score_k`` best) / ``score_k``.
         """
         _, top = self._predicted_top_k(*self._validate_for_prediction(X, rows=True), self.score_k)
         labels = None if self._multilabel_output else self.classes_
-        return _top_k_score(check_label_targets(y, len(self.classes_), labels), top, "recall")
+        return _top_k_score(check_label_targets(y, len(self.classes_), labels), top, "precision")
 
     # ------------------------------------------------------------------ misc
     def __getstate__(self):

@@ -118,9 +118,10 @@ def mmc_search(quick=False):
 
     Candidates: no metric learning (``"passthrough"``: the Euclidean metric); MMC with all
     pairs (Xing et al.'s sets), ``scatter_ridge`` in {1, 10, 100} and ``min_rank`` in
-    {0.25, 0.5, 0.75, 1} (the defaults 1 / 0.5 among them; large ridges and ``min_rank=1``
-    approach the Euclidean metric); and MMC with local pairs (``positives="nearest",
-    negatives="nearest"``: each item's nearest same-class and other-class items),
+    {0.25, 0.5, 0.75, "full"} (the defaults 1 / 0.5 among them; large ridges and
+    ``min_rank="full"`` approach the Euclidean metric); and MMC with local pairs
+    (``positives="nearest", negatives="nearest"``: each item's nearest same-class and
+    other-class items),
     ``n_neighbors`` in {10, 20}, ``scatter_ridge`` in {1, 10} and ``min_rank`` in {0.25, 0.5}.
     Validation: 5 stratified folds repeated 3 times (with ``quick``: 3 folds once, ridges
     {1, 100} and ``min_rank=0.5`` only, local pairs with ``n_neighbors=10`` and ridge 1).
@@ -139,7 +140,7 @@ def mmc_search(quick=False):
             {"mmc": ["passthrough"]},
             {
                 "mmc__scatter_ridge": [1.0, 100.0] if quick else [1.0, 10.0, 100.0],
-                "mmc__min_rank": [0.5] if quick else [0.25, 0.5, 0.75, 1.0],
+                "mmc__min_rank": [0.5] if quick else [0.25, 0.5, 0.75, "full"],
             },
             {
                 "mmc__positives": ["nearest"],

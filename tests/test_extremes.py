@@ -971,9 +971,9 @@ def _method_cases():
         yield Case(
             f"PointwiseROC-similarity-scale{scale:.0e}",
             lambda s=scale: (
-                PointwiseROCSimilarity(random_state=0).fit(X, Y).similarity(X[:9] * s, X[9:])
+                PointwiseROCSimilarity(random_state=0).fit(X, Y).pair_score(X[:9] * s, X[9:])
             ),
-            Same(lambda: PointwiseROCSimilarity(random_state=0).fit(X, Y).similarity(X[:9], X[9:])),
+            Same(lambda: PointwiseROCSimilarity(random_state=0).fit(X, Y).pair_score(X[:9], X[9:])),
         )
     yield Case(
         "PointwiseROC-normalize=False-scale1e200",

@@ -37,6 +37,7 @@ from scipy import sparse
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.pipeline import Pipeline
 
+from ..utils._deprecation import MOVED_IN, REMOVED_IN
 from ._extreme import _indicator, label_propensities, ndcg_from_hits, psp_from_top
 from ._labels import (
     check_label_scores,
@@ -376,10 +377,11 @@ def get_scorer(scoring, *, metric=None):
             raise ValueError(f"Malformed scorer name {scoring!r}: k must be >= 1.")
         if top_k.group(1) == "recall":
             warnings.warn(
-                f"The scorer name {scoring!r} is deprecated in skrank 0.2 and will be removed in "
-                f"0.3: it meant two recalls. Use 'hit_rate@{k}' (the share of queries with a "
-                f"positive among their {k} best: retrieval's Recall@{k}) or 'label_recall@{k}' "
-                f"(the share of each example's true labels among its {k} best, for classifiers).",
+                f"The scorer name {scoring!r} is deprecated in skrank {MOVED_IN} and will be "
+                f"removed in {REMOVED_IN}: it meant two recalls. Use 'hit_rate@{k}' (the share "
+                f"of queries with a positive among their {k} best: retrieval's Recall@{k}) or "
+                f"'label_recall@{k}' (the share of each example's true labels among its {k} "
+                "best, for classifiers).",
                 FutureWarning,
                 stacklevel=2,
             )

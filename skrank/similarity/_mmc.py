@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import mean_auprc_score
+from ..utils._deprecation import MOVED_IN, REMOVED_IN
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import parameters_for, store_parameters
@@ -398,9 +399,9 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             return n_features
         if not isinstance(self.min_rank, Integral) and self.min_rank == 1:
             warnings.warn(
-                f"min_rank={self.min_rank!r} (every feature) is deprecated in skrank 0.2: pass "
-                "min_rank='full' (an int is a number of directions, so min_rank=1 is no cap). "
-                "From skrank 0.3 a float min_rank is a fraction in (0, 1).",
+                f"min_rank={self.min_rank!r} (every feature) is deprecated in skrank {MOVED_IN}: "
+                "pass min_rank='full' (an int is a number of directions, so min_rank=1 is no "
+                f"cap). From skrank {REMOVED_IN} a float min_rank is a fraction in (0, 1).",
                 FutureWarning,
                 stacklevel=4,
             )

@@ -177,7 +177,7 @@ README_TABLES = (
         ),
     ),
     ReadmeTable(
-        "MMC against metric-learn and the Euclidean metric",
+        "MMC against scikit-learn's NCA, metric-learn and the Euclidean metric",
         ("task (score)", "method", "score", "fit s"),
         (
             Rows(

@@ -7,9 +7,10 @@ Every script of ``benchmarks/`` measures through this module and writes through 
   ``--report-only``, ``--timeout``, ``--repeats``, ``--device``, ``--baseline``);
   :func:`results_name` names the results file from them: ``<stem>[_<part>...][_quick][_<tag>]``.
 - **Timing.** :func:`timed` (wall seconds of one call, CUDA synchronised before and after),
-  :func:`alternate` (repeated measurements interleaved, so that a change of load on a shared
-  machine hits every candidate alike) and :func:`marginal_rate` (work per second between a short
-  and a long run, so that set-up costs cancel).
+  :func:`timed_cpu` (wall and CPU seconds), :func:`alternate` (repeated measurements
+  interleaved, so that a change of load on a shared machine hits every candidate alike) and
+  :func:`marginal_rate` (work per second between a short and a long run, so that set-up costs
+  cancel).
 - **Child processes.** :func:`run_in_child` calls a function of a script in a fresh Python
   process: this environment's, a peer's own environment (:func:`environment_python`), or under a
   launcher such as ``torchrun``. One protocol: the child imports the script as a module, calls
@@ -21,8 +22,9 @@ Every script of ``benchmarks/`` measures through this module and writes through 
   the peak within it, and the increase, which every table reports (one quantity for every
   method: imports and loaded data, held before the region, are not counted).
 - **Baselines.** :func:`source_at` extracts the ``skrank`` package of an earlier git revision
-  into a temporary folder; ``run_in_child(..., source=folder)`` runs a child on it instead of on
-  this checkout (and checks that the child imported that copy).
+  into a temporary folder (:func:`sources`: this checkout and that one); ``run_in_child(...,
+  source=folder)`` runs a child on it instead of on this checkout (and checks that the child
+  imported that copy).
 
 The module uses the standard library only, so that a child running in another environment
 (PECOS, metric-learn) imports it too.
@@ -66,10 +68,12 @@ Example: a script that times a fit in a child process per seed::
 
 A comparison with an earlier commit (``--baseline REV``) runs the same child on both::
 
-    with source_at(args.baseline) as baseline:
+    with sources(args.baseline) as checkouts:  # {None: this checkout, commit: its folder}
         times = alternate(
-            lambda source: run_in_child(__file__, "measure", {...}, source=source)["seconds"],
-            [REPOSITORY, baseline],
+            lambda commit: run_in_child(
+                __file__, "measure", {...}, source=checkouts[commit]
+            )["seconds"],
+            checkouts,
             args.repeats,
         )
 """
@@ -170,6 +174,14 @@ def timed(function, *args, device=None, **kwargs):
     return value, time.perf_counter() - start
 
 
+def timed_cpu(function, *args, **kwargs):
+    """``(function(*args, **kwargs), wall seconds, CPU seconds of this process)``: on a shared
+    machine the CPU time of a one-thread run says what its wall time would be alone."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = function(*args, **kwargs)
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
 def alternate(measure, candidates, repeats):
     """``{candidate: [measure(candidate) of each round]}`` over ``repeats`` rounds, each round
     measuring every candidate in turn (so that a drift of the machine's load hits them alike)."""
@@ -256,6 +268,12 @@ class PeakMemory:
     @property
     def increase(self):
         return None if self.peak is None else self.peak - self.start
+
+    def increase_so_far(self):
+        """``increase`` up to now, inside the region (e.g. after one phase of several)."""
+        if self._sampler is not None:
+            return self._sampler.peak - self.start
+        return None if self.start is None else _status_bytes("VmHWM") - self.start
 
 
 def gib(n_bytes):
@@ -430,6 +448,18 @@ def source_at(revision):
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(folder, filter="data")
         yield Path(folder)
+
+
+@contextlib.contextmanager
+def sources(baseline=None):
+    """``{None: this checkout, commit: folder}``: the sources to measure, as ``source`` of
+    :func:`run_in_child`: this checkout, and the skrank of the ``baseline`` revision (keyed by
+    its abbreviated commit) when one is given."""
+    if baseline is None:
+        yield {None: REPOSITORY}
+        return
+    with source_at(baseline) as folder:
+        yield {None: REPOSITORY, short_commit(baseline): folder}
 
 
 def short_commit(revision="HEAD"):

@@ -65,7 +65,6 @@ import csv
 import json
 import os
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -79,6 +78,8 @@ from _harness import (
     parser,
     results_name,
     run_in_child,
+    timed,
+    timed_cpu,
     versions_in,
 )
 from _results import REPOSITORY, RESULTS_DIR, Results
@@ -92,6 +93,9 @@ METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", 
 METHODS += ("centroid", "linear")
 REAL = ("debtags", "bibtex", "corel5k")
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
+# Threads of every method: OMP_NUM_THREADS (torch, PECOS and BLAS read it; omikuji and napkinXC
+# are given it), else each library's default.
+THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
 # Generated rows: the preset, and the sizes scaled to a 2-core machine.
 GENERATED = {
     "amazoncat-13k": dict(preset="amazoncat-13k", n_features=50_000, n_samples=40_000),
@@ -196,28 +200,32 @@ def load(directory, *parts):
 
 
 # ------------------------------------------------------------------------------ methods
-# Each runner returns the top-5 label indices, fit and predict seconds, the peak memory of the
-# measured region and its increase over the region's start (bytes), and extra values.
+# Each runner returns a record: the top-5 label indices ("top"), the fit's wall and CPU seconds,
+# the prediction's seconds, the peak resident memory of the measured region (fit and prediction)
+# and its increase over the region's start, and what else the method tells.
+def record(top, fit, predict_seconds, memory, **extra):
+    """A runner's record from ``fit`` = (wall, CPU) seconds and a :class:`PeakMemory`."""
+    return {"top": top, "fit_seconds": fit[0], "fit_cpu_seconds": fit[1],
+            "predict_seconds": predict_seconds, "peak_gib": gib(memory.peak),
+            "peak_increase_gib": gib(memory.increase), **extra}  # fmt: skip
+
+
 def run_snm(directory, seed, max_epochs=None):
     from skrank import SNMClassifier
     from skrank.metrics._search import overlap_recall
 
     X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
+    model = SNMClassifier(random_state=seed)
+    if max_epochs is not None:
+        model.set_params(max_epochs=max_epochs)
     with PeakMemory() as memory:
-        start = time.perf_counter()
-        model = SNMClassifier(random_state=seed)
-        if max_epochs is not None:
-            model.set_params(max_epochs=max_epochs)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model.fit(X_train, Y_train)
-        fit_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        top = model.predict_top_k(X_test, K)
-        predict_seconds = time.perf_counter() - start
+            _, *fit = timed_cpu(model.fit, X_train, Y_train)
+        top, predict_seconds = timed(model.predict_top_k, X_test, K)
     extra = {
         "epochs": model.n_iter_,
-        "validation_scores": [round(record["validation_score"], 4) for record in model.history_],
+        "validation_scores": [round(entry["validation_score"], 4) for entry in model.history_],
         "settings": {  # the resolved values of the parameters (fitted scalars)
             name: value
             for name, value in vars(model).items()
@@ -230,7 +238,7 @@ def run_snm(directory, seed, max_epochs=None):
     if model.search_ != "exact":
         exact = model.set_params(search="exact").predict_top_k(X_test, K)
         extra["recall_of_exact_top5"] = overlap_recall(top, exact)
-    return top, fit_seconds, predict_seconds, memory.peak, memory.increase, extra
+    return record(top, fit, predict_seconds, memory, **extra)
 
 
 def run_pecos(directory, seed):
@@ -241,9 +249,7 @@ def run_pecos(directory, seed):
         python=PECOS_PYTHON,
         source=None,
     )
-    top = np.array(found["top"], dtype=np.int64)
-    seconds = found["fit_seconds"], found["predict_seconds"]
-    return top, *seconds, found["peak_bytes"], found["peak_increase_bytes"], {}
+    return {**found, "top": np.array(found["top"], dtype=np.int64)}
 
 
 def training_file(directory):
@@ -263,22 +269,23 @@ def run_omikuji(directory, seed, bonsai):
 
     path = training_file(directory)
     (X_test,) = load(peer_directory(directory), "X_test")
-    with PeakMemory() as memory:
-        start = time.perf_counter()
-        hyper = omikuji.Model.default_hyper_param()
-        if bonsai:
-            hyper.cluster_balanced, hyper.cluster_k, hyper.max_depth = False, 100, 3
-        model = omikuji.Model.train_on_data(str(path), hyper)
-        fit_seconds = time.perf_counter() - start
-        start = time.perf_counter()
+    hyper = omikuji.Model.default_hyper_param()
+    if bonsai:
+        hyper.cluster_balanced, hyper.cluster_k, hyper.max_depth = False, 100, 3
+
+    def predict(model):
         top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
         for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
             row = slice(X_test.indptr[i], X_test.indptr[i + 1])
             pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
             labels = [label for label, _ in model.predict(pairs, top_k=K)]
             top[i, : len(labels)] = labels
-        predict_seconds = time.perf_counter() - start
-    return top, fit_seconds, predict_seconds, memory.peak, memory.increase, {}
+        return top
+
+    with PeakMemory() as memory:
+        model, *fit = timed_cpu(omikuji.Model.train_on_data, str(path), hyper, THREADS)
+        top, predict_seconds = timed(predict, model)
+    return record(top, fit, predict_seconds, memory)
 
 
 def run_napkinxc(directory, seed):
@@ -290,17 +297,13 @@ def run_napkinxc(directory, seed):
         sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test)
     )
     with PeakMemory() as memory, tempfile.TemporaryDirectory() as model_dir:
-        start = time.perf_counter()
-        model = PLT(model_dir, seed=seed)
-        model.fit(X_train, Y_train)
-        fit_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        predictions = model.predict(X_test, top_k=K)
-        predict_seconds = time.perf_counter() - start
+        model = PLT(model_dir, seed=seed, threads=THREADS or 0)
+        _, *fit = timed_cpu(model.fit, X_train, Y_train)
+        predictions, predict_seconds = timed(model.predict, X_test, top_k=K)
     top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
     for i, labels in enumerate(predictions):
         top[i, : len(labels)] = labels
-    return top, fit_seconds, predict_seconds, memory.peak, memory.increase, {}
+    return record(top, fit, predict_seconds, memory)
 
 
 def top_k_in_chunks(X, n_labels, score):
@@ -321,14 +324,16 @@ def run_centroid(directory, seed):
 
     X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
     X_train, X_test = X_train.astype(np.float32), X_test.astype(np.float32)
+
+    def fit():
+        return normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
+
     with PeakMemory() as memory:
-        start = time.perf_counter()
-        centroids = normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
-        fit_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        top = top_k_in_chunks(X_test, Y_train.shape[1], lambda rows: (rows @ centroids).toarray())
-        predict_seconds = time.perf_counter() - start
-    return top, fit_seconds, predict_seconds, memory.peak, memory.increase, {}
+        centroids, *fit = timed_cpu(fit)
+        top, predict_seconds = timed(
+            top_k_in_chunks, X_test, Y_train.shape[1], lambda rows: (rows @ centroids).toarray()
+        )
+    return record(top, fit, predict_seconds, memory)
 
 
 def linear_model(X, Y, C, seed):
@@ -357,30 +362,25 @@ def run_linear(directory, seed):
 
     X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
     n_labels = Y_train.shape[1]
-    start = time.perf_counter()
-    fit, held_out = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
-    validation = {}
-    for C in LINEAR_C:
-        model, trained = linear_model(X_train[fit], Y_train[fit], C, seed)
-        top = linear_top_k(model, trained, X_train[held_out], n_labels)
-        found = evaluate(Y_train[fit], Y_train[held_out], top)
-        validation[f"{C:g}"] = {key: round(found[key], 4) for key in ("P@1", "P@3", "P@5")}
-    C = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"])
-    selection_seconds = time.perf_counter() - start
+
+    def choose_c():
+        fit, held_out = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
+        validation = {}
+        for C in LINEAR_C:
+            model, trained = linear_model(X_train[fit], Y_train[fit], C, seed)
+            top = linear_top_k(model, trained, X_train[held_out], n_labels)
+            found = evaluate(Y_train[fit], Y_train[held_out], top)
+            validation[f"{C:g}"] = {key: round(found[key], 4) for key in ("P@1", "P@3", "P@5")}
+        return max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"]), validation
+
+    (C, validation), selection_seconds = timed(choose_c)
     with PeakMemory() as memory:
-        start = time.perf_counter()
-        model, trained = linear_model(X_train, Y_train, C, seed)
-        fit_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        top = linear_top_k(model, trained, X_test, n_labels)
-        predict_seconds = time.perf_counter() - start
-    extra = {
-        "label": f"OneVsRestClassifier(LinearSVC(C={C:g}))",
-        "C": C,
-        "validation": validation,
-        "selection_seconds": selection_seconds,
-    }
-    return top, fit_seconds, predict_seconds, memory.peak, memory.increase, extra
+        (model, trained), *fit = timed_cpu(linear_model, X_train, Y_train, C, seed)
+        top, predict_seconds = timed(linear_top_k, model, trained, X_test, n_labels)
+    return record(
+        top, fit, predict_seconds, memory, label=f"OneVsRestClassifier(LinearSVC(C={C:g}))", C=C,
+        validation=validation, selection_seconds=selection_seconds,
+    )  # fmt: skip
 
 
 RUNNERS = {
@@ -429,19 +429,10 @@ def evaluate(Y_train, Y_test, top):
 def measure(data, method, seed, quick):
     """One run, in a child process of its own (``run_in_child``): its record."""
     directory = data_directory(data, quick)
-    top, fit_seconds, predict_seconds, peak, increase, extra = RUNNERS[method](directory, seed)
-    return {
-        "data": data,
-        "method": method,
-        "seed": seed,
-        **evaluate(*load(directory, "Y_train", "Y_test"), top),
-        "fit_seconds": fit_seconds,
-        "predict_seconds": predict_seconds,
-        "peak_gib": gib(peak),
-        "peak_increase_gib": gib(increase),
-        "load_average": list(os.getloadavg()),
-        **extra,
-    }
+    found = RUNNERS[method](directory, seed)
+    scores = evaluate(*load(directory, "Y_train", "Y_test"), found.pop("top"))
+    return {"data": data, "method": method, "seed": seed, "threads": THREADS, **scores,
+            **found, "load_average": list(os.getloadavg())}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ parent
@@ -483,7 +474,7 @@ def run_all(args):
 
 
 COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5", "fit s",
-           "predict s", "peak above start GiB"]  # fmt: skip
+           "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
 LABELS = {
     "snm": "SNMClassifier (skrank)",
     "snm-2-epochs": "SNMClassifier(max_epochs=2)",
@@ -494,9 +485,10 @@ LABELS = {
     "centroid": "nearest centroid (baseline)",
     "linear": "one-vs-rest LinearSVC (baseline)",
 }
-DIGITS = {"P@1": 4, "fit s": 1, "predict s": 1, "peak above start GiB": 2}
+DIGITS = {"P@1": 4, "fit s": 1, "fit CPU s": 1, "predict s": 1, "peak above start GiB": 2}
 RUN_KEYS = {
     "fit s": "fit_seconds",
+    "fit CPU s": "fit_cpu_seconds",
     "predict s": "predict_seconds",
     "peak above start GiB": "peak_increase_gib",
 }
@@ -539,14 +531,16 @@ def report(args):
                 rows.append(row)
         notes.append(_data_note(name, args.quick, runs))
     seeds = ", ".join(map(str, args.seeds))
+    threads = f"{THREADS} thread(s) a method" if THREADS else "each library's default threads"
     title = "Test top-k labels, fit and prediction time, peak memory"
     results.add_table(
         title,
         COLUMNS,
         rows,
         notes=" ".join(notes) + f" Mean ± std over the runs of seeds {seeds} (runs: how many "
-        "finished); peak memory: the peak resident size above the size at the start of the fit "
-        "(imports and data loaded).",
+        f"finished), {threads}; fit CPU s: the CPU time of the fit's process (a shared "
+        "machine's load lengthens wall times); peak memory: the peak resident size above the "
+        "size at the start of the fit (imports and data loaded).",
     )
     results.save()
 

@@ -1,6 +1,6 @@
 """The benchmarks' harness: common arguments, timing, child processes, peak memory, baselines.
 
-Every script of ``benchmarks/`` measures through this module and writes through ``_results.py``.
+The benchmark scripts measure through this module and write through ``_results.py``.
 
 - **Arguments.** :func:`parser` adds the arguments the scripts share, spelt and meant the same
   everywhere (:data:`COMMON_ARGUMENTS`: ``--quick``, ``--seeds``, ``--tag``, ``--resume``,

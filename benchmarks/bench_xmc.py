@@ -504,7 +504,7 @@ def report(args):
     results.data["versions"]["libpecos"] = (versions_in(PECOS_PYTHON, ["libpecos"]) or {}).get(
         "libpecos"
     )
-    rows, notes = [], []
+    rows, notes, threads = [], [], set()
     for name in args.data:
         runs = {
             method: [
@@ -515,6 +515,7 @@ def report(args):
             for method in args.methods
         }
         for method, done in runs.items():
+            threads.update(run.get("threads") for run in done)
             finished = [run for run in done if "timed_out_after_seconds" not in run]
             if finished:
                 labels = sorted({run.get("label", LABELS[method]) for run in finished})
@@ -531,7 +532,10 @@ def report(args):
                 rows.append(row)
         notes.append(_data_note(name, args.quick, runs))
     seeds = ", ".join(map(str, args.seeds))
-    threads = f"{THREADS} thread(s) a method" if THREADS else "each library's default threads"
+    threads = ", ".join(
+        f"{count} thread(s) a method" if count else "each library's default threads"
+        for count in sorted(threads, key=str)
+    )
     title = "Test top-k labels, fit and prediction time, peak memory"
     results.add_table(
         title,

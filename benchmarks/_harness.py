@@ -166,7 +166,8 @@ def synchronize(device):
 
 
 def timed(function, *args, device=None, **kwargs):
-    """``(function(*args, **kwargs), wall seconds)``, the device synchronised around it."""
+    """``(function(*args, **kwargs), wall seconds)``, the CUDA ``device`` synchronised around
+    it (``device`` is the harness's argument, not passed on to ``function``)."""
     synchronize(device)
     start = time.perf_counter()
     value = function(*args, **kwargs)

@@ -797,3 +797,14 @@ def test_a_data_parallel_batch_holds_its_part_and_the_whole_batch():
         torch.testing.assert_close(batch.global_indices, indices[0])
         torch.testing.assert_close(batch.global_valid, valid[0])
         torch.testing.assert_close(batch.global_groups, groups[0])
+
+
+def test_indexed_device_names_the_index_tensors_report(monkeypatch):
+    from skrank.nn._device import indexed_device
+
+    assert indexed_device("cpu") == torch.device("cpu")
+    assert indexed_device("cuda:1") == torch.device("cuda", 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    # A tensor on a bare "cuda" reports cuda:0, which torch.device("cuda") does not equal.
+    assert torch.device("cuda") != torch.device("cuda", 0)
+    assert indexed_device("cuda") == torch.device("cuda", 0)

@@ -14,6 +14,7 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from skrank import SOPRCEmbedder
+from skrank.embedding._soprc_embedder import averaging_fraction
 from skrank.exceptions import DivergenceWarning
 from skrank.metrics import mean_auprc_score
 from skrank.nn import Callback, Checkpoint, WeightAveraging
@@ -297,6 +298,27 @@ def test_default_weight_averaging_is_an_ema_over_a_fraction_of_the_steps():
     assert [c.decay for c in own.callbacks_ if isinstance(c, WeightAveraging)] == [0.5]
     with pytest.raises(RuntimeError, match="Only one WeightAveraging callback"):
         SOPRCEmbedder(**FAST, callbacks=[WeightAveraging(), WeightAveraging()]).fit(X, y)
+
+
+def test_averaging_fraction_follows_the_share_of_the_classes_a_batch_holds():
+    assert averaging_fraction(50, 30) == pytest.approx(0.4)  # every class in every batch
+    assert averaging_fraction(50, 50) == pytest.approx(0.4)
+    assert averaging_fraction(50, 75) == pytest.approx(0.4 * 50 / 75)
+    assert averaging_fraction(50, 100) == pytest.approx(0.2)
+    assert averaging_fraction(50, 300) == pytest.approx(0.2)
+
+
+def test_auto_weight_averaging_shortens_the_horizon_when_batches_hold_few_classes():
+    X, y = _data(n_samples=240)
+    n_classes = np.unique(y).shape[0]
+    # 2 classes a batch out of n_classes >= 4: the horizon is 0.2 of the steps
+    model = SOPRCEmbedder(**{**FAST, "batch_size": 8}, random_state=0).fit(X, y)
+    assert model.sampler_.classes_per_batch == 2 and n_classes >= 4
+    (averaging,) = [c for c in model.callbacks_ if isinstance(c, WeightAveraging)]
+    steps = FAST["max_epochs"] * len(model.sampler_)
+    assert averaging.decay == pytest.approx(1 - 1 / (0.2 * steps))
+    explicit = SOPRCEmbedder(**{**FAST, "batch_size": 8}, weight_averaging=0.2, random_state=0)
+    np.testing.assert_array_equal(explicit.fit(X, y).transform(X), model.transform(X))
 
 
 class _RecordPriorWeight(Callback):

@@ -24,16 +24,15 @@ Each loss runs with its documented defaults and with the best point of a small g
 seeds, seconds per fit. ``--part causes`` fits the estimator with each cause of its gap to the
 plain loop restored one at a time; ``--part table2`` the paper's Table 2 ablation.
 
-Usage: ``python benchmarks/bench_soprc_disjoint.py [--part compare|causes|table2] [--quick]``.
+``--device cuda`` trains every method on the GPU (the same network, batches and optimiser) and
+scores there.
+
+Usage: ``python benchmarks/bench_soprc_disjoint.py [--part compare|causes|table2|...] [--quick]
+[--seeds 0 1 2] [--device cpu|cuda] [--tag TAG]``.
 """
 
-import argparse
-import io
-import json
-import os
-import subprocess
-import sys
-import tarfile
+import ast
+import importlib.util
 import tempfile
 import time
 from functools import partial
@@ -42,6 +41,8 @@ from unittest import mock
 
 import numpy as np
 import torch
+from _harness import parser as harness_parser
+from _harness import results_name, run_in_child, source_at, synchronize, timed
 from _results import Results
 from pytorch_metric_learning import losses as pml
 from sklearn.model_selection import GroupShuffleSplit
@@ -63,8 +64,16 @@ ESTIMATOR_BUDGET = dict(
     learning_rate=LR,
     batch_size=CLASSES_PER_BATCH * PER_CLASS,
     samples_per_class=PER_CLASS,
-    device="cpu",
+    device="cpu",  # --device sets it (use_device)
 )
+DEVICE = "cpu"
+
+
+def use_device(device):
+    """Train every method (the estimator and the plain loops) on ``device``."""
+    global DEVICE
+    DEVICE = ESTIMATOR_BUDGET["device"] = device
+
 
 # Loss -> (factory of the loss from its settings and the class counts, defaults, grid).
 LOSSES = {
@@ -109,14 +118,31 @@ SCALES = {
     1000: dict(n_samples=15_000, n_digits=3, tail_exponent=1.0, min_class_size=2),
     10000: dict(n_samples=150_000, n_digits=4, tail_exponent=1.0, min_class_size=2),
 }
+# Larger classes (--large-classes), as in iNaturalist, In-Shop or faces: tens to hundreds of
+# items a class (1,000 classes: 10 to 300, 35 on average; 100 classes: 112 to 1,032).
+LARGE_CLASS_SCALES = {
+    100: dict(n_samples=20_000, n_digits=2, n_classes=100, tail_exponent=0.5, min_class_size=10),
+    1000: dict(
+        n_samples=35_000, n_digits=3, tail_exponent=0.5, min_class_size=10, max_class_size=300
+    ),
+}
 
 
-def composite_data(classes=100, validation=True):
-    """The splits of the benchmark at ``classes`` classes: ``"test"`` (train on the training
-    half, retrieve in the test half) and, with ``validation``, the two validation splits of the
-    training half (the test classes play no part in them)."""
-    train = make_composite_digits(**SCALES[classes], subset="train", random_state=0)
-    test = make_composite_digits(**SCALES[classes], subset="test", random_state=0)
+def scale(classes, large=False):
+    """The ``make_composite_digits`` parameters of the benchmark at ``classes`` classes."""
+    scales = LARGE_CLASS_SCALES if large else SCALES
+    if classes not in scales:
+        raise ValueError(f"--large-classes is defined at {sorted(scales)} classes, not {classes}.")
+    return scales[classes]
+
+
+def composite_data(classes=100, validation=True, large=False):
+    """The splits of the benchmark at ``classes`` classes (``large``: of LARGE_CLASS_SCALES):
+    ``"test"`` (train on the training half, retrieve in the test half) and, with
+    ``validation``, the two validation splits of the training half (the test classes play no
+    part in them)."""
+    train = make_composite_digits(**scale(classes, large), subset="train", random_state=0)
+    test = make_composite_digits(**scale(classes, large), subset="test", random_state=0)
     splits = {"test": (train.data, train.target, test.data, test.target)}
     if not validation:
         return splits
@@ -186,10 +212,10 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None,
     members = [np.flatnonzero(codes == c) for c in range(classes.shape[0])]
     per_batch = min(CLASSES_PER_BATCH, classes.shape[0])
     batch = per_batch * PER_CLASS
-    module = MLP(X.shape[1], HIDDEN, DIMS, normalize=False)
-    loss_fn = loss_factory(np.bincount(codes), **setting)
+    module = MLP(X.shape[1], HIDDEN, DIMS, normalize=False).to(DEVICE)
+    loss_fn = loss_factory(np.bincount(codes), **setting).to(DEVICE)
     optimizer = torch.optim.SGD(module.parameters(), lr=LR, momentum=0.9, weight_decay=4e-4)
-    X_t, codes_t = torch.from_numpy(X), torch.from_numpy(codes)
+    X_t, codes_t = torch.from_numpy(X).to(DEVICE), torch.from_numpy(codes).to(DEVICE)
     averaged = None
     if averaging is not None:
         decay, start_epoch = averaging
@@ -197,6 +223,7 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None,
         averaged = AveragedModel(module, multi_avg_fn=multi_avg_fn, use_buffers=True)
     trained = 0.0
     for epoch in range(1, epochs + 1):
+        synchronize(DEVICE)
         start = time.perf_counter()
         for _ in range(X.shape[0] // batch):
             chosen = rng.choice(classes.shape[0], per_batch, replace=False)
@@ -206,12 +233,14 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None,
                     for c in chosen
                 ]
             )
+            rows = torch.from_numpy(rows).to(DEVICE)
             loss = loss_fn(module(X_t[rows]), codes_t[rows])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             if averaged is not None and epoch >= averaging[1]:
                 averaged.update_parameters(module)
+        synchronize(DEVICE)
         trained += time.perf_counter() - start
         if report is not None:
             module.eval()
@@ -226,7 +255,7 @@ def plain_loop(loss_factory, setting, X, y, seed, epochs=EPOCHS, averaging=None,
 def _embedding(module):
     def embed(X_new):
         with torch.no_grad():
-            return module(torch.from_numpy(X_new)).numpy()
+            return module(torch.from_numpy(X_new).to(DEVICE)).cpu().numpy()
 
     return embed
 
@@ -258,9 +287,8 @@ def run(fit, data, seeds):
     X_fit, y_fit, X_eval, y_eval = data
     scores, seconds = [], []
     for seed in seeds:
-        start = time.perf_counter()
-        embed = fit(X_fit, y_fit, seed)
-        seconds.append(time.perf_counter() - start)
+        embed, fit_seconds = timed(fit, X_fit, y_fit, seed, device=DEVICE)
+        seconds.append(fit_seconds)
         scores.append(evaluate(embed(X_eval), y_eval))
     return np.array(scores), float(np.mean(seconds))
 
@@ -295,67 +323,19 @@ CAUSES = [
 ]
 
 
-# Child process of ``--part causes``: fits the SOPRCEmbedder of the skrank found on its path
-# (an older commit's, which may lack the data sets and metrics of this one) on saved data.
-_CHILD = """
-import json, sys, time
-import numpy as np, torch
-from skrank import SOPRCEmbedder
-from skrank.embedding import _soprc_embedder as soprc_module
-torch.set_num_threads(1)
-folder, seeds, budget = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-data = np.load(folder + "/data.npz")
-try:
-    from skrank.sampling import ClassBalancedBatchSampler
-    sizes = [len(batch) for batch in ClassBalancedBatchSampler(data["y"], 200, 4, random_state=0)]
-except ImportError:
-    sizes = [0]
-seconds, embeddings = [], {}
-for seed in seeds:
-    start = time.perf_counter()
-    model = SOPRCEmbedder(**budget, random_state=seed).fit(data["X"], data["y"])
-    seconds.append(time.perf_counter() - start)
-    embeddings[str(seed)] = model.transform(data["X_test"])
-np.savez(folder + "/embeddings.npz", **embeddings)
-import skrank
-print(json.dumps(dict(seconds=seconds, steps=len(sizes), mean_batch=float(np.mean(sizes)),
-                      skrank=skrank.__file__)))
-"""
-
-
 def causes(seeds, splits, results):
     """The estimator at successive commits (each removing one cause), and the plain loop."""
     rows = []
-    repository = Path(__file__).resolve().parent.parent
     X, y, X_test, y_test = splits["test"]
     for commit, what in CAUSES:
-        with tempfile.TemporaryDirectory() as folder:
-            archive = subprocess.run(
-                ["git", "-C", str(repository), "archive", commit, "skrank"],
-                capture_output=True,
-                check=True,
-            ).stdout
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(folder, filter="data")
+        with source_at(commit) as source, tempfile.TemporaryDirectory() as folder:
             np.savez(Path(folder) / "data.npz", X=X, y=y, X_test=X_test)
-            child = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    _CHILD,
-                    folder,
-                    json.dumps(seeds),
-                    json.dumps(ESTIMATOR_BUDGET),
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-                env={**os.environ, "PYTHONPATH": folder},
-                cwd=folder,  # python -c puts the working directory first on sys.path
+            found = run_in_child(
+                Path(__file__).with_name("_soprc_fit_at.py"),
+                "fit_and_embed",
+                {"folder": folder, "seeds": seeds, "budget": ESTIMATOR_BUDGET},
+                source=source,
             )
-            found = json.loads(child.stdout.strip().splitlines()[-1])
-            if not found["skrank"].startswith(folder):
-                raise RuntimeError(f"the child imported {found['skrank']}, not {commit}'s skrank")
             embeddings = np.load(Path(folder) / "embeddings.npz")
             scores = np.array([evaluate(embeddings[str(seed)], y_test) for seed in seeds])
         seconds = float(np.mean(found["seconds"]))
@@ -695,7 +675,7 @@ class BudgetCurve:
         self.results.data["tables"] = []
         budgets = [f"{b} epochs" for b in self.budgets]
         self.results.add_table(
-            f"Test mean AUPRC by training budget, {self.classes:,} classes (test classes)",
+            f"Test mean AUPRC by training budget, {self.classes} (test classes)",
             ["method", "setting", *budgets, f"R@1 ({max(self.budgets)} epochs)", "s / fit"],
             self.rows,
             notes=" ".join(self.notes),
@@ -730,27 +710,42 @@ def _loop_at_budgets(factory, setting, data, seeds, budgets):
     )
 
 
+def _parameter(item):
+    """``("name", value)`` of a ``--estimator NAME=VALUE`` (a Python literal, else a string)."""
+    name, separator, text = item.partition("=")
+    if not separator:
+        raise ValueError(f"--estimator takes NAME=VALUE, not {item!r}.")
+    try:
+        return name, ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return name, text
+
+
 def budget_curve(args, seeds, splits, results):
     """SOPRCEmbedder and the peers at every training budget, on the test classes."""
     budgets = sorted(args.budgets)
     end = budgets[-1]
     split = "disjoint validation" if args.image_disjoint else "validation"
-    curve = BudgetCurve(results, budgets, seeds, args.classes, split)
+    sizes = " of 10 or more items (--large-classes)" if args.large_classes else ""
+    curve = BudgetCurve(results, budgets, seeds, f"{args.classes:,} classes{sizes}", split)
     curve.notes.append(
-        f"{args.classes:,} classes ({SCALES[args.classes]}), half to train, half unseen to test; "
+        f"{args.classes:,} classes ({scale(args.classes, args.large_classes)}), half to train, "
+        "half unseen to test; "
         f"MLP {HIDDEN[0]} hidden, {DIMS} dims, SGD lr {LR} momentum 0.9 weight decay 4e-4, "
         f"batches of {CLASSES_PER_BATCH} classes x {PER_CLASS}, one torch thread; mean ± sd over "
-        f"seeds {seeds}. SOPRCEmbedder: a separate fit per budget (max_epochs); plain loops: "
+        f"seeds {seeds}; device {DEVICE}. SOPRCEmbedder: a separate fit per budget "
+        "(max_epochs); plain loops: "
         "scored after each budget's epoch of one run (no schedule: the same as separate fits). "
         "s / fit: training seconds at each budget."
     )
     wanted = set(args.rows or ["SOPRCEmbedder", *LOSSES, *([SMOOTHAP[0]] if args.smoothap else [])])
     if "SOPRCEmbedder" in wanted:
+        setting = dict(_parameter(item) for item in args.estimator)
         scores, seconds = {}, {}
         for budget in budgets:
-            fit = partial(estimator_fit, {"max_epochs": budget})
+            fit = partial(estimator_fit, {**setting, "max_epochs": budget})
             scores[budget], seconds[budget] = run(fit, splits["test"], seeds)
-        curve.add("SOPRCEmbedder", {}, scores, seconds)
+        curve.add("SOPRCEmbedder", setting, scores, seconds)
     if "SOPRCLoss (plain loop)" in wanted:
         # The loss the estimator trains, in the plain loop: the fit-time ratio of the targets.
         loss_setting = parameters_for(SOPRCEmbedder(), SOPRCLoss)
@@ -778,7 +773,7 @@ def budget_curve(args, seeds, splits, results):
         scores, seconds = _loop_at_budgets(factory, grid[0], splits["test"], seeds, budgets)
         epoch_seconds.append(seconds[end] / end)
         curve.add(name, grid[0], scores, seconds)
-        if args.quick or len(grid) == 1:
+        if args.quick or args.no_tuning or len(grid) == 1:
             continue
         validation = []
         for setting in grid:
@@ -799,19 +794,11 @@ def budget_curve(args, seeds, splits, results):
 
 
 def _module_at(commit, path, name):
-    """The module ``path`` of the repository at ``commit``, imported under ``name``."""
-    import importlib.util
-
-    repository = Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "-C", str(repository), "show", f"{commit}:{path}"],
-        capture_output=True,
-        check=True,
-        text=True,
-    ).stdout
-    with tempfile.TemporaryDirectory() as folder:
+    """The module ``path`` of the repository at ``commit``, imported under ``name`` (its relative
+    imports resolved in this checkout's skrank)."""
+    with source_at(commit) as source, tempfile.TemporaryDirectory() as folder:
         file = Path(folder) / f"{name}.py"
-        file.write_text(source.replace("from ..", "from skrank."))
+        file.write_text((source / path).read_text().replace("from ..", "from skrank."))
         spec = importlib.util.spec_from_file_location(name, file)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -939,8 +926,10 @@ def saturation(results, n_batches=20):
     )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = harness_parser(
+        __doc__, "quick", "seeds", "tag", "device", seeds=[0, 1, 2], device="cpu"
+    )
     parser.add_argument(
         "--part",
         choices=[
@@ -955,29 +944,46 @@ def main():
     parser.add_argument(
         "--budgets", type=int, nargs="+", default=list(BUDGETS), help="--part budget: epochs"
     )
+    parser.add_argument(
+        "--large-classes",
+        action="store_true",
+        help="the data of LARGE_CLASS_SCALES (tens to hundreds of items a class)",
+    )
     parser.add_argument("--max-epochs", type=int, help="--part sweep: epochs (default 10)")
     parser.add_argument("--rows", nargs="+", help="--part budget: only these methods")
+    parser.add_argument(
+        "--estimator",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="--part budget: SOPRCEmbedder's parameters changed from its defaults (Python "
+        "literals, e.g. weight_averaging=0.2)",
+    )
+    parser.add_argument(
+        "--no-tuning", action="store_true", help="--part budget: the peers at their defaults only"
+    )
     parser.add_argument(
         "--epoch-seconds",
         type=float,
         help="--part budget: seconds per epoch of the other PML losses, for SmoothAP's time "
         "test when it runs alone",
     )
-    parser.add_argument("--name", help="name of the results file (default: from the part)")
     parser.add_argument("--only", nargs="+", help="--part sweep: only these settings")
     parser.add_argument(
         "--image-disjoint",
         action="store_true",
         help="--part sweep: score on the class- and image-disjoint validation split",
     )
-    parser.add_argument("--quick", action="store_true", help="one seed, no tuning")
     parser.add_argument("--smoothap", action="store_true", help="add SmoothAP (slow)")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--first-seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    seeds = [0] if args.quick else list(range(args.first_seed, args.first_seed + args.seeds))
-    splits = composite_data(args.classes, validation=not (args.part == "budget" and args.quick))
+    use_device(args.device)
+    seeds = args.seeds[:1] if args.quick else args.seeds
+    splits = composite_data(
+        args.classes,
+        validation=not (args.part == "budget" and (args.quick or args.no_tuning)),
+        large=args.large_classes,
+    )
     X, y, X_test, y_test = splits["test"]
     print(
         f"composite digits: {np.unique(y).shape[0]} train classes ({y.shape[0]} items), "
@@ -986,17 +992,18 @@ def main():
     # The raw pixels of 10,000 classes' test half: 70,000 x 3,136, hours on one thread.
     raw = evaluate(X_test, y_test) if args.classes < 10_000 else (float("nan"), float("nan"))
     print(f"  raw pixels: mAUPRC {raw[0]:.4f}  R@1 {raw[1]:.4f}")
-    suffix = "" if args.part == "compare" else f"_{args.part}"
-    if args.classes != 100:
-        suffix += f"_{args.classes}_classes"
-    if args.max_epochs:
-        suffix += f"_{args.max_epochs}_epochs"
-    if args.first_seed:
-        suffix += f"_from_seed_{args.first_seed}"
-    if args.image_disjoint:
-        suffix += "_image_disjoint"
+    first = min(seeds)
     results = Results(
-        args.name or "bench_soprc_disjoint" + suffix + ("_quick" if args.quick else ""),
+        results_name(
+            "bench_soprc_disjoint",
+            args,
+            "" if args.part == "compare" else args.part,
+            (args.classes != 100 or args.large_classes)
+            and f"{args.classes}{'_large' if args.large_classes else ''}_classes",
+            args.max_epochs and f"{args.max_epochs}_epochs",
+            first and f"from_seed_{first}",
+            args.image_disjoint and "image_disjoint",
+        ),
         packages=["pytorch-metric-learning"],
     )
     results.add_figure("raw_pixels", {"mauprc": raw[0], "recall@1": raw[1]})

@@ -1,6 +1,20 @@
 """Helpers shared by test modules (the test modules never import each other)."""
 
+from collections import Counter
+
 import numpy as np
+import torch
+
+# Ops that read a value back to the host: on a GPU each one waits for the device.
+HOST_SYNCING_OPS = {
+    "aten::_local_scalar_dense",
+    "aten::item",
+    "aten::nonzero",
+    "aten::_unique2",
+    "aten::unique_dim",
+    "aten::unique_consecutive",
+    "aten::masked_select",
+}
 
 _PAIRS_INPUT = (
     "predict and decision_function take pairs of shape (n_pairs, 2, n_features) while fit takes "
@@ -51,3 +65,11 @@ def assert_predictions_follow(model, X, scores):
             top_scores, np.take_along_axis(scores, labels, axis=1), atol=1e-4
         )
     np.testing.assert_array_equal(model.predict(X).nonzero()[1], brute_force_top_k(scores, 1)[:, 0])
+
+
+def host_syncs(function):
+    """The host-syncing ops (``HOST_SYNCING_OPS``, at any depth) that ``function()`` runs, as
+    a Counter of their names, counted by the torch profiler on the CPU."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        function()
+    return Counter(event.name for event in profile.events() if event.name in HOST_SYNCING_OPS)

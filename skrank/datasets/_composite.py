@@ -11,17 +11,30 @@ from ._real import load_mnist
 _DIGIT_SIDE = 28
 
 
-def _long_tailed_sizes(n_samples, n_classes, exponent, min_size):
+def _long_tailed_sizes(n_samples, n_classes, exponent, min_size, max_size=None):
     """Class sizes proportional to ``rank ** -exponent`` (rank 1, 2, ...), at least
-    ``min_size`` each, summing to ``n_samples`` exactly (largest remainders)."""
-    spare = n_samples - n_classes * min_size
+    ``min_size`` and at most ``max_size`` each, summing to ``n_samples`` exactly (largest
+    remainders).
+
+    The classes a share would take beyond ``max_size`` hold ``max_size`` items, and the others
+    share the rest in the same proportions (the largest ``k`` classes are capped, with ``k``
+    the fewest for which the next class's share fits).
+    """
     weights = np.arange(1, n_classes + 1, dtype=float) ** -exponent
+    n_capped = 0
+    if max_size is not None:
+        free = n_samples - np.arange(n_classes) * max_size - np.arange(n_classes, 0, -1) * min_size
+        rest = np.cumsum(weights[::-1])[::-1]  # weights of the classes from rank k + 1 on
+        fits = min_size + free * weights / rest <= max_size
+        n_capped = int(np.argmax(fits))  # fits at k = n_classes - 1 when sizes can sum up
+    weights = weights[n_capped:]
+    spare = n_samples - n_capped * (max_size or 0) - weights.shape[0] * min_size
     share = spare * weights / weights.sum()
     sizes = np.floor(share).astype(np.int64)
     # Ties of the remainders go to the larger class (stable sort on the rank order).
     remainder_order = np.argsort(-(share - sizes), kind="stable")
     sizes[remainder_order[: spare - sizes.sum()]] += 1
-    return sizes + min_size
+    return np.concatenate([np.full(n_capped, max_size or 0, dtype=np.int64), sizes + min_size])
 
 
 @validate_params(
@@ -31,6 +44,7 @@ def _long_tailed_sizes(n_samples, n_classes, exponent, min_size):
         "n_classes": [Interval(Integral, 2, None, closed="left"), None],
         "tail_exponent": [Interval(Real, 0, None, closed="left")],
         "min_class_size": [Interval(Integral, 2, None, closed="left")],
+        "max_class_size": [Interval(Integral, 2, None, closed="left"), None],
         "subset": [StrOptions({"train", "test", "all"})],
         "return_X_y": ["boolean"],
         "random_state": ["random_state"],
@@ -44,6 +58,7 @@ def make_composite_digits(
     n_classes=None,
     tail_exponent=0.5,
     min_class_size=4,
+    max_class_size=None,
     subset="all",
     return_X_y=False,
     random_state=None,
@@ -56,7 +71,9 @@ def make_composite_digits(
     there are up to 1,000 classes. The class sizes are long-tailed as in retrieval data
     (Stanford Online Products, iNaturalist): the class of size rank ``r`` (1 for the largest)
     holds ``min_class_size`` items plus a share of the rest proportional to
-    ``r ** -tail_exponent``; which class gets which rank is random.
+    ``r ** -tail_exponent``, at most ``max_class_size`` (the largest classes are then capped
+    and the others share what they leave in the same proportions); which class gets which
+    rank is random.
 
     **Class-disjoint halves.** For retrieval of classes never seen in training, ``subset``
     selects one of two halves of the same draw: the classes of odd size rank (1, 3, 5, ...)
@@ -79,6 +96,10 @@ def make_composite_digits(
         classes of 10,000 items, 0.5 gives sizes from 520 down to 56, and 1 from 1,855 to 23.
     min_class_size : int, default=4
         Items of every class at least (at least 2, so every item has a positive).
+    max_class_size : int or None, default=None
+        Items of every class at most; None: no cap. With 1,000 classes of 35,000 items, tail
+        exponent 0.5 and ``min_class_size=10``, 300 caps the largest class (415 items
+        uncapped) and gives sizes from 300 down to 23, 35 on average.
     subset : {"all", "train", "test"}, default="all"
         Which classes to return (see above).
     return_X_y : bool, default=False
@@ -124,13 +145,22 @@ def make_composite_digits(
             f"n_samples={n_samples} cannot give {n_classes} classes min_class_size="
             f"{min_class_size} items each; use n_samples >= {n_classes * min_class_size}."
         )
+    if max_class_size is not None and max_class_size < min_class_size:
+        raise ValueError(
+            f"max_class_size={max_class_size} is below min_class_size={min_class_size}."
+        )
+    if max_class_size is not None and n_samples > n_classes * max_class_size:
+        raise ValueError(
+            f"n_samples={n_samples} cannot fit in {n_classes} classes of at most max_class_size="
+            f"{max_class_size} items; use n_samples <= {n_classes * max_class_size}."
+        )
     rng = check_random_state(random_state)
     mnist_images, mnist_digits = load_mnist(return_X_y=True)
     mnist_images = mnist_images.reshape(-1, _DIGIT_SIDE, _DIGIT_SIDE)
 
     # Classes, by size rank (rank 1 first); odd ranks train, even ranks test.
     classes = rng.choice(n_sequences, size=n_classes, replace=False)
-    sizes = _long_tailed_sizes(n_samples, n_classes, tail_exponent, min_class_size)
+    sizes = _long_tailed_sizes(n_samples, n_classes, tail_exponent, min_class_size, max_class_size)
     class_half = np.arange(n_classes) % 2  # 0: train, 1: test
     # MNIST images split into halves stratified by digit: half h serves the classes of half h.
     image_half = np.empty(mnist_digits.shape[0], dtype=np.int64)

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ._device import indexed_device
 from ._sparse import SparseRows
 
 # Share of the free memory of a CUDA device that the training inputs may take.
@@ -170,7 +171,7 @@ class TrainingInputs:
     """
 
     def __init__(self, X, device, sparse_rows=False):
-        self.device = torch.device(device)
+        self.device = indexed_device(device)
         self.n_samples, self.n_features = X.shape
         self.sparse_rows = bool(sparse_rows) and sp.issparse(X)
         self._dense = self._columns = self._values = self._csr = self._mapped = None

@@ -45,3 +45,12 @@ def available_device(device_name):
     if device.type == "cuda" and not torch.cuda.is_available():
         return torch.device("cpu")
     return device
+
+
+def indexed_device(device):
+    """``device`` as tensors on it report theirs: a bare ``cuda`` becomes the current CUDA
+    device (``cuda:0`` unless another is selected), which a tensor's ``.device`` equals."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device

@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from ..utils._docstrings import fill_docs
+from ._device import indexed_device
 
 #: The Parameters and Returns sections of the collectives for a step's loss.
 _GATHER_DOCS = {
@@ -78,10 +79,11 @@ def current_context(device):
 
 def rank_device(device, context):
     """The device of this rank: ``cuda:LOCAL_RANK`` for a bare ``cuda`` device in a
-    data-parallel fit on one machine's GPUs, else ``device`` itself."""
+    data-parallel fit on one machine's GPUs, the current CUDA device for a bare ``cuda`` device
+    otherwise (the device its tensors report), else ``device`` itself."""
     if context.active and device.type == "cuda" and device.index is None:
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", context.rank)))
-    return device
+    return indexed_device(device)
 
 
 def gather(tensor, context):

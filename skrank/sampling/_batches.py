@@ -249,7 +249,9 @@ class ClassBalancedBatchSampler(_EpochSampler):
         # The groups of the epoch, class by class in a random order of the classes: dealt
         # round-robin, the groups of a class (at most n_batches) land in distinct batches.
         order = torch.randperm(self.n_classes, generator=self.generator, device=self.device)
-        dealt = torch.repeat_interleave(order, self._groups_per_class[order])
+        dealt = torch.repeat_interleave(
+            order, self._groups_per_class[order], output_size=self._n_dealt
+        )
         position = torch.arange(dealt.shape[0], device=self.device)
         groups = torch.full((n_batches, n_groups), -1, dtype=torch.long, device=self.device)
         groups[position % n_batches, position // n_batches] = dealt
@@ -260,8 +262,10 @@ class ClassBalancedBatchSampler(_EpochSampler):
         if missing > 0:
             extra = self._draw_absent(groups, missing)
             slots = filled[:, None] + torch.arange(missing, device=self.device)[None, :]
-            empty = slots < n_groups
-            groups[rows[:, None].expand_as(slots)[empty], slots[empty]] = extra[empty]
+            # Draws past a full row go to a spare column, dropped: fixed shapes, no host sync.
+            spare = groups.new_empty(n_batches, 1)
+            groups = torch.cat([groups, spare], 1).scatter_(1, slots.clamp_(max=n_groups), extra)
+            groups = groups[:, :n_groups]
         return groups[torch.randperm(n_batches, generator=self.generator, device=self.device)]
 
     def _draw_absent(self, groups, n_draws):

@@ -64,6 +64,41 @@ def test_long_tailed_sizes_reference(exponent):
     assert np.all(np.diff(sizes) <= 0)
 
 
+@pytest.mark.parametrize(
+    "n_samples, n_classes, exponent, min_size, max_size",
+    [(35_000, 1_000, 0.5, 10, 300), (1_000, 7, 2.0, 3, 400), (95, 10, 1.0, 2, 10)]
+    + [(100, 10, 1.0, 2, 10), (1_000, 7, 0.5, 3, 1_000)],
+)
+def test_long_tailed_sizes_capped(n_samples, n_classes, exponent, min_size, max_size):
+    sizes = _long_tailed_sizes(n_samples, n_classes, exponent, min_size, max_size)
+    assert sizes.sum() == n_samples and min_size <= sizes.min() and sizes.max() <= max_size
+    assert np.all(np.diff(sizes) <= 0)
+    # The uncapped classes share the rest in proportion to rank ** -exponent, and a capped
+    # class's share would have passed the cap.
+    capped = sizes == max_size
+    if capped.all():  # n_samples == n_classes * max_size
+        return
+    weights = np.arange(1, n_classes + 1) ** -exponent
+    rest = n_samples - capped.sum() * max_size - (~capped).sum() * min_size
+    ideal = min_size + rest * weights / weights[~capped].sum()
+    assert np.abs(sizes[~capped] - ideal[~capped]).max() < 1
+    assert np.all(ideal[capped] >= max_size - 1)
+    if not capped.any():
+        expected = _long_tailed_sizes(n_samples, n_classes, exponent, min_size)
+        np.testing.assert_array_equal(sizes[~capped], expected[~capped])
+
+
+def test_max_class_size_caps_the_composite_classes():
+    data = make_composite_digits(
+        35_000, n_digits=3, tail_exponent=0.5, min_class_size=10, max_class_size=300,
+        subset="train", random_state=0,
+    )  # fmt: skip
+    sizes = np.sort(np.unique(data.target, return_counts=True)[1])[::-1]
+    expected = _long_tailed_sizes(35_000, 1_000, 0.5, 10, 300)[::2]
+    np.testing.assert_array_equal(sizes, expected)
+    assert sizes.max() == 300 and sizes.min() == 23
+
+
 def test_random_state_and_classes():
     first = make_composite_digits(400, n_digits=3, n_classes=20, random_state=1)
     second = make_composite_digits(400, n_digits=3, n_classes=20, random_state=1)
@@ -83,6 +118,8 @@ def test_random_state_and_classes():
         (dict(n_digits=1, n_classes=11), "n_classes=11 exceeds the 10 sequences"),
         (dict(n_samples=30, n_classes=10), "n_samples >= 40"),
         (dict(subset="val"), "subset"),
+        (dict(n_classes=10, max_class_size=9), "n_samples <= 90"),
+        (dict(n_classes=10, min_class_size=5, max_class_size=4), "below min_class_size=5"),
     ],
 )
 def test_errors(kwargs, match):

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from helpers import host_syncs
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 from torch import nn
 
 from skrank import SOPRCEmbedder
+from skrank.embedding._soprc_embedder import averaging_fraction
 from skrank.exceptions import DivergenceWarning
 from skrank.metrics import mean_auprc_score
 from skrank.nn import Callback, Checkpoint, WeightAveraging
@@ -298,6 +300,27 @@ def test_default_weight_averaging_is_an_ema_over_a_fraction_of_the_steps():
         SOPRCEmbedder(**FAST, callbacks=[WeightAveraging(), WeightAveraging()]).fit(X, y)
 
 
+def test_averaging_fraction_follows_the_share_of_the_classes_a_batch_holds():
+    assert averaging_fraction(50, 30) == pytest.approx(0.4)  # every class in every batch
+    assert averaging_fraction(50, 50) == pytest.approx(0.4)
+    assert averaging_fraction(50, 75) == pytest.approx(0.4 * 50 / 75)
+    assert averaging_fraction(50, 100) == pytest.approx(0.2)
+    assert averaging_fraction(50, 300) == pytest.approx(0.2)
+
+
+def test_auto_weight_averaging_shortens_the_horizon_when_batches_hold_few_classes():
+    X, y = _data(n_samples=240)
+    n_classes = np.unique(y).shape[0]
+    # 2 classes a batch out of n_classes >= 4: the horizon is 0.2 of the steps
+    model = SOPRCEmbedder(**{**FAST, "batch_size": 8}, random_state=0).fit(X, y)
+    assert model.sampler_.classes_per_batch == 2 and n_classes >= 4
+    (averaging,) = [c for c in model.callbacks_ if isinstance(c, WeightAveraging)]
+    steps = FAST["max_epochs"] * len(model.sampler_)
+    assert averaging.decay == pytest.approx(1 - 1 / (0.2 * steps))
+    explicit = SOPRCEmbedder(**{**FAST, "batch_size": 8}, weight_averaging=0.2, random_state=0)
+    np.testing.assert_array_equal(explicit.fit(X, y).transform(X), model.transform(X))
+
+
 class _RecordPriorWeight(Callback):
     def on_train_begin(self, estimator, X, y, validation):
         self.weights = []
@@ -341,3 +364,16 @@ def test_a_run_resumed_within_the_prior_warm_up_equals_an_uninterrupted_run(tmp_
     resumed = SOPRCEmbedder(**params, warm_start=True, callbacks=[Checkpoint(path)]).fit(X, y)
     assert [r["loss"] for r in resumed.history_] == [r["loss"] for r in straight.history_]
     np.testing.assert_array_equal(resumed.transform(X), straight.transform(X))
+
+
+def test_an_epoch_reads_nothing_back_from_the_device():
+    """Steps, batch sampling, prior warm-up and weight averaging of an epoch hold no
+    host-syncing op: a fit of two epochs syncs as often as a fit of one (the epoch's one
+    read of its loss, a copy to the host, is no such op on the CPU)."""
+    X, y = _data(96)
+
+    def syncs(epochs):
+        model = SOPRCEmbedder(**{**FAST, "max_epochs": epochs}, random_state=0)
+        return host_syncs(lambda: model.fit(X, y))
+
+    assert syncs(2) == syncs(1)

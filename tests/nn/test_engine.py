@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from helpers import host_syncs
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -648,11 +649,8 @@ def test_the_training_step_never_waits_for_the_host():
     inputs = TrainingInputs(X, torch.device("cpu"))
     targets = model.prepare_targets(y.astype(np.float32), torch.device("cpu"))
     epoch = model.sampler_.epoch()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
-        model.run_single_epoch(inputs, targets, epoch)
-    syncing = {"aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::item"}
-    names = [event.name for event in profile.events()]
-    assert not syncing & set(names), sorted(syncing & set(names))
+    syncs = host_syncs(lambda: model.run_single_epoch(inputs, targets, epoch))
+    assert not syncs, syncs
 
 
 @pytest.mark.parametrize("decay", [0.9, None])
@@ -663,10 +661,7 @@ def test_weight_averaging_adds_no_host_synchronisation(decay):
 
     def syncs(callbacks):
         model = LinearTorchRegressor(max_epochs=3, batch_size=16, callbacks=callbacks)
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
-            model.fit(X, y)
-        names = [event.name for event in profile.events()]
-        return sum(name in {"aten::_local_scalar_dense", "aten::item"} for name in names)
+        return host_syncs(lambda: model.fit(X, y))
 
     assert syncs([WeightAveraging(decay=decay)]) == syncs(None)
 
@@ -802,3 +797,14 @@ def test_a_data_parallel_batch_holds_its_part_and_the_whole_batch():
         torch.testing.assert_close(batch.global_indices, indices[0])
         torch.testing.assert_close(batch.global_valid, valid[0])
         torch.testing.assert_close(batch.global_groups, groups[0])
+
+
+def test_indexed_device_names_the_index_tensors_report(monkeypatch):
+    from skrank.nn._device import indexed_device
+
+    assert indexed_device("cpu") == torch.device("cpu")
+    assert indexed_device("cuda:1") == torch.device("cuda", 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    # A tensor on a bare "cuda" reports cuda:0, which torch.device("cuda") does not equal.
+    assert torch.device("cuda") != torch.device("cuda", 0)
+    assert indexed_device("cuda") == torch.device("cuda", 0)

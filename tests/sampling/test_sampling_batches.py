@@ -5,6 +5,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
+from helpers import host_syncs
 
 from skrank.sampling import ClassBalancedBatchSampler, ShuffledBatchSampler
 
@@ -137,3 +138,12 @@ def test_sampler_state_round_trip_replays_the_same_epochs():
     expected = sampler.epoch()
     sampler.load_state_dict(state)
     assert torch.equal(sampler.epoch().indices, expected.indices)
+
+
+@pytest.mark.parametrize("class_weights", ["proportional", "uniform"])
+def test_drawing_an_epoch_reads_nothing_back_from_the_device(class_weights):
+    """Drawing a class-balanced epoch (groups dealt, absent classes filled) needs no value
+    from the device: on a GPU it never waits for it."""
+    y = np.repeat(np.arange(60), np.arange(60) % 9 + 1)  # classes of 1 to 9 items
+    sampler = ClassBalancedBatchSampler(y, 40, 4, class_weights=class_weights, random_state=0)
+    assert not host_syncs(sampler.epoch)

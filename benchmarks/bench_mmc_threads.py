@@ -1,7 +1,7 @@
 """MMC's fit on one BLAS thread (``n_threads=1``, the default) against all cores (``None``).
 
 Side by side in one run, alternating the two settings, on the same data with the same
-parameters (the defaults): the fit's wall-clock time (median of ``--runs`` fits each) and the
+parameters (the defaults): the fit's wall-clock time (median of ``--repeats`` fits each) and the
 ratio of the two, with a check that both settings learn the same metric. Data:
 
 * sklearn's digits, PCA to 31 dimensions, all 1,797 items (as ``bench_mmc.py``);
@@ -22,11 +22,10 @@ Writes ``benchmarks/results/bench_mmc_threads.json`` (``bench_mmc_threads_quick.
 ``--quick``).
 """
 
-import argparse
 import os
-import time
 
 import numpy as np
+from _harness import alternate, parser, results_name, timed
 from _results import Results
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
@@ -55,25 +54,22 @@ def datasets(quick=False):
 def compare(X, y, parameters, n_runs):
     """Median fit seconds of each setting (alternating), and the largest difference between
     the metrics they learn."""
-    seconds = {name: [] for name in SETTINGS}
     components = {}
-    for _ in range(n_runs):
-        for name, n_threads in SETTINGS.items():
-            start = time.perf_counter()
-            model = MMC(n_threads=n_threads, **parameters).fit(X, y)
-            seconds[name].append(time.perf_counter() - start)
-            components[name] = model.components_
+
+    def fit_seconds(name):
+        model, seconds = timed(MMC(n_threads=SETTINGS[name], **parameters).fit, X, y)
+        components[name] = model.components_
+        return seconds
+
+    seconds = alternate(fit_seconds, SETTINGS, n_runs)
     difference = np.abs(components["all cores"] - components["one thread (default)"]).max()
     return {name: float(np.median(times)) for name, times in seconds.items()}, float(difference)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument("--runs", type=int, default=None, help="fits per setting")
-    args = parser.parse_args(argv)
-    n_runs = args.runs or (2 if args.quick else 5)
-    results = Results("bench_mmc_threads_quick" if args.quick else "bench_mmc_threads")
+    args = parser(__doc__, "quick", "tag", "repeats").parse_args(argv)
+    n_runs = args.repeats or (2 if args.quick else 5)
+    results = Results(results_name("bench_mmc_threads", args))
     blas = sorted({info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"})
     results.add_figure("blas_threads_by_default", blas)
     results.add_figure("cpu_count", os.cpu_count())

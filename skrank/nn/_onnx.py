@@ -76,3 +76,21 @@ def export_module(module, n_features, path, output_names, opset_version=None):
             verbose=False,
         )
     return path
+
+
+def check_graph_outputs(scores, embeddings, n_columns, width):
+    """``scores`` (n, n_columns) and ``embeddings`` (n, width) as float32 arrays, the outputs
+    of an exported graph; a ``ValueError`` naming the shapes otherwise."""
+    scores = np.asarray(scores, dtype=np.float32)
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    if (
+        scores.ndim != 2
+        or scores.shape[1] != n_columns
+        or embeddings.shape != (scores.shape[0], width)
+    ):
+        raise ValueError(
+            f"scores must have shape (n_samples, {n_columns}) and embeddings "
+            f"(n_samples, {width}), the outputs of the exported graph; got "
+            f"{scores.shape} and {embeddings.shape}."
+        )
+    return scores, embeddings

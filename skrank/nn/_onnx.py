@@ -13,6 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..utils._optional import install_hint
+
 #: Weights beyond this size are written to a file beside the graph (ONNX files hold 2 GiB).
 EXTERNAL_DATA_BYTES = 2**30
 
@@ -42,8 +44,8 @@ def check_onnx_installed(method):
     missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
     if missing:
         raise ImportError(
-            f"{method} needs the packages {' and '.join(missing)} (torch's ONNX exporter): "
-            "pip install 'skrank[onnx]', which also installs onnxruntime to run the graph."
+            f"{method} needs the packages {' and '.join(missing)} (torch's ONNX exporter), and "
+            f"onnxruntime to run the graph: {install_hint('onnx onnxscript onnxruntime', 'onnx')}."
         )
 
 

@@ -150,8 +150,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         then; ignored for "all").
     solver : {"auto", "kkt", "cvxpy"}, default="auto"
         "kkt" is the exact closed form (:func:`~skrank.similarity.solve_kkt`); "cvxpy" solves the
-        same problem with cvxpy (optional dependency, ``pip install "skrank[solvers]"``, hundreds
-        of times slower). "auto" uses "kkt".
+        same problem with cvxpy (optional dependency, the ``solvers`` extra; hundreds of times
+        slower). "auto" uses "kkt".
     normalize : bool, default=True
         L2-normalise every input row (fit and prediction alike), so that similarities lie in
         [0, 1]. Rows of zero norm are then an error. With False, inputs are used as they are;

@@ -504,5 +504,5 @@ def test_onnx_export_names_the_extra_when_packages_are_missing(fitted, monkeypat
 
     model, _ = fitted["SOPRCEmbedder"]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match=r"skrank\[onnx\]"):
+    with pytest.raises(ImportError, match=r'pip install "\.\[onnx\]"'):
         model.export_onnx(tmp_path / "model.onnx")

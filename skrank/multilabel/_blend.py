@@ -20,8 +20,9 @@ from ..metrics._labels import mean_top_k_scores, top_k_hits
 from ..metrics._search import _ordered_block_top_k, _weighted_sum_top_k
 from ..sampling._labels import positive_table
 from ..utils._memory import chunk_rows
-from ._centroids import centroid_similarities
+from ._centroids import centroid_similarities, input_centroids
 from ._neighbors import blend_dense, blended_top_k, neighbor_votes
+from ._targets import scores_of_every_label, with_untrained_labels
 
 
 class NeighborVotes(NamedTuple):
@@ -107,6 +108,25 @@ class Blend(NamedTuple):
             return base
         return base + term * self.centroid_weight
 
+    def scores_in_chunks(self, embeddings, table, device, rows=None, label_scores=None):
+        """The prediction scores of :meth:`chunks`, chunk by chunk, on the CPU."""
+        for chunk in self.chunks(embeddings, table, device, rows, label_scores):
+            yield self.scores(*chunk).cpu()
+
+    def top_k(self, embeddings, rows, k, search, network):
+        """Scores and label rows (n, k) of the ``k`` best labels of the prediction scores of
+        input ``embeddings`` (an ndarray) and ``rows`` (the inputs as given), best first: the
+        label ``search``'s top-k (:class:`~skrank.multilabel._label_search.LabelSearch`),
+        blended with the votes; with the nearest-centroid rule, a scan of every label."""
+        device = next(network.parameters()).device
+        if self.centroids is not None:
+            return self.dense_top_k(embeddings, network.label_table(), device, rows, k)
+        scores, indices = search.top_k(embeddings, k)
+        if self.neighbors is None:
+            return scores, indices
+        n_labels = search.n_labels
+        return self.voted_top_k(embeddings, network.label_vectors, n_labels, indices, device, k)
+
     def dense_top_k(self, embeddings, table, device, rows, k):
         """Scores and labels (n, k) of the ``k`` best labels of the blended scores, scanning
         every label in chunks of rows (the nearest-centroid rule reads every label)."""
@@ -147,32 +167,66 @@ class Blend(NamedTuple):
         return torch.cat(top_scores).numpy(), torch.cat(top_labels).numpy()
 
 
+class Predictor(NamedTuple):
+    """A fitted model's predictions: its ``blend`` (:class:`Blend`), its ``network`` (on the
+    device that predicts), the label ``search`` of its table
+    (:class:`~skrank.multilabel._label_search.LabelSearch`), the labels of the table's rows
+    (``trained``) among ``n_classes``."""
+
+    blend: Blend
+    network: object
+    search: object
+    trained: np.ndarray
+    n_classes: int
+
+    def table_top_k(self, embeddings, rows, k):
+        """Scores and table rows (n, k) of the ``k`` best labels of the table, best first."""
+        return self.blend.top_k(embeddings, rows, k, self.search, self.network)
+
+    def top_k(self, embeddings, rows, k):
+        """Scores and labels (indices into the classes, (n, k)) of the ``k`` best labels, best
+        first, the labels without a row of the table last (:func:`~skrank.multilabel._targets.
+        with_untrained_labels`)."""
+        scores, indices = self.table_top_k(embeddings, rows, min(k, len(self.trained)))
+        return with_untrained_labels(scores, indices, self.trained, self.n_classes, k)
+
+    def scores(self, embeddings, rows=None, label_scores=None):
+        """The (n, n_classes) prediction scores of ``embeddings`` (a CPU tensor), in chunks of
+        rows, from the table's ``label_scores`` when given (else computed here)."""
+        table = self.network.label_table() if label_scores is None else None
+        device = next(self.network.parameters()).device
+        chunks = self.blend.scores_in_chunks(embeddings, table, device, rows, label_scores)
+        every_label = [scores_of_every_label(s, self.trained, self.n_classes) for s in chunks]
+        return torch.cat(every_label).numpy()
+
+
 def choose_blend_weights(
-    blend, embeddings, rows, targets, table, device, neighbor_weights, centroid_weights, k
+    neighbor_weights, centroid_weights, train, held_out, forward, blend, table, device, k
 ):
     """The neighbours' and the centroids' weights with the best Precision@``k`` on held-out
     rows (ties: the smaller weight).
 
     The votes' weight is chosen from ``neighbor_weights`` without the nearest-centroid rule,
     then the centroids' from ``centroid_weights`` with the votes at the chosen weight; one pass
-    over the rows serves both (their label scores, votes and cosines are computed once).
+    over the held-out rows serves both (their label scores, votes and cosines are computed
+    once). A single candidate each is returned as it is.
 
     Parameters
     ----------
+    neighbor_weights, centroid_weights : tuple of float
+        The candidate weights.
+    train : tuple (X, positives, rows)
+        The training rows as the network reads them, their positive labels and the rows as
+        given: the rows that vote and give the centroids.
+    held_out : tuple (X, positives, rows) or None
+        The held-out rows alike (None: no choice to make).
+    forward : callable
+        ``forward(X)``, the input embeddings of rows ``X`` (an ndarray).
     blend : Blend
-        The score scale, the voting rows (``neighbors``, None when every candidate weight of
-        the votes is 0) and the centroids (None when ``centroid_weights`` is one weight).
-    embeddings : ndarray of shape (n_rows, n_components)
-        The held-out rows' input embeddings.
-    rows : ndarray or sparse matrix of shape (n_rows, n_features) or None
-        The held-out rows as given (for the cosines with the centroids).
-    targets : scipy.sparse matrix of shape (n_rows, n_labels)
-        Their positive labels.
+        The score scale and ``n_neighbors`` (its voting rows and centroids are built here).
     table : torch.Tensor of shape (n_labels, n_components)
         The label vectors as scored.
     device : torch.device
-    neighbor_weights, centroid_weights : tuple of float
-        The candidate weights.
     k : int
         The ``k`` of Precision@k.
 
@@ -182,12 +236,20 @@ def choose_blend_weights(
     """
     if len(neighbor_weights) == 1 and len(centroid_weights) == 1:
         return neighbor_weights[0], centroid_weights[0]
+    X_train, y_train, rows_train = train
+    X_held_out, y_held_out, rows_held_out = held_out
     # The votes' weight is compared without the centroids: a fixed centroid weight is left out.
     scored_weights = centroid_weights if len(centroid_weights) > 1 else (0.0,)
-    if len(scored_weights) == 1:
-        blend = blend._replace(centroids=None)
+    blend = blend._replace(
+        neighbors=NeighborVotes.from_rows(forward(X_train), y_train)
+        if any(neighbor_weights)
+        else None,
+        centroids=input_centroids(rows_train, y_train) if len(scored_weights) > 1 else None,
+    )
     labels = {(a, b): [] for a in neighbor_weights for b in scored_weights}
-    for scores, similarities, votes in blend.chunks(embeddings, table, device, rows):
+    for scores, similarities, votes in blend.chunks(
+        forward(X_held_out), table, device, rows_held_out
+    ):
         for a in neighbor_weights:
             base, term = blend.parts(scores, similarities, votes, a)
             chunk_top = (
@@ -199,13 +261,12 @@ def choose_blend_weights(
                 labels[a, b].append(chunk_labels.cpu())
             del base, term  # before the next weight's blocks are made
     top = {key: torch.cat(parts).numpy() for key, parts in labels.items()}
-    neighbor_weight = best_weight(
-        neighbor_weights, [top[a, 0.0] for a in neighbor_weights], targets
-    )
+    tops = [top[a, 0.0] for a in neighbor_weights]
+    neighbor_weight = best_weight(neighbor_weights, tops, y_held_out)
     if len(scored_weights) == 1:
         return neighbor_weight, centroid_weights[0]
     tops = [top[neighbor_weight, b] for b in scored_weights]
-    return neighbor_weight, best_weight(scored_weights, tops, targets)
+    return neighbor_weight, best_weight(scored_weights, tops, y_held_out)
 
 
 def best_weight(weights, tops, targets):

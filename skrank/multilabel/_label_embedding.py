@@ -214,7 +214,7 @@ class LabelScores(nn.Module):
 
 
 @torch.no_grad()
-def start_at_centroids(network, X, positives, encoder_init=None, seed=0):
+def start_at_centroids(network, X, positives, encoder_init=None, seed=None):
     """Start ``network`` as (close to) the nearest-centroid rule of its inputs: a linear
     encoder as the projection ``encoder_init`` (``"identity"`` or ``"svd"``: the principal
     directions of the inputs and their label centroids; ``"random"``: a Gaussian projection;
@@ -231,19 +231,20 @@ def start_at_centroids(network, X, positives, encoder_init=None, seed=0):
         Positive-label indicator.
     encoder_init : {"identity", "svd", "random"} or None, default=None
         The start of a linear encoder (its last layer; None for another encoder).
-    seed : int, default=0
+    seed : int or None, default=None
         Seed of the projection.
     """
     n_components = network.label_embeddings.embedding_dim
     if encoder_init is not None:
-        if encoder_init == "random":
-            directions = random_input_directions(X.shape[1], n_components, seed)
-        else:
-            directions = principal_input_directions(X, positives, n_components, seed)
         linear = network.encoder.layers[-1]
         # A SparseLinear stores one row per feature (and a padding row).
         weight = linear.weight[:-1].T if network.accepts_sparse_rows else linear.weight
-        weight.copy_(torch.as_tensor(directions))
+        if encoder_init == "random":
+            random_input_directions(X.shape[1], n_components, seed, out=weight)
+        else:
+            weight.copy_(
+                torch.as_tensor(principal_input_directions(X, positives, n_components, seed))
+            )
         linear.bias.zero_()
     rows_per_chunk = chunk_rows(X.shape[0], 4 * (X.shape[1] + n_components))
     centroids = label_centroids(network, X, positives, rows_per_chunk)
@@ -355,7 +356,7 @@ def principal_input_directions(X, positives, n_directions, random_state=None):
     return np.vstack([basis, extra])
 
 
-def random_input_directions(n_features, n_directions, random_state=None):
+def random_input_directions(n_features, n_directions, random_state=None, out=None):
     """A Gaussian random projection: rows of ``n_features`` independent ``N(0, 1/n_directions)``
     entries.
 
@@ -373,15 +374,18 @@ def random_input_directions(n_features, n_directions, random_state=None):
         Number of rows.
     random_state : int or None, default=None
         Seed of the draws (a torch generator).
+    out : torch.Tensor of shape (n_directions, n_features) or None, default=None
+        Where to draw them (e.g. a layer's weight, or a view of it), with no other copy.
 
     Returns
     -------
     directions : torch.Tensor of shape (n_directions, n_features), float32
+        ``out`` when given.
     """
     generator = torch.Generator()
     if random_state is not None:
         generator.manual_seed(int(random_state))
     else:
         generator.seed()
-    directions = torch.empty(n_directions, n_features)
+    directions = torch.empty(n_directions, n_features) if out is None else out
     return directions.normal_(0.0, 1.0 / math.sqrt(n_directions), generator=generator)

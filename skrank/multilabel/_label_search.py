@@ -68,11 +68,15 @@ class LabelSearch:
                     self.index.n_probe = self.n_probe
         return self.index
 
-    def calibrate(self, embeddings, k, fall_back):
-        """Measure the search's recall of the exact top ``k`` on the rows of ``embeddings``
-        (a sample of inputs; unused by the exact search); ``"ivf"`` takes the fewest cells
-        whose recall reaches ``RECALL_TARGET``, and with ``fall_back`` turns exact where none
-        does.
+    def probes(self):
+        """The cells an ``"ivf"`` search probes (None for the others)."""
+        return self.n_probe if self.method == "ivf" else None
+
+    def calibrate(self, sample, k, fall_back):
+        """Measure the search's recall of the exact top ``k`` on the rows of ``sample()``
+        (the input embeddings of a sample of rows, computed only for an index); ``"ivf"``
+        takes the fewest cells whose recall reaches ``RECALL_TARGET``, and with ``fall_back``
+        turns exact where none does.
 
         Returns
         -------
@@ -81,6 +85,7 @@ class LabelSearch:
         """
         if self.method == "exact":
             return 1.0
+        embeddings = sample()
         exact = LabelSearch(self.table, self.n_labels, device=self.device).top_k(embeddings, k)[1]
         if self.method == "faiss":
             return overlap_recall(self._index().search(embeddings, k)[1], exact)
@@ -91,6 +96,18 @@ class LabelSearch:
             self.method, self.n_probe, self.index = "exact", None, None
             return 1.0
         return recall
+
+
+def check_search_with_centroids(search, name, weight):
+    """Refuse an index ``search`` with the nearest-centroid rule on (``name=weight``, a
+    weight above 0): the rule is in no index of the label table."""
+    if search in ("ivf", "faiss") and weight != "auto" and weight > 0:
+        raise ValueError(
+            f"search={search!r} searches an index of the label table, which the "
+            f"nearest-centroid rule of the input space (here {name}={weight!r}) is not in: "
+            "predictions with it scan every label exactly. Use search='exact' or 'auto', or "
+            "centroid_weight=0."
+        )
 
 
 def faiss_available():

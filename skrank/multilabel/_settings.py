@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.preprocessing import normalize
 
 from ..losses import owl_weights
 from ..losses._owl import check_weight_vector
@@ -363,3 +365,20 @@ def adagrad_label_rate(reads):
     ``rate * sqrt(reads)`` over its reads whatever the scale of its gradients, so rows read
     rarely (many labels, few sampled) get the larger rate that moves them as far an epoch."""
     return LABEL_ADAGRAD_RATE * math.sqrt(max(1.0, LABEL_REFERENCE_READS / reads))
+
+
+def fit_input_weighting(X, normalization):
+    """The weighting ``input_normalization_`` fits on the training rows ``X``: a
+    ``TfidfTransformer(sublinear_tf=True)`` for ``"tfidf"``, else None."""
+    if normalization == "tfidf":
+        return TfidfTransformer(sublinear_tf=True).fit(X)
+    return None
+
+
+def weigh_inputs(X, normalization, transformer):
+    """``X`` as the network reads it: TF-IDF weighted by ``transformer`` (of
+    :func:`fit_input_weighting`), scaled to unit rows (``"l2"``), or as given."""
+    if transformer is not None:
+        transformed = transformer.transform(X)
+        return transformed if sp.issparse(X) else transformed.toarray()
+    return normalize(X) if normalization == "l2" else X

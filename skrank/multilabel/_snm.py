@@ -9,11 +9,8 @@ and the choice of its weights), ``_label_search`` (the top-k search of the label
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from sklearn.base import ClassifierMixin
-from sklearn.feature_extraction.text import TfidfTransformer
-from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
@@ -36,27 +33,17 @@ from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._deprecation import (
     DeprecatedParameter,
-    deprecated_constraint,
     resolve_deprecated_parameters,
+    with_deprecated_constraints,
 )
 from ..utils._docstrings import fill_shared_docs
 from ..utils._memory import check_dense_fits
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
-from ._blend import Blend, NeighborVotes, choose_blend_weights, top_k_score
+from . import _label_search, _settings, _targets
+from ._blend import Blend, NeighborVotes, Predictor, choose_blend_weights, top_k_score
 from ._centroids import centroids_from_state, centroids_state, input_centroids
 from ._label_embedding import LabelEmbeddingNetwork, LabelScores, start_at_centroids
-from ._label_search import LabelSearch, faiss_available, sample_rows
-from ._settings import describe_training_data, resolve_settings
-from ._targets import (
-    UNTRAINED_LABEL_SCORE,
-    drop_rows_without_positives,
-    encode_targets,
-    indicator_of_top,
-    scores_of_every_label,
-    table_labels,
-    with_untrained_labels,
-)
 
 __all__ = ["SNMClassifier"]
 
@@ -69,6 +56,8 @@ _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 # Surrogates applied to the unscaled scores (see the ``score_scale`` entry of the docstring).
 _UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
 _PAPER_RECIPE = "see the User Guide's recipe that reproduces the paper's setting"
+_CHOSEN_FROM_DATA = "it is chosen from the data"
+_RATE = "the sparse input layer's rate follows learning_rate"
 
 
 @fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
@@ -275,75 +264,61 @@ float32 or None
     True
     """
 
-    _parameter_constraints = {
-        **BaseTorchEstimator._torch_parameter_constraints,
-        "loss": [StrOptions({"bowl", "powl"})],
-        "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
-        "n_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "top_k_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "negative_weights": [StrOptions({"topk", "uniform", "power"}), "array-like"],
-        "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
-        "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
-        "dropout": [Interval(Real, 0, 1, closed="left")],
-        "input_dropout": [Interval(Real, 0, 1, closed="left")],
-        "scores": [StrOptions({"cosine", "dot"})],
-        "score_scale": [Interval(Real, 0, None, closed="neither")],
-        "learn_score_scale": ["boolean"],
-        "input_normalization": [StrOptions({"auto", "tfidf", "l2"}), None],
-        "label_init": [StrOptions({"centroid", "random"})],
-        "label_optimizer": [
-            StrOptions({"auto", "adagrad", "rowwise_adagrad", "sparse_adam", "sgd"})
-        ],
-        "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "score_k": [Interval(Integral, 1, None, closed="left")],
-        "search": [StrOptions({"auto", "exact", "faiss", "ivf"})],
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "neighbor_weight": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
-        "centroid_weight": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-        # Deprecated: each admits its former values and "deprecated".
-        "embedding_dim": [
-            Interval(Integral, 1, None, closed="left"),
-            StrOptions({"auto"}),
-            deprecated_constraint(),
-        ],
-        "margin": [Interval(Real, 0, None, closed="neither"), deprecated_constraint()],
-        "power_exponent": [Interval(Real, 0, None, closed="left"), deprecated_constraint()],
-        "weight_scale": [StrOptions({"normalized", "paper"}), deprecated_constraint()],
-        "encoder_init": [StrOptions({"auto", "svd", "random"}), deprecated_constraint()],
-        "input_optimizer": [
-            StrOptions({"rowwise_adagrad", "sparse_adam", "adagrad", "sgd"}),
-            deprecated_constraint(),
-        ],
-        "input_learning_rate": [
-            Interval(Real, 0, None, closed="neither"),
-            None,
-            deprecated_constraint(),
-        ],
+    # Removed parameters, applied as given for one release: their former default, their former
+    # constraints, and what to do instead.
+    _removed = {
+        "margin": (1.0, [Interval(Real, 0, None, closed="neither")], "pass a callable surrogate"),
+        "power_exponent": (1.0, [Interval(Real, 0, None, closed="left")], _PAPER_RECIPE),
+        "weight_scale": ("normalized", [StrOptions({"normalized", "paper"})], _PAPER_RECIPE),
+        "encoder_init": ("auto", [StrOptions({"auto", "svd", "random"})], _CHOSEN_FROM_DATA),
+        "input_optimizer": (
+            "rowwise_adagrad",
+            [StrOptions({"rowwise_adagrad", "sparse_adam", "adagrad", "sgd"})],
+            _CHOSEN_FROM_DATA,
+        ),
+        "input_learning_rate": (None, [Interval(Real, 0, None, closed="neither"), None], _RATE),
     }
-
     _deprecated_parameters = (
         DeprecatedParameter(
             "embedding_dim",
             renamed_to="n_components",
             fitted=(("embedding_dim_", "n_components_"),),
         ),
-        DeprecatedParameter("margin", default=1.0, instead="pass a callable surrogate"),
-        DeprecatedParameter("power_exponent", default=1.0, instead=_PAPER_RECIPE),
-        DeprecatedParameter("weight_scale", default="normalized", instead=_PAPER_RECIPE),
-        DeprecatedParameter(
-            "encoder_init", default="auto", instead="the encoder's start is chosen from the data"
+        *(
+            DeprecatedParameter(name, default=default, instead=instead, constraints=constraints)
+            for name, (default, constraints, instead) in _removed.items()
         ),
-        DeprecatedParameter(
-            "input_optimizer",
-            default="rowwise_adagrad",
-            instead="the sparse input layer trains by row-wise Adagrad",
-        ),
-        DeprecatedParameter(
-            "input_learning_rate",
-            default=None,
-            instead="the sparse input layer's rate follows learning_rate",
-        ),
+    )
+
+    _parameter_constraints = with_deprecated_constraints(
+        {
+            **BaseTorchEstimator._torch_parameter_constraints,
+            "loss": [StrOptions({"bowl", "powl"})],
+            "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
+            "n_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+            "top_k_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+            "negative_weights": [StrOptions({"topk", "uniform", "power"}), "array-like"],
+            "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+            "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+            "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
+            "dropout": [Interval(Real, 0, 1, closed="left")],
+            "input_dropout": [Interval(Real, 0, 1, closed="left")],
+            "scores": [StrOptions({"cosine", "dot"})],
+            "score_scale": [Interval(Real, 0, None, closed="neither")],
+            "learn_score_scale": ["boolean"],
+            "input_normalization": [StrOptions({"auto", "tfidf", "l2"}), None],
+            "label_init": [StrOptions({"centroid", "random"})],
+            "label_optimizer": [
+                StrOptions({"auto", "adagrad", "rowwise_adagrad", "sparse_adam", "sgd"})
+            ],
+            "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+            "score_k": [Interval(Integral, 1, None, closed="left")],
+            "search": [StrOptions({"auto", "exact", "faiss", "ivf"})],
+            "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+            "neighbor_weight": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
+            "centroid_weight": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        },
+        _deprecated_parameters,
     )
 
     component_parameters = ComponentParameters(
@@ -433,8 +408,9 @@ float32 or None
             Fitted estimator.
         """
         parameters = {**self.get_params(deep=False), **resolve_deprecated_parameters(self)}
-        if self.centroid_weight != "auto" and self.centroid_weight > 0:
-            self._check_search_with_centroids(self.search, "centroid_weight")
+        _label_search.check_search_with_centroids(
+            self.search, "centroid_weight", self.centroid_weight
+        )
         continuing = self._warm_starting()
         with naming_inputs("X", "y"):
             X, y = validate_data(
@@ -447,23 +423,23 @@ float32 or None
                 reset=not continuing,
             )
         check_float32_range(X, estimator="SNMClassifier")
-        classes, positives, self._multilabel_output = encode_targets(y)
+        classes, positives, self._multilabel_output = _targets.encode_targets(y)
         self._set_classes(classes)
         if self.score_k > len(classes):
             raise ValueError(f"score_k={self.score_k} exceeds the number of labels {len(classes)}.")
-        keep = drop_rows_without_positives(positives)
+        keep = _targets.drop_rows_without_positives(positives)
         if keep is not None:
             X, positives = X[keep], positives[keep]
         positives = self._table_positives(positives, continuing)
         world_size = current_context(resolve_device(self.device)).world_size
-        data = describe_training_data(
+        data = _settings.describe_training_data(
             X,
             _training_rows(X.shape[0], self.validation_fraction),
             positives.shape[1],
             self.validation_fraction is not None,
             self.batch_size * world_size,
         )
-        self._apply_settings(resolve_settings(parameters, data), continuing)
+        self._apply_settings(_settings.resolve_settings(parameters, data), continuing)
         rows = X  # as given: the space of the nearest-centroid rule
         X = self._normalize_inputs(X, fitting=not continuing)
         X_train, y_train, validation, rows_train, rows_validation = self._split_with_rows(
@@ -499,11 +475,9 @@ float32 or None
         # Fits saved before label_optimizer_ existed resolve it now.
         if not (continuing and hasattr(self, "label_optimizer_")):
             self.label_optimizer_ = settings.label_optimizer
-        self.label_learning_rate_ = settings.label_learning_rate
-        self.input_optimizer_ = settings.input_optimizer
-        self.input_learning_rate_ = settings.input_learning_rate
-        self.n_negatives_ = settings.n_negatives
-        self.negative_weights_ = settings.negative_weights
+        for name in ("label_learning_rate", "input_optimizer", "input_learning_rate"):
+            setattr(self, f"{name}_", getattr(settings, name))
+        self.n_negatives_, self.negative_weights_ = settings.n_negatives, settings.negative_weights
         self._settings = settings
 
     def _split_with_rows(self, X, positives, rows):
@@ -524,7 +498,7 @@ float32 or None
         """The columns of ``positives`` that the label table holds, ``trained_labels_``: the
         labels with a positive example (a warm start keeps the previous fit's)."""
         previous = self._trained_labels() if continuing else None
-        self.trained_labels_ = table_labels(positives, previous)
+        self.trained_labels_ = _targets.table_labels(positives, previous)
         if len(self.trained_labels_) == positives.shape[1]:
             return positives
         return positives[:, self.trained_labels_]
@@ -536,31 +510,17 @@ float32 or None
 
     def _choose_blend_weights(self, X_train, y_train, validation, rows_train, rows_validation):
         """``(neighbor_weight_, centroid_weight_)``: each parameter as given, or for ``"auto"``
-        its weight with the best Precision@``score_k`` on the validation rows, the training
-        rows voting and giving the centroids (see :func:`~skrank.multilabel._blend.
-        choose_blend_weights`)."""
-        neighbor_weights = self._settings.neighbor_weights
-        centroid_weights = self._settings.centroid_weights
-        if validation is None or (len(neighbor_weights) == 1 and len(centroid_weights) == 1):
-            return neighbor_weights[0], centroid_weights[0]
-        blend = Blend(
-            self.network_.score_scale,
-            neighbors=NeighborVotes.from_rows(self.forward(X_train), y_train)
-            if any(neighbor_weights)
-            else None,
-            n_neighbors=self.n_neighbors,
-            centroids=input_centroids(rows_train, y_train) if len(centroid_weights) > 1 else None,
-        )
-        X_val, y_val = validation
+        its weight with the best Precision@``score_k`` on the validation rows (see
+        :func:`~skrank.multilabel._blend.choose_blend_weights`)."""
         return choose_blend_weights(
-            blend,
-            self._forward_in_chunks(X_val),
-            rows_validation,
-            y_val,
+            self._settings.neighbor_weights,
+            self._settings.centroid_weights,
+            (X_train, y_train, rows_train),
+            validation and (*validation, rows_validation),
+            self._forward_in_chunks,
+            Blend(self.network_.score_scale, n_neighbors=self.n_neighbors),
             self.network_.label_table(),
             self._inference_device(),
-            neighbor_weights,
-            centroid_weights,
             min(self.score_k, len(self._trained_labels())),
         )
 
@@ -633,7 +593,9 @@ float32 or None
         if self.label_init == "centroid":
             X, positives = self._initialization_data
             self.encoder_init_ = self._settings.encoder_init
-            seed = int(torch.randint(2**31 - 1, ()))  # fit seeds torch alike on every rank
+            seed = None
+            if self.encoder_init_ is not None:
+                seed = int(torch.randint(2**31 - 1, ()))  # fit seeds torch alike on every rank
             start_at_centroids(network, X, positives, self.encoder_init_, seed)
         return network
 
@@ -717,46 +679,38 @@ float32 or None
         X_val, y_val = X_val[:VALIDATION_SCORE_MAX_ROWS], y_val[:VALIDATION_SCORE_MAX_ROWS]
         # Exact search: an approximate index built from mid-training weights would go stale.
         k = min(self.score_k, len(self._trained_labels()))
-        _, top = self._top_k(X_val, k, search="exact", blend=False)
+        predictor = self._predictor("exact", blend=False)
+        _, top = predictor.table_top_k(self._forward_in_chunks(X_val), None, k)
         return top_k_score(y_val, top, "precision")
 
     # ------------------------------------------------------------------ prediction
     def _predicted_top_k(self, X, rows, k):
-        """Scores and indices into ``classes_`` (n, k) of the ``k`` best labels, best first:
-        :meth:`_top_k` over the label table, then, beyond its rows, the labels without a
-        training example in the order of ``classes_``, scored ``UNTRAINED_LABEL_SCORE``."""
+        """Scores and indices into ``classes_`` (n, k) of the ``k`` best labels, best first;
+        beyond the label table's rows, the labels without a training example."""
         n_labels = len(self.classes_)
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
-        trained = self._trained_labels()
-        scores, indices = self._top_k(X, min(k, len(trained)), rows=rows)
-        return with_untrained_labels(scores, indices, trained, n_labels, k)
+        return self._predictor().top_k(self._forward_in_chunks(X), rows, k)
 
-    def _top_k(self, X, k, search=None, blend=True, rows=None):
-        """Scores and label-table rows (n, k) of the ``k`` best labels, best first (with the
-        nearest-centroid rule of ``rows``, the inputs as given, and the neighbours' votes when
-        the fit stored them and ``blend``)."""
-        embeddings = self._forward_in_chunks(X)
+    def _predictor(self, search=None, blend=True):
+        """The fitted model's :class:`~skrank.multilabel._blend.Predictor`: its blend (with
+        ``blend``, else the label scores alone) and ``search`` (default: the fitted one)."""
         search = search or self._search_method()
-        device = self._inference_device()
-        fitted = self._blend() if blend else None
-        if fitted is not None and fitted.centroids is not None:
-            self._check_search_with_centroids(search, "centroid_weight_")
-            table = self.network_.label_table()
-            return fitted.dense_top_k(embeddings, table, device, rows, k)
-        scores, indices = self._label_search(search).top_k(embeddings, k)
-        if fitted is None or fitted.neighbors is None:
-            return scores, indices
-        network = self.network_.to(device)
-        n_labels = len(self._trained_labels())
-        return fitted.voted_top_k(embeddings, network.label_vectors, n_labels, indices, device, k)
+        fitted = self._blend() if blend else Blend(self.network_.score_scale)
+        if fitted.centroids is not None:
+            _label_search.check_search_with_centroids(
+                search, "centroid_weight_", self.centroid_weight_
+            )
+        network = self.network_.to(self._inference_device())
+        trained = self._trained_labels()
+        return Predictor(fitted, network, self._search_of(search), trained, len(self.classes_))
 
-    def _label_search(self, method):
+    def _search_of(self, method):
         """The :class:`~skrank.multilabel._label_search.LabelSearch` of ``method`` (its faiss
         index built on first use and kept: faiss objects do not pickle)."""
         search = getattr(self, "_search", None)
         if search is None or search.method != method:
-            search = LabelSearch(
+            search = _label_search.LabelSearch(
                 self.network_.label_table,
                 len(self._trained_labels()),
                 method,
@@ -773,34 +727,24 @@ float32 or None
         ``search`` (which may be set after the fit)."""
         return self.search_ if self.search == "auto" else self.search
 
-    def _check_search_with_centroids(self, search, weight):
-        if search in ("ivf", "faiss"):
-            raise ValueError(
-                f"search={search!r} searches an index of the label table, which the "
-                f"nearest-centroid rule of the input space (here {weight}="
-                f"{getattr(self, weight)!r}) is not in: predictions with it scan every label "
-                "exactly. Use search='exact' or 'auto', or centroid_weight=0."
-            )
-
     def _prepare_search(self, X_sample):
         """Resolve ``search`` into ``search_``; for an approximate search, build the index and
         measure its recall of the exact top ``max(5, score_k)`` on up to 1,000 rows of
         ``X_sample`` (``"auto"`` falls back to the exact search below a recall of 0.99)."""
         self._search_seed = int(self._shared_random_state().randint(np.iinfo(np.int32).max))
         method = self._settings.search
-        if self.search == "auto" and (self.centroid_weight_ > 0 or not faiss_available()):
+        if self.search == "auto" and (
+            self.centroid_weight_ > 0 or not _label_search.faiss_available()
+        ):
             method = "exact"
         self._search = None
-        search = self._label_search(method)
-        queries = None
-        if method != "exact":
-            queries = self._forward_in_chunks(
-                X_sample[sample_rows(X_sample.shape[0], self._search_seed)]
-            )
+        search = self._search_of(method)
+        sample = X_sample[_label_search.sample_rows(X_sample.shape[0], self._search_seed)]
         k = min(max(5, self.score_k), len(self._trained_labels()))
-        self.search_recall_ = search.calibrate(queries, k, fall_back=self.search == "auto")
-        self.search_ = search.method
-        self.search_probes_ = search.n_probe if search.method == "ivf" else None
+        self.search_recall_ = search.calibrate(
+            lambda: self._forward_in_chunks(sample), k, fall_back=self.search == "auto"
+        )
+        self.search_, self.search_probes_ = search.method, search.probes()
         self._search = search if search.method != "exact" else None
 
     def _validate_for_prediction(self, X, rows=False):
@@ -820,13 +764,8 @@ float32 or None
     def _normalize_inputs(self, X, fitting):
         """``X`` as the network reads it (``input_normalization_``); at fit, learn the idf."""
         if fitting:
-            self.input_transformer_ = None
-            if self.input_normalization_ == "tfidf":
-                self.input_transformer_ = TfidfTransformer(sublinear_tf=True).fit(X)
-        if self.input_transformer_ is not None:
-            transformed = self.input_transformer_.transform(X)
-            return transformed if sp.issparse(X) else transformed.toarray()
-        return normalize(X) if self.input_normalization_ == "l2" else X
+            self.input_transformer_ = _settings.fit_input_weighting(X, self.input_normalization_)
+        return _settings.weigh_inputs(X, self.input_normalization_, self.input_transformer_)
 
     def predict_top_k(self, X, k, return_scores=False):
         """The ``k`` highest-scored labels of each example, best first.
@@ -873,7 +812,7 @@ float32 or None
         if not self._multilabel_output:
             return self.classes_[self._predicted_top_k(X, rows, 1)[1][:, 0]]
         _, top = self._predicted_top_k(X, rows, self.score_k)
-        return indicator_of_top(top, len(self.classes_), self._multilabel_output)
+        return _targets.indicator_of_top(top, len(self.classes_), self._multilabel_output)
 
     def decision_function(self, X):
         """Scores of every label, shape (n_samples, n_labels).
@@ -908,18 +847,10 @@ float32 or None
     def _decision_scores(self, embeddings, rows=None, label_scores=None):
         """:meth:`decision_function`'s scores from the input ``embeddings`` (a CPU tensor),
         the inputs as given ``rows`` (for the nearest-centroid rule; None: without it) and the
-        scores of the label table's rows ``label_scores`` (computed here when None), in
-        chunks of rows; the labels without a training example score
-        ``UNTRAINED_LABEL_SCORE``."""
-        n_labels = len(self.classes_)
-        trained = self._trained_labels()
-        fitted = self._blend()
-        table = self.network_.label_table() if label_scores is None else None
-        chunks = []
-        for chunk in fitted.chunks(embeddings, table, self._inference_device(), rows, label_scores):
-            chunks.append(scores_of_every_label(fitted.scores(*chunk).cpu(), trained, n_labels))
-        scores = torch.cat(chunks).numpy()
-        if n_labels == 2 and not self._multilabel_output:
+        scores of the label table's rows ``label_scores`` (computed here when None); the labels
+        without a training example score ``UNTRAINED_LABEL_SCORE``."""
+        scores = self._predictor().scores(embeddings, rows, label_scores)
+        if len(self.classes_) == 2 and not self._multilabel_output:
             return scores[:, 1] - scores[:, 0]
         return scores
 
@@ -968,7 +899,7 @@ float32 or None
                 self.network_,
                 None if len(trained) == len(self.classes_) else trained,
                 len(self.classes_),
-                UNTRAINED_LABEL_SCORE,
+                _targets.UNTRAINED_LABEL_SCORE,
             ),
             self.n_features_in_,
             path,

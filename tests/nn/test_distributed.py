@@ -41,7 +41,7 @@ ESTIMATORS = {
         # No input dropout (its masks differ between one process and two) nor held-out rows.
         dict(
             n_negatives=4,
-            embedding_dim=8,
+            n_components=8,
             hidden_layer_sizes=(16,),
             max_epochs=3,
             device="cpu",

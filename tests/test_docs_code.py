@@ -18,6 +18,7 @@ RUNNABLE_PAGES = [
     "user_guide/losses.rst",
     "user_guide/engine.rst",
     "user_guide/persistence.rst",
+    "user_guide/threads.rst",
 ]
 
 

@@ -389,3 +389,21 @@ def random_input_directions(n_features, n_directions, random_state=None, out=Non
         generator.seed()
     directions = torch.empty(n_directions, n_features) if out is None else out
     return directions.normal_(0.0, 1.0 / math.sqrt(n_directions), generator=generator)
+
+
+def check_graph_outputs(scores, embeddings, n_columns, width):
+    """``scores`` (n, n_columns) and ``embeddings`` (n, width) as float32 arrays, the outputs
+    of the graph of :class:`LabelScores`; a ``ValueError`` naming the shapes otherwise."""
+    scores = np.asarray(scores, dtype=np.float32)
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    if (
+        scores.ndim != 2
+        or scores.shape[1] != n_columns
+        or embeddings.shape != (scores.shape[0], width)
+    ):
+        raise ValueError(
+            f"scores must have shape (n_samples, {n_columns}) and embeddings "
+            f"(n_samples, {width}), the outputs of the exported graph; got "
+            f"{scores.shape} and {embeddings.shape}."
+        )
+    return scores, embeddings

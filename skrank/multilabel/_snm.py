@@ -6,6 +6,7 @@ methods. Its collaborators, each built from arrays: ``_targets`` (target encodin
 and the choice of its weights), ``_label_search`` (the top-k search of the label table).
 """
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,16 +20,20 @@ from ..metrics._labels import check_label_targets
 from ..nn import (
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_CONSTRAINTS,
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
     EarlyStopping,
     RowSparseOptimizer,
+    RowSubset,
+    check_onnx_installed,
+    current_context,
+    dense_float32,
+    export_module,
+    layer_sizes,
+    memory_mapped,
+    resolve_device,
 )
-from ..nn._data import RowSubset, memory_mapped
-from ..nn._device import resolve_device
-from ..nn._distributed import current_context
-from ..nn._modules import layer_sizes
-from ..nn._onnx import check_graph_outputs, check_onnx_installed, dense_float32, export_module
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._deprecation import (
@@ -43,7 +48,12 @@ from ..utils._validation import check_float32_range, naming_inputs
 from . import _label_search, _settings, _targets
 from ._blend import Blend, NeighborVotes, Predictor, choose_blend_weights, top_k_score
 from ._centroids import centroids_from_state, centroids_state, input_centroids
-from ._label_embedding import LabelEmbeddingNetwork, LabelScores, start_at_centroids
+from ._label_embedding import (
+    LabelEmbeddingNetwork,
+    LabelScores,
+    check_graph_outputs,
+    start_at_centroids,
+)
 
 __all__ = ["SNMClassifier"]
 
@@ -292,7 +302,7 @@ float32 or None
 
     _parameter_constraints = with_deprecated_constraints(
         {
-            **BaseTorchEstimator._torch_parameter_constraints,
+            **TORCH_PARAMETER_CONSTRAINTS,
             "loss": [StrOptions({"bowl", "powl"})],
             "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
             "n_negatives": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -411,7 +421,7 @@ float32 or None
         _label_search.check_search_with_centroids(
             self.search, "centroid_weight", self.centroid_weight
         )
-        continuing = self._warm_starting()
+        continuing = self.warm_starting()
         with naming_inputs("X", "y"):
             X, y = validate_data(
                 self,
@@ -424,7 +434,7 @@ float32 or None
             )
         check_float32_range(X, estimator="SNMClassifier")
         classes, positives, self._multilabel_output = _targets.encode_targets(y)
-        self._set_classes(classes)
+        self.set_classes(classes)
         if self.score_k > len(classes):
             raise ValueError(f"score_k={self.score_k} exceeds the number of labels {len(classes)}.")
         keep = _targets.drop_rows_without_positives(positives)
@@ -447,11 +457,7 @@ float32 or None
         )
         self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
         self.neighbor_weight_ = self.centroid_weight_ = 0.0
-        self._initialization_data = (X_train, y_train)
-        try:
-            self.fit_loop(X_train, y_train, validation)
-        finally:
-            del self._initialization_data
+        self.fit_loop(X_train, y_train, validation)
         # The blend's weights are chosen on the model the validation rows did not shape.
         self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(
             X_train, y_train, validation, rows_train, rows_validation
@@ -481,13 +487,13 @@ float32 or None
         self._settings = settings
 
     def _split_with_rows(self, X, positives, rows):
-        """:meth:`_split_validation` of ``(X, positives)``, and the same split of ``rows``
+        """:meth:`split_validation` of ``(X, positives)``, and the same split of ``rows``
         (the inputs as given; ``X`` itself without ``input_normalization``, never copied
         twice): ``(X_train, y_train, validation, rows_train, rows_validation)``."""
         if rows is X:
-            X_train, y_train, validation = self._split_validation(X, positives)
+            X_train, y_train, validation = self.split_validation(X, positives)
             return X_train, y_train, validation, X_train, validation and validation[0]
-        X_train, parts, validation = self._split_validation(X, _RowsAlike(positives, rows))
+        X_train, parts, validation = self.split_validation(X, _RowsAlike(positives, rows))
         y_train, rows_train = parts.arrays
         if validation is None:
             return X_train, y_train, None, rows_train, None
@@ -517,25 +523,23 @@ float32 or None
             self._settings.centroid_weights,
             (X_train, y_train, rows_train),
             validation and (*validation, rows_validation),
-            self._forward_in_chunks,
+            functools.partial(self.forward, as_numpy=True),
             Blend(self.network_.score_scale, n_neighbors=self.n_neighbors),
             self.network_.label_table(),
-            self._inference_device(),
+            self.inference_device(),
             min(self.score_k, len(self._trained_labels())),
         )
 
     def _rebuild_start(self, X, positives):
         """No epoch beat the start: rebuild it from every training row (the validation rows
         included), with the seed the first one had."""
-        self._initialization_data = (X, positives)
-        try:
-            device = next(self.module_.parameters()).device
-            with torch.random.fork_rng():
-                torch.manual_seed(int(self._shared_random_state().randint(np.iinfo(np.int32).max)))
-                self.module_ = self.initialize_module(X.shape[1]).to(device).eval()
-            self.optimizers_ = self.initialize_optimizers()  # on the new parameters
-        finally:
-            del self._initialization_data
+        device = next(self.module_.parameters()).device
+        with torch.random.fork_rng():
+            torch.manual_seed(int(self.shared_random_state().randint(np.iinfo(np.int32).max)))
+            self.module_ = self.initialize_module(X.shape[1])
+            self.initialize_weights(X, positives)
+        self.module_ = self.module_.to(device).eval()
+        self.optimizers_ = self.initialize_optimizers()  # on the new parameters
 
     def _store_neighbors(self, votes):
         """Keep the voting rows' unit embeddings and labels (fitted attributes)."""
@@ -588,16 +592,19 @@ float32 or None
         return network
 
     def initialize_module(self, n_features):
-        network = self._network(n_features)
+        return self._network(n_features)
+
+    def initialize_weights(self, X, y):
+        """With ``label_init="centroid"``, start each label embedding at the centroid of the
+        input embeddings of its training rows ``y`` (the positives' indicator), and a linear
+        encoder as a projection of the inputs ``X`` (``encoder_init_``)."""
         self.encoder_init_ = None
         if self.label_init == "centroid":
-            X, positives = self._initialization_data
             self.encoder_init_ = self._settings.encoder_init
             seed = None
             if self.encoder_init_ is not None:
                 seed = int(torch.randint(2**31 - 1, ()))  # fit seeds torch alike on every rank
-            start_at_centroids(network, X, positives, self.encoder_init_, seed)
-        return network
+            start_at_centroids(self.module_, X, y, self.encoder_init_, seed)
 
     def initialize_criterion(self, y):
         surrogate, margin = self.surrogate, self.margin
@@ -624,11 +631,11 @@ float32 or None
             table,
             method=self.label_optimizer_,
             lr=self.label_learning_rate_,
-            synchronize=self._context.active,
+            synchronize=self.training_context.active,
         )
-        return self._network_optimizers(
-            network, self.input_optimizer_, self.input_learning_rate_
-        ) + [self._label_optimizer]
+        return self.optimizers_for(network, self.input_optimizer_, self.input_learning_rate_) + [
+            self._label_optimizer
+        ]
 
     def prepare_targets(self, y, device):
         """Each example's positive labels as a padded table on the device, and their counts."""
@@ -640,7 +647,7 @@ float32 or None
             len(self._trained_labels()),
             self.n_negatives_,
             random_state=random_state,
-            device=self._device,
+            device=self.training_device,
         )
         return ShuffledBatchSampler(
             y.shape[0], self.batch_size * self.world_size_, random_state=random_state, device=device
@@ -680,7 +687,7 @@ float32 or None
         # Exact search: an approximate index built from mid-training weights would go stale.
         k = min(self.score_k, len(self._trained_labels()))
         predictor = self._predictor("exact", blend=False)
-        _, top = predictor.table_top_k(self._forward_in_chunks(X_val), None, k)
+        _, top = predictor.table_top_k(self.forward(X_val, as_numpy=True), None, k)
         return top_k_score(y_val, top, "precision")
 
     # ------------------------------------------------------------------ prediction
@@ -690,7 +697,7 @@ float32 or None
         n_labels = len(self.classes_)
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_labels:
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
-        return self._predictor().top_k(self._forward_in_chunks(X), rows, k)
+        return self._predictor().top_k(self.forward(X, as_numpy=True), rows, k)
 
     def _predictor(self, search=None, blend=True):
         """The fitted model's :class:`~skrank.multilabel._blend.Predictor`: its blend (with
@@ -701,7 +708,7 @@ float32 or None
             _label_search.check_search_with_centroids(
                 search, "centroid_weight_", self.centroid_weight_
             )
-        network = self.network_.to(self._inference_device())
+        network = self.network_.to(self.inference_device())
         trained = self._trained_labels()
         return Predictor(fitted, network, self._search_of(search), trained, len(self.classes_))
 
@@ -716,7 +723,7 @@ float32 or None
                 method,
                 getattr(self, "search_probes_", None),
                 getattr(self, "_search_seed", 0),
-                self._inference_device(),
+                self.inference_device(),
             )
             if method != "exact":
                 self._search = search
@@ -731,7 +738,7 @@ float32 or None
         """Resolve ``search`` into ``search_``; for an approximate search, build the index and
         measure its recall of the exact top ``max(5, score_k)`` on up to 1,000 rows of
         ``X_sample`` (``"auto"`` falls back to the exact search below a recall of 0.99)."""
-        self._search_seed = int(self._shared_random_state().randint(np.iinfo(np.int32).max))
+        self._search_seed = int(self.shared_random_state().randint(np.iinfo(np.int32).max))
         method = self._settings.search
         if self.search == "auto" and (
             self.centroid_weight_ > 0 or not _label_search.faiss_available()
@@ -742,7 +749,7 @@ float32 or None
         sample = X_sample[_label_search.sample_rows(X_sample.shape[0], self._search_seed)]
         k = min(max(5, self.score_k), len(self._trained_labels()))
         self.search_recall_ = search.calibrate(
-            lambda: self._forward_in_chunks(sample), k, fall_back=self.search == "auto"
+            lambda: self.forward(sample, as_numpy=True), k, fall_back=self.search == "auto"
         )
         self.search_, self.search_probes_ = search.method, search.probes()
         self._search = search if search.method != "exact" else None
@@ -842,7 +849,7 @@ float32 or None
             "decision_function",
             "Use predict_top_k(X, k), which never builds it, or pass fewer rows at a time.",
         )
-        return self._decision_scores(torch.from_numpy(self._forward_in_chunks(X)), rows)
+        return self._decision_scores(torch.from_numpy(self.forward(X, as_numpy=True)), rows)
 
     def _decision_scores(self, embeddings, rows=None, label_scores=None):
         """:meth:`decision_function`'s scores from the input ``embeddings`` (a CPU tensor),
@@ -967,11 +974,15 @@ float32 or None
         )
 
     def score(self, X, y):
-        """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
+        """Precision@``score_k`` over labels, the metric of extreme classification.
 
-        The :func:`skrank.metrics.top_k_recall_score` of the ``score_k`` best labels, computed
-        from :meth:`predict_top_k` (no ``n x K`` matrix); examples without a true label are
-        excluded with a warning.
+        The :func:`skrank.metrics.top_k_precision_score` of the ``score_k`` best labels (the
+        share of them that are true labels, averaged over examples), computed from
+        :meth:`predict_top_k` (no ``n x K`` matrix): what early stopping monitors on the
+        validation rows, and what ``GridSearchCV`` compares by default. Examples without a
+        true label are excluded with a warning. Recall@k, the share of each example's true
+        labels among its ``k`` best, is the scorer ``get_scorer("label_recall@k")`` of
+        :func:`skrank.metrics.get_scorer`.
 
         Parameters
         ----------
@@ -981,12 +992,12 @@ float32 or None
 
         Returns
         -------
-        recall : float
-            Mean over examples of (true labels among the ``score_k`` best) / (true labels).
+        precision : float
+            Mean over examples of (true labels among the ``score_k`` best) / ``score_k``.
         """
         _, top = self._predicted_top_k(*self._validate_for_prediction(X, rows=True), self.score_k)
         labels = None if self._multilabel_output else self.classes_
-        return top_k_score(check_label_targets(y, len(self.classes_), labels), top, "recall")
+        return top_k_score(check_label_targets(y, len(self.classes_), labels), top, "precision")
 
     # ------------------------------------------------------------------ misc
     def __getstate__(self):
@@ -1013,7 +1024,7 @@ float32 or None
 
 class _RowsAlike:
     """Arrays indexed by the same rows: ``self[rows]`` indexes each of them (a memory-mapped
-    array through a :class:`~skrank.nn._data.RowSubset`, never copied)."""
+    array through a :class:`~skrank.nn.RowSubset`, never copied)."""
 
     def __init__(self, *arrays):
         self.arrays = arrays

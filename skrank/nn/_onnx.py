@@ -21,7 +21,13 @@ EXTERNAL_DATA_BYTES = 2**30
 
 class UnitRows(torch.nn.Module):
     """``module``'s output rows scaled to unit L2 norm (zero rows stay zero), as
-    ``SOPRCEmbedder.transform`` scales them."""
+    ``SOPRCEmbedder.transform`` scales them: the network of an embedding to export.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The embedding network.
+    """
 
     def __init__(self, module):
         super().__init__()
@@ -34,13 +40,27 @@ class UnitRows(torch.nn.Module):
 
 
 def dense_float32(X):
-    """``X`` (an array or a sparse matrix) as a dense float32 array, as an ONNX graph reads it."""
+    """``X`` (an array or a sparse matrix) as a dense float32 array, as an ONNX graph reads it.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+    Returns
+    -------
+    X_dense : ndarray of float32 of shape (n_samples, n_features)
+    """
     return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float32)
 
 
 def check_onnx_installed(method):
-    """Raise an ImportError naming the ``onnx`` extra when the exporter's packages are
-    missing."""
+    """Raise an ImportError naming the ``onnx`` extra when the exporter's packages are missing.
+
+    Parameters
+    ----------
+    method : str
+        The caller, named in the error (e.g. ``"SOPRCEmbedder.export_onnx"``).
+    """
     missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
     if missing:
         raise ImportError(
@@ -52,6 +72,22 @@ def check_onnx_installed(method):
 def export_module(module, n_features, path, output_names, opset_version=None):
     """Write ``module`` (on the CPU, in evaluation mode) as an ONNX graph with the input ``X``
     of shape (n_samples, n_features), float32, and the outputs ``output_names``.
+
+    The number of rows of the graph's input is dynamic. Call :func:`check_onnx_installed`
+    first for an error that names your method.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network; it is moved to the CPU and put in evaluation mode.
+    n_features : int
+        Width of the input.
+    path : str or os.PathLike
+        The file to write.
+    output_names : sequence of str
+        Names of the module's outputs, in order.
+    opset_version : int or None, default=None
+        The ONNX operator set; None: the exporter's default.
 
     Returns
     -------
@@ -78,21 +114,3 @@ def export_module(module, n_features, path, output_names, opset_version=None):
             verbose=False,
         )
     return path
-
-
-def check_graph_outputs(scores, embeddings, n_columns, width):
-    """``scores`` (n, n_columns) and ``embeddings`` (n, width) as float32 arrays, the outputs
-    of an exported graph; a ``ValueError`` naming the shapes otherwise."""
-    scores = np.asarray(scores, dtype=np.float32)
-    embeddings = np.asarray(embeddings, dtype=np.float32)
-    if (
-        scores.ndim != 2
-        or scores.shape[1] != n_columns
-        or embeddings.shape != (scores.shape[0], width)
-    ):
-        raise ValueError(
-            f"scores must have shape (n_samples, {n_columns}) and embeddings "
-            f"(n_samples, {width}), the outputs of the exported graph; got "
-            f"{scores.shape} and {embeddings.shape}."
-        )
-    return scores, embeddings

@@ -19,7 +19,7 @@ from sklearn.preprocessing import normalize
 
 from ..losses import owl_weights
 from ..losses._owl import check_weight_vector
-from ..nn._modules import layer_sizes
+from ..nn import layer_sizes
 
 # Sparse X with more features than this trains a sparse input layer (the rows a batch reads);
 # below, the dense layer and its optimiser cost little.

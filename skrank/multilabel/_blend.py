@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from ..metrics._labels import mean_top_k_scores, top_k_hits
 from ..metrics._search import _ordered_block_top_k, _weighted_sum_top_k
@@ -38,8 +37,10 @@ class NeighborVotes(NamedTuple):
     def from_rows(cls, embeddings, positives):
         """The votes of rows of input ``embeddings`` (any norm) and indicator ``positives``."""
         table, counts = positive_table(positives, positives.shape[1])
-        unit = F.normalize(torch.as_tensor(embeddings), dim=1).cpu().numpy()
-        return cls(unit, table.numpy(), counts.numpy())
+        unit = torch.as_tensor(embeddings).cpu()
+        # In place: the embeddings of every training row may be the largest array here.
+        unit.div_(torch.linalg.vector_norm(unit, dim=1, keepdim=True).clamp_(min=1e-12))
+        return cls(unit.numpy(), table.numpy(), counts.numpy())
 
     def on(self, device):
         """The three arrays as tensors on ``device`` (moved once per prediction)."""

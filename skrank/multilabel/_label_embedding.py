@@ -407,3 +407,20 @@ def check_graph_outputs(scores, embeddings, n_columns, width):
             f"{scores.shape} and {embeddings.shape}."
         )
     return scores, embeddings
+
+
+def graph_rows(X, n_scored, centroid_weight, validate):
+    """The inputs as given, ``validate(X)``, that the nearest-centroid rule reads beside the
+    graph's outputs of ``n_scored`` rows; a ``ValueError`` when ``X`` is None or its rows
+    are not the ones scored."""
+    if X is None:
+        raise ValueError(
+            f"centroid_weight_={centroid_weight}: the nearest-centroid rule is outside the "
+            "graph and reads the inputs; pass X, the rows given to onnx_inputs."
+        )
+    rows = validate(X)
+    if rows.shape[0] != n_scored:
+        raise ValueError(
+            f"X has {rows.shape[0]} rows and scores {n_scored}: pass the rows the graph scored."
+        )
+    return rows

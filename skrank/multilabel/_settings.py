@@ -10,6 +10,7 @@ then by :func:`~skrank.multilabel._blend.choose_blend_weights` after training.
 
 import math
 import warnings
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
@@ -17,15 +18,22 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 
+from .._compat import Interval, StrOptions
 from ..losses import owl_weights
 from ..losses._owl import check_weight_vector
 from ..nn import layer_sizes
+from ..utils._deprecation import DeprecatedParameter
 
 # Sparse X with more features than this trains a sparse input layer (the rows a batch reads);
 # below, the dense layer and its optimiser cost little.
 SPARSE_INPUT_MIN_FEATURES = 4096
-# Row-wise Adagrad rate of the sparse input layer, in units of the network's learning_rate.
-SPARSE_INPUT_RATE_FACTOR = 30.0
+# The sparse input layer's SGD rate for one example: a batch's (mean) gradient steps
+# SPARSE_INPUT_SGD_RATE times batch_size. The Adagrad rates of the same layer, in units of the
+# network's learning_rate, when input_optimizer asks for them.
+SPARSE_INPUT_SGD_RATE = 0.01
+SPARSE_INPUT_ADAGRAD_FACTOR = 30.0
+# input_dropout="auto": the dropout of a dense input layer (a sparse input layer takes none).
+DENSE_INPUT_DROPOUT = 0.2
 # The Adagrad rate of label rows read at least LABEL_REFERENCE_READS times an epoch.
 LABEL_ADAGRAD_RATE = 0.005
 LABEL_REFERENCE_READS = 16
@@ -55,6 +63,39 @@ EXACT_PRINCIPAL_FEATURES = 4096
 # the cores, a training step far below it (sparse gathers, sorts and row updates).
 DENSE_OPERATIONS_PER_SECOND = 2e10
 STEP_OPERATIONS_PER_SECOND = 2e9
+
+PAPER_RECIPE = "see the User Guide's recipe that reproduces the paper's setting"
+CHOSEN_FROM_DATA = "it is chosen from the data"
+
+# SNMClassifier's removed parameters, applied as given for one release: their former default
+# ("auto": chosen from the data), their former constraints, and what to do instead.
+_REMOVED = {
+    "margin": (1.0, [Interval(Real, 0, None, closed="neither")], "pass a callable surrogate"),
+    "power_exponent": (1.0, [Interval(Real, 0, None, closed="left")], PAPER_RECIPE),
+    "weight_scale": ("normalized", [StrOptions({"normalized", "paper"})], PAPER_RECIPE),
+    "encoder_init": ("auto", [StrOptions({"auto", "svd", "random"})], CHOSEN_FROM_DATA),
+    "input_optimizer": (
+        "auto",
+        [StrOptions({"rowwise_adagrad", "sparse_adam", "adagrad", "sgd"})],
+        CHOSEN_FROM_DATA,
+    ),
+    "input_learning_rate": (
+        None,
+        [Interval(Real, 0, None, closed="neither"), None],
+        CHOSEN_FROM_DATA,
+    ),
+}
+DEPRECATED_PARAMETERS = (
+    DeprecatedParameter(
+        "embedding_dim",
+        renamed_to="n_components",
+        fitted=(("embedding_dim_", "n_components_"),),
+    ),
+    *(
+        DeprecatedParameter(name, default=default, instead=instead, constraints=constraints)
+        for name, (default, constraints, instead) in _REMOVED.items()
+    ),
+)
 
 
 class TrainingData(NamedTuple):
@@ -126,6 +167,7 @@ class Settings(NamedTuple):
 
     input_normalization: str | None
     sparse_input: bool
+    input_dropout: float
     n_components: int
     encoder_init: str | None
     n_negatives: int
@@ -164,9 +206,11 @@ def resolve_settings(parameters, data):
         most an eighth of them, for ``"auto"``). ``label_optimizer``: ``"auto"`` is row-wise
         Adagrad when an epoch reads a label row fewer than ``LABEL_REFERENCE_READS`` times
         on average, else Adagrad; ``label_learning_rate``: None is
-        :func:`adagrad_label_rate` of those reads. ``input_learning_rate``: the rate of the
-        sparse input layer's row-wise Adagrad, ``SPARSE_INPUT_RATE_FACTOR`` times
-        ``learning_rate``. ``neighbor_weights`` and ``centroid_weights``: the candidates of
+        :func:`adagrad_label_rate` of those reads. ``input_dropout``: ``"auto"`` is 0 for a
+        sparse input layer, ``DENSE_INPUT_DROPOUT`` for a dense one. ``input_optimizer`` and
+        ``input_learning_rate``: the sparse input layer's (None without one), plain SGD at
+        ``SPARSE_INPUT_SGD_RATE`` an example unless given. ``neighbor_weights`` and
+        ``centroid_weights``: the candidates of
         the weights chosen on the validation rows (one weight when fixed, or without
         validation rows, or, for the votes, beyond ``AUTO_NEIGHBOR_MAX_ROWS`` training rows).
         ``search``: ``"auto"`` is ``"ivf"`` from ``AUTO_IVF_LABELS`` labels on, else
@@ -183,8 +227,13 @@ def resolve_settings(parameters, data):
             "X has negative values. Use input_normalization='l2' or None."
         )
     sparse_input = data.sparse and data.n_features > SPARSE_INPUT_MIN_FEATURES
+    input_dropout = parameters["input_dropout"]
+    if input_dropout == "auto":
+        input_dropout = 0.0 if sparse_input else DENSE_INPUT_DROPOUT
     label_optimizer, label_rate, n_negatives, weights = _label_settings(parameters, data)
-    input_optimizer = parameters.get("input_optimizer", "rowwise_adagrad")
+    input_optimizer = parameters.get("input_optimizer", "auto")
+    if input_optimizer == "auto":
+        input_optimizer = "sgd"
     input_bytes = ROW_SPARSE_ENTRY_BYTES[input_optimizer] if sparse_input else DENSE_ENTRY_BYTES
     n_components = parameters["n_components"]
     if n_components == "auto":
@@ -201,15 +250,19 @@ def resolve_settings(parameters, data):
     return Settings(
         input_normalization=normalization,
         sparse_input=sparse_input,
+        input_dropout=float(input_dropout),
         n_components=int(n_components),
         encoder_init=encoder_init,
         n_negatives=n_negatives,
         negative_weights=weights,
         label_optimizer=label_optimizer,
         label_learning_rate=label_rate,
-        input_optimizer=input_optimizer,
-        input_learning_rate=parameters.get("input_learning_rate")
-        or _input_rate(input_optimizer, parameters["learning_rate"]),
+        input_optimizer=input_optimizer if sparse_input else None,
+        input_learning_rate=(
+            parameters.get("input_learning_rate") or _input_rate(input_optimizer, parameters, data)
+        )
+        if sparse_input
+        else None,
         neighbor_weights=_neighbor_weights(parameters, data),
         centroid_weights=_centroid_weights(parameters, data),
         search=_search(parameters, data),
@@ -267,12 +320,15 @@ def _label_settings(parameters, data):
     return optimizer, rate, n_negatives, weights
 
 
-def _input_rate(optimizer, learning_rate):
-    """The sparse input layer's rate: row-wise Adagrad's (and Adagrad's) relative to the
-    network's ``learning_rate``, SparseAdam's and SGD's that rate."""
+def _input_rate(optimizer, parameters, data):
+    """The sparse input layer's rate: SGD's ``SPARSE_INPUT_SGD_RATE`` an example (times the
+    batch), Adagrad's ``SPARSE_INPUT_ADAGRAD_FACTOR`` times the network's ``learning_rate``,
+    SparseAdam's that rate."""
+    if optimizer == "sgd":
+        return SPARSE_INPUT_SGD_RATE * data.batch_size
     if optimizer in ("rowwise_adagrad", "adagrad"):
-        return SPARSE_INPUT_RATE_FACTOR * learning_rate
-    return learning_rate
+        return SPARSE_INPUT_ADAGRAD_FACTOR * parameters["learning_rate"]
+    return parameters["learning_rate"]
 
 
 def _check_ramp(parameters):
@@ -382,3 +438,11 @@ def weigh_inputs(X, normalization, transformer):
         transformed = transformer.transform(X)
         return transformed if sp.issparse(X) else transformed.toarray()
     return normalize(X) if normalization == "l2" else X
+
+
+def training_rows(n_rows, validation_fraction):
+    """Rows left to train on when ``validation_fraction`` of ``n_rows`` is held out (the test
+    part of scikit-learn's ``train_test_split`` takes the ceiling)."""
+    if validation_fraction is None:
+        return n_rows
+    return n_rows - int(np.ceil(validation_fraction * n_rows))

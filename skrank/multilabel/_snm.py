@@ -25,19 +25,16 @@ from ..nn import (
     BaseTorchEstimator,
     EarlyStopping,
     RowSparseOptimizer,
-    RowSubset,
     check_onnx_installed,
     current_context,
     dense_float32,
     export_module,
     layer_sizes,
-    memory_mapped,
     resolve_device,
 )
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._deprecation import (
-    DeprecatedParameter,
     resolve_deprecated_parameters,
     with_deprecated_constraints,
 )
@@ -52,6 +49,7 @@ from ._label_embedding import (
     LabelEmbeddingNetwork,
     LabelScores,
     check_graph_outputs,
+    graph_rows,
     start_at_centroids,
 )
 
@@ -65,9 +63,6 @@ VALIDATION_SCORE_MAX_ROWS = 2048
 _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 # Surrogates applied to the unscaled scores (see the ``score_scale`` entry of the docstring).
 _UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
-_PAPER_RECIPE = "see the User Guide's recipe that reproduces the paper's setting"
-_CHOSEN_FROM_DATA = "it is chosen from the data"
-_RATE = "the sparse input layer's rate follows learning_rate"
 
 
 @fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
@@ -200,8 +195,8 @@ default="auto"
     encoder_init, input_optimizer, input_learning_rate : "deprecated"
         .. deprecated:: 0.2
            The encoder's start is chosen from the data (``encoder_init_``), and the sparse
-           input layer trains by row-wise Adagrad at a rate proportional to ``learning_rate``
-           (``input_learning_rate_``); the three are applied as given, with a
+           input layer trains by plain SGD, 0.01 an example (``input_learning_rate_`` is
+           ``0.01 * batch_size``); the three are applied as given, with a
            ``FutureWarning``, until their removal in 0.3.
 
     Attributes
@@ -228,7 +223,13 @@ default="auto"
     sparse_input_ : bool
         Whether the network reads sparse inputs through a sparse first layer (a sparse ``X``
         of more than 4,096 features): a step reads and updates only the weights of the
-        features present in its batch (:class:`~skrank.nn.SparseLinear`, row-wise Adagrad).
+        features present in its batch (:class:`~skrank.nn.SparseLinear`).
+    input_dropout_ : float
+        The ``input_dropout`` used (``"auto"`` resolved).
+    input_optimizer_ : {"sgd", "rowwise_adagrad", "adagrad", "sparse_adam"} or None
+        The rule of the sparse input layer's updates (None without a sparse input layer).
+    input_learning_rate_ : float or None
+        Its learning rate (None without a sparse input layer).
     encoder_init_ : {"identity", "svd", "random"} or None
         The start of a linear encoder (None without one started at the centroids).
     input_normalization_ : {"tfidf", "l2"} or None
@@ -274,31 +275,7 @@ float32 or None
     True
     """
 
-    # Removed parameters, applied as given for one release: their former default, their former
-    # constraints, and what to do instead.
-    _removed = {
-        "margin": (1.0, [Interval(Real, 0, None, closed="neither")], "pass a callable surrogate"),
-        "power_exponent": (1.0, [Interval(Real, 0, None, closed="left")], _PAPER_RECIPE),
-        "weight_scale": ("normalized", [StrOptions({"normalized", "paper"})], _PAPER_RECIPE),
-        "encoder_init": ("auto", [StrOptions({"auto", "svd", "random"})], _CHOSEN_FROM_DATA),
-        "input_optimizer": (
-            "rowwise_adagrad",
-            [StrOptions({"rowwise_adagrad", "sparse_adam", "adagrad", "sgd"})],
-            _CHOSEN_FROM_DATA,
-        ),
-        "input_learning_rate": (None, [Interval(Real, 0, None, closed="neither"), None], _RATE),
-    }
-    _deprecated_parameters = (
-        DeprecatedParameter(
-            "embedding_dim",
-            renamed_to="n_components",
-            fitted=(("embedding_dim_", "n_components_"),),
-        ),
-        *(
-            DeprecatedParameter(name, default=default, instead=instead, constraints=constraints)
-            for name, (default, constraints, instead) in _removed.items()
-        ),
-    )
+    _deprecated_parameters = _settings.DEPRECATED_PARAMETERS
 
     _parameter_constraints = with_deprecated_constraints(
         {
@@ -312,7 +289,7 @@ float32 or None
             "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
             "activation": [StrOptions({"relu", "gelu", "tanh", "leaky_relu"})],
             "dropout": [Interval(Real, 0, 1, closed="left")],
-            "input_dropout": [Interval(Real, 0, 1, closed="left")],
+            "input_dropout": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
             "scores": [StrOptions({"cosine", "dot"})],
             "score_scale": [Interval(Real, 0, None, closed="neither")],
             "learn_score_scale": ["boolean"],
@@ -338,7 +315,7 @@ float32 or None
         defaults={
             "n_components": "auto",
             "hidden_layer_sizes": (),
-            "input_dropout": 0.2,
+            "input_dropout": "auto",
             "score_scale": 10.0,
             "learn_score_scale": True,
         },
@@ -349,7 +326,9 @@ float32 or None
             "within 1 GiB, but at least 16 (``n_components_`` holds the value used).",
             "hidden_layer_sizes": "``()``, a linear map, generalises on sparse data with few "
             "examples per label, where the paper's network memorises.",
-            "input_dropout": "Weight decay does not regularise cosine scores.",
+            "input_dropout": '``"auto"``: 0.2 for a dense input layer (weight decay does not '
+            "regularise cosine scores), 0 for a sparse one (``sparse_input_``), whose rows "
+            "dropout slows more than it regularises (``input_dropout_`` holds the value used).",
             "score_scale": "Cosines alone lie in [-1, 1], too narrow for the surrogates' margins; "
             "the squared hinge, exponential and ramp surrogates see the unscaled scores.",
         },
@@ -444,7 +423,7 @@ float32 or None
         world_size = current_context(resolve_device(self.device)).world_size
         data = _settings.describe_training_data(
             X,
-            _training_rows(X.shape[0], self.validation_fraction),
+            _settings.training_rows(X.shape[0], self.validation_fraction),
             positives.shape[1],
             self.validation_fraction is not None,
             self.batch_size * world_size,
@@ -462,10 +441,12 @@ float32 or None
         self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(
             X_train, y_train, validation, rows_train, rows_validation
         )
-        if validation is not None and self._kept_start():
+        # No epoch beat the start: early stopping kept the untrained model.
+        if validation is not None and any(getattr(c, "kept_start", False) for c in self.callbacks_):
             self._rebuild_start(X, positives)
         if self.neighbor_weight_ > 0:
-            self._store_neighbors(NeighborVotes.from_rows(self.forward(X), positives))
+            votes = NeighborVotes.from_rows(self.forward(X), positives)
+            self.neighbor_embeddings_, self._neighbor_labels = votes.embeddings, votes[1:]
         if self.centroid_weight_ > 0:
             self.centroids_ = input_centroids(rows, positives)
         self._prepare_search(X if validation is None else validation[0])
@@ -477,6 +458,7 @@ float32 or None
         if not continuing:
             self.n_components_ = settings.n_components
             self.sparse_input_ = settings.sparse_input
+            self.input_dropout_ = settings.input_dropout
             self.input_normalization_ = settings.input_normalization
         # Fits saved before label_optimizer_ existed resolve it now.
         if not (continuing and hasattr(self, "label_optimizer_")):
@@ -493,7 +475,7 @@ float32 or None
         if rows is X:
             X_train, y_train, validation = self.split_validation(X, positives)
             return X_train, y_train, validation, X_train, validation and validation[0]
-        X_train, parts, validation = self.split_validation(X, _RowsAlike(positives, rows))
+        X_train, parts, validation = self.split_validation(X, _targets.RowsAlike(positives, rows))
         y_train, rows_train = parts.arrays
         if validation is None:
             return X_train, y_train, None, rows_train, None
@@ -541,11 +523,6 @@ float32 or None
         self.module_ = self.module_.to(device).eval()
         self.optimizers_ = self.initialize_optimizers()  # on the new parameters
 
-    def _store_neighbors(self, votes):
-        """Keep the voting rows' unit embeddings and labels (fitted attributes)."""
-        self.neighbor_embeddings_ = votes.embeddings
-        self._neighbor_labels = (votes.labels, votes.counts)
-
     def _blend(self):
         """The fitted prediction blend (:class:`~skrank.multilabel._blend.Blend`)."""
         neighbors = None
@@ -559,10 +536,6 @@ float32 or None
             self.n_neighbors,
             getattr(self, "centroids_", None),
         )
-
-    def _kept_start(self):
-        """Whether early stopping kept the untrained model (no epoch beat it)."""
-        return any(getattr(c, "kept_start", False) for c in self.callbacks_)
 
     # ------------------------------------------------------------------ engine steps
     def get_default_callbacks(self):
@@ -583,6 +556,7 @@ float32 or None
                 self,
                 LabelEmbeddingNetwork,
                 n_components=self.n_components_,
+                input_dropout=getattr(self, "input_dropout_", self.input_dropout),
                 hidden_layer_sizes=layer_sizes(self.hidden_layer_sizes),
                 sparse_input=self.sparse_input_,
             ),
@@ -954,18 +928,8 @@ float32 or None
         scores, embeddings = check_graph_outputs(scores, embeddings, len(self.classes_), width)
         rows = None
         if getattr(self, "centroids_", None) is not None:
-            if X is None:
-                raise ValueError(
-                    f"centroid_weight_={self.centroid_weight_}: the nearest-centroid rule is "
-                    "outside the graph and reads the inputs; pass X, the rows given to "
-                    "onnx_inputs."
-                )
-            rows = self._validate_for_prediction(X, rows=True)[1]
-            if rows.shape[0] != scores.shape[0]:
-                raise ValueError(
-                    f"X has {rows.shape[0]} rows and scores {scores.shape[0]}: pass the rows "
-                    "the graph scored."
-                )
+            validate = functools.partial(self._validate_for_prediction, rows=True)
+            rows = graph_rows(X, len(scores), self.centroid_weight_, lambda X: validate(X)[1])
         trained = self._trained_labels()
         if len(trained) < len(self.classes_):
             scores = scores[:, trained]  # the table's columns; the others are the constant floor
@@ -1020,24 +984,3 @@ float32 or None
         tags.input_tags.sparse = True
         tags.classifier_tags.multi_label = True
         return tags
-
-
-class _RowsAlike:
-    """Arrays indexed by the same rows: ``self[rows]`` indexes each of them (a memory-mapped
-    array through a :class:`~skrank.nn.RowSubset`, never copied)."""
-
-    def __init__(self, *arrays):
-        self.arrays = arrays
-
-    def __getitem__(self, rows):
-        return _RowsAlike(
-            *(RowSubset(a, rows) if memory_mapped(a) else a[rows] for a in self.arrays)
-        )
-
-
-def _training_rows(n_rows, validation_fraction):
-    """Rows left to train on when ``validation_fraction`` of ``n_rows`` is held out (the test
-    part of scikit-learn's ``train_test_split`` takes the ceiling)."""
-    if validation_fraction is None:
-        return n_rows
-    return n_rows - int(np.ceil(validation_fraction * n_rows))

@@ -9,6 +9,7 @@ import torch
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import column_or_1d
 
+from ..nn import RowSubset, memory_mapped
 from ..utils._labels import check_class_counts, encode_labels, values_outside_zero_one
 from ..utils._validation import naming_inputs
 
@@ -150,3 +151,16 @@ def indicator_of_top(top, n_labels, multilabel_output):
     )
     indicator.sort_indices()
     return indicator if sparse_output else indicator.toarray()
+
+
+class RowsAlike:
+    """Arrays indexed by the same rows: ``self[rows]`` indexes each of them (a memory-mapped
+    array through a :class:`~skrank.nn.RowSubset`, never copied)."""
+
+    def __init__(self, *arrays):
+        self.arrays = arrays
+
+    def __getitem__(self, rows):
+        return RowsAlike(
+            *(RowSubset(a, rows) if memory_mapped(a) else a[rows] for a in self.arrays)
+        )

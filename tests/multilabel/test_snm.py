@@ -153,6 +153,7 @@ def test_sparse_input_matches_dense_input(hidden_layer_sizes):
         input_optimizer="sgd",
         input_dropout=0.0,
     )
+    params["input_learning_rate"] = params["learning_rate"]
     dense = SNMClassifier(random_state=0, **params).fit(X, y)
     sparse = SNMClassifier(random_state=0, **params).fit(sp.csr_matrix(X), y)
     assert sparse.sparse_input_ and not dense.sparse_input_

@@ -74,19 +74,29 @@ def test_sparse_input_layer_beyond_a_width():
     assert not resolve(wide._replace(sparse=False)).sparse_input
 
 
-def test_the_sparse_input_layer_steps_with_the_network_learning_rate():
-    settings = resolve(learning_rate=0.002)
-    assert settings.input_optimizer == "rowwise_adagrad"
-    assert settings.input_learning_rate == _settings.SPARSE_INPUT_RATE_FACTOR * 0.002
-    estimator = SNMClassifier(input_learning_rate=0.5, input_optimizer="sgd")
+def test_the_sparse_input_layer_trains_by_sgd_without_dropout():
+    wide = BIBTEX._replace(n_features=_settings.SPARSE_INPUT_MIN_FEATURES + 1, counts=False)
+    settings = resolve(wide, batch_size=128)
+    assert settings.input_optimizer == "sgd"
+    assert settings.input_learning_rate == _settings.SPARSE_INPUT_SGD_RATE * 256  # data's batch
+    assert settings.input_dropout == 0.0
+    assert resolve(wide, input_dropout=0.1).input_dropout == 0.1
+    dense = resolve(learning_rate=0.002)  # Bibtex's 1,836 features: a dense input layer
+    assert (dense.input_optimizer, dense.input_learning_rate) == (None, None)
+    assert dense.input_dropout == _settings.DENSE_INPUT_DROPOUT
+    adagrad = SNMClassifier(input_optimizer="rowwise_adagrad", learning_rate=0.002)
+    estimator = SNMClassifier(input_learning_rate=0.5, input_optimizer="sparse_adam")
     with pytest.warns(FutureWarning) as caught:
         deprecated = resolve_deprecated_parameters(estimator)
+        adagrad_deprecated = resolve_deprecated_parameters(adagrad)
     assert {str(w.message).split("=")[0] for w in caught} == {
         "input_learning_rate",
         "input_optimizer",
     }
-    given = resolve_settings({**estimator.get_params(deep=False), **deprecated}, BIBTEX)
-    assert (given.input_optimizer, given.input_learning_rate) == ("sgd", 0.5)
+    given = resolve_settings({**estimator.get_params(deep=False), **deprecated}, wide)
+    assert (given.input_optimizer, given.input_learning_rate) == ("sparse_adam", 0.5)
+    by_rate = resolve_settings({**adagrad.get_params(deep=False), **adagrad_deprecated}, wide)
+    assert by_rate.input_learning_rate == _settings.SPARSE_INPUT_ADAGRAD_FACTOR * 0.002
 
 
 def test_negative_weights_and_their_count():
@@ -220,7 +230,8 @@ def test_a_fit_stores_what_was_resolved():
     assert clf.encoder_init_ == expected.encoder_init == "identity"
     assert clf.label_optimizer_ == expected.label_optimizer
     assert clf.label_learning_rate_ == expected.label_learning_rate
-    assert clf.input_learning_rate_ == expected.input_learning_rate
+    assert clf.input_learning_rate_ == expected.input_learning_rate is None
+    assert clf.input_dropout_ == expected.input_dropout == 0.2
     assert clf.n_negatives_ == expected.n_negatives == 5
     np.testing.assert_array_equal(clf.negative_weights_, expected.negative_weights)
     assert clf.search_ == "exact"

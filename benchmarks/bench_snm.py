@@ -544,14 +544,15 @@ VALIDATION_SETTINGS = {
     "sparse input layer: row-wise Adagrad, rate 0.003": _snm(
         input_optimizer="rowwise_adagrad", input_learning_rate=0.003
     ),
-    "sparse input layer: SGD, rate 0.003 x batch_size": _snm(
+    "sparse input layer: SGD, rate 0.003 an example": _snm(
         input_optimizer="sgd", input_learning_rate=0.003 * 256
     ),
-    "sparse input layer: SGD, rate 0.03 x batch_size": _snm(
+    "sparse input layer: SGD, rate 0.03 an example": _snm(
         input_optimizer="sgd", input_learning_rate=0.03 * 256
     ),
     "input dropout 0.2": _snm(input_dropout=0.2),
     "n_components=256": _snm(n_components=256),
+    "n_components=512": _snm(n_components=512),
     "n_components=1024": _snm(n_components=1024),
     "inner products, not cosines (scores='dot')": _snm(scores="dot"),
     "logistic surrogate": _snm(surrogate="logistic"),

@@ -547,8 +547,8 @@ VALIDATION_SETTINGS = {
     "sparse input layer: SGD, rate 0.003 an example": _snm(
         input_optimizer="sgd", input_learning_rate=0.003 * 256
     ),
-    "sparse input layer: SGD, rate 0.03 an example": _snm(
-        input_optimizer="sgd", input_learning_rate=0.03 * 256
+    "sparse input layer: SGD, rate 0.01 an example": _snm(
+        input_optimizer="sgd", input_learning_rate=0.01 * 256
     ),
     "input dropout 0.2": _snm(input_dropout=0.2),
     "n_components=256": _snm(n_components=256),

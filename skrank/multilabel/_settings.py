@@ -30,7 +30,7 @@ SPARSE_INPUT_MIN_FEATURES = 4096
 # The sparse input layer's SGD rate for one example: a batch's (mean) gradient steps
 # SPARSE_INPUT_SGD_RATE times batch_size. The Adagrad rates of the same layer, in units of the
 # network's learning_rate, when input_optimizer asks for them.
-SPARSE_INPUT_SGD_RATE = 0.01
+SPARSE_INPUT_SGD_RATE = 0.03
 SPARSE_INPUT_ADAGRAD_FACTOR = 30.0
 # input_dropout="auto": the dropout of a dense input layer (a sparse input layer takes none).
 DENSE_INPUT_DROPOUT = 0.2

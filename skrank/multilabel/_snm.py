@@ -195,8 +195,8 @@ default="auto"
     encoder_init, input_optimizer, input_learning_rate : "deprecated"
         .. deprecated:: 0.2
            The encoder's start is chosen from the data (``encoder_init_``), and the sparse
-           input layer trains by plain SGD, 0.01 an example (``input_learning_rate_`` is
-           ``0.01 * batch_size``); the three are applied as given, with a
+           input layer trains by plain SGD, 0.03 an example (``input_learning_rate_`` is
+           ``0.03 * batch_size``); the three are applied as given, with a
            ``FutureWarning``, until their removal in 0.3.
 
     Attributes

@@ -46,6 +46,9 @@ DENSE_ENTRY_BYTES = 16
 # Bytes that n_components="auto" allows the parameters and their optimiser states per fit.
 AUTO_COMPONENTS_BYTES = 2**30
 AUTO_MAX_COMPONENTS = 1024
+# A sparse input layer's cap: on debtags' validation split 512 dimensions scored as 1,024 did
+# (P@1 0.886 and 0.886) in half the time and memory.
+AUTO_MAX_SPARSE_COMPONENTS = 512
 AUTO_MIN_COMPONENTS = 16
 # The weights of the neighbours' votes that neighbor_weight="auto" chooses from, and the number
 # of training rows beyond which it leaves them off (their exact search would cost each
@@ -238,7 +241,11 @@ def resolve_settings(parameters, data):
     n_components = parameters["n_components"]
     if n_components == "auto":
         n_components = auto_n_components(
-            data.n_features, data.n_labels, input_bytes, ROW_SPARSE_ENTRY_BYTES[label_optimizer]
+            data.n_features,
+            data.n_labels,
+            input_bytes,
+            ROW_SPARSE_ENTRY_BYTES[label_optimizer],
+            AUTO_MAX_SPARSE_COMPONENTS if sparse_input else AUTO_MAX_COMPONENTS,
         )
     encoder_init = None
     if linear and parameters["label_init"] == "centroid":
@@ -386,13 +393,16 @@ def _auto_encoder_init(data, n_components, n_negatives):
     return "svd" if principal <= epoch else "random"
 
 
-def auto_n_components(n_features, n_labels, input_bytes=16, label_bytes=12):
-    """``n_components="auto"``: the number of features, at most ``AUTO_MAX_COMPONENTS`` and
-    at most what keeps the label table (``label_bytes`` an entry, with its optimiser's state
-    and the copy of the best weights) and a linear encoder (``input_bytes`` an entry) within
+def auto_n_components(
+    n_features, n_labels, input_bytes=16, label_bytes=12, most=AUTO_MAX_COMPONENTS
+):
+    """``n_components="auto"``: the number of features, at most ``most``
+    (``AUTO_MAX_COMPONENTS``; ``AUTO_MAX_SPARSE_COMPONENTS`` for a sparse input layer) and at
+    most what keeps the label table (``label_bytes`` an entry, with its optimiser's state and
+    the copy of the best weights) and a linear encoder (``input_bytes`` an entry) within
     ``AUTO_COMPONENTS_BYTES``; at least ``AUTO_MIN_COMPONENTS``."""
     within_budget = AUTO_COMPONENTS_BYTES // (label_bytes * n_labels + input_bytes * n_features)
-    return int(min(n_features, AUTO_MAX_COMPONENTS, max(AUTO_MIN_COMPONENTS, within_budget)))
+    return int(min(n_features, most, max(AUTO_MIN_COMPONENTS, within_budget)))
 
 
 def principal_seconds(n_features):

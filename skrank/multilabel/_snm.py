@@ -321,9 +321,10 @@ float32 or None
         },
         types={"n_components": 'int or "auto"'},
         notes={
-            "n_components": '``"auto"``: the number of features, at most 1024 and at most what '
-            "keeps the parameters, their optimiser states and the copy of the best weights "
-            "within 1 GiB, but at least 16 (``n_components_`` holds the value used).",
+            "n_components": '``"auto"``: the number of features, at most 1024 (512 for a '
+            "sparse input layer, ``sparse_input_``) and at most what keeps the parameters, "
+            "their optimiser states and the copy of the best weights within 1 GiB, but at "
+            "least 16 (``n_components_`` holds the value used).",
             "hidden_layer_sizes": "``()``, a linear map, generalises on sparse data with few "
             "examples per label, where the paper's network memorises.",
             "input_dropout": '``"auto"``: 0.2 for a dense input layer (weight decay does not '

@@ -177,6 +177,10 @@ def test_auto_n_components_counts_the_optimizer_states():
     assert settings.sparse_input and settings.label_optimizer == "rowwise_adagrad"
     assert settings.n_components == auto_n_components(135_909, 670_091, 8, 8) == 166
     assert resolve(n_components=12).n_components == 12
+    # A sparse input layer takes at most 512 dimensions, a dense one 1,024.
+    wide = BIBTEX._replace(n_features=20_000, counts=False)
+    assert resolve(wide).n_components == _settings.AUTO_MAX_SPARSE_COMPONENTS == 512
+    assert resolve(wide._replace(sparse=False)).n_components == 1024
     with pytest.warns(FutureWarning, match="'embedding_dim' was renamed 'n_components'"):
         estimator = SNMClassifier(embedding_dim=12)
         assert resolve_deprecated_parameters(estimator)["n_components"] == 12

@@ -124,6 +124,7 @@ README_TABLES = (
                 label=label,
             )
             for benchmark, data, label, methods in (
+                ("bench_xmc_debtags", "debtags", "debtags (3 seeds)", XMC_BIBTEX),
                 ("bench_xmc_bibtex_corel5k", "bibtex", "Bibtex (3 seeds)", XMC_BIBTEX),
                 ("bench_xmc_bibtex_corel5k", "corel5k", "Corel5k (3 seeds)", XMC_BIBTEX),
                 ("bench_xmc_generated", "amazoncat-13k", "AmazonCat-13K shape", XMC_GENERATED),

@@ -40,7 +40,7 @@ print(f"train {train.data.shape}, test {test.data.shape}, {train.target.shape[1]
 
 settings = dict(
     n_negatives=64,
-    embedding_dim=64,
+    n_components=64,
     hidden_layer_sizes=(64,) if quick else (128,),
     max_epochs=3 if quick else 6,
     tol=None,  # the same number of epochs for every method: no early stopping

@@ -40,7 +40,7 @@ if quick:
     X_train, y_train = X_train[:1500], y_train[:1500]
 classifier = SNMClassifier(
     top_k_negatives=1,  # "topk" below is top-1 SNM
-    embedding_dim=64,  # a linear encoder (the default): a hidden layer memorises sparse data
+    n_components=64,  # a linear encoder (the default): a hidden layer memorises sparse data
     input_normalization=None,  # the pipeline's TfidfTransformer weighs the features
     max_epochs=3 if quick else 8,
     tol=None,  # a fixed budget of epochs for every candidate: no early stopping

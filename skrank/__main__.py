@@ -338,7 +338,7 @@ def snm_classifier(quick=False):
     warning)."""
     from .multilabel import SNMClassifier
 
-    quick_settings = dict(embedding_dim=64, max_epochs=2, tol=None) if quick else {}
+    quick_settings = dict(n_components=64, max_epochs=2, tol=None) if quick else {}
     return SNMClassifier(device="cpu", random_state=0, **quick_settings)
 
 

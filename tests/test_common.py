@@ -18,7 +18,7 @@ import skrank
 CHECK_PARAMS = {
     "SNMClassifier": dict(
         n_negatives=1,
-        embedding_dim=8,
+        n_components=8,
         hidden_layer_sizes=(16,),
         learning_rate=0.05,
         max_epochs=8,

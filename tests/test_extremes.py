@@ -711,7 +711,7 @@ def _snm(**params):
             "max_epochs": 1,
             "batch_size": 8,
             "hidden_layer_sizes": (4,),
-            "embedding_dim": 2,
+            "n_components": 2,
             "n_negatives": 1,
             "random_state": 0,
             "device": "cpu",
@@ -762,7 +762,7 @@ BAD_PARAMS = {
     ],
     "SNM": [
         ("batch_size", 0),
-        ("embedding_dim", 0),
+        ("n_components", 0),
         ("n_negatives", -1),
         ("learning_rate", np.inf),
         ("max_epochs", -1),

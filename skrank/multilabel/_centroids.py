@@ -74,3 +74,20 @@ def centroid_similarities(X, centroids):
     for start in range(0, rows.shape[0], step):
         (rows[start : start + step] @ by_feature).toarray(out=similarities[start : start + step])
     return torch.from_numpy(similarities)
+
+
+def centroids_state(centroids):
+    """The arrays of a CSC matrix of centroids, as saved (numpy arrays: skops then trusts the
+    file without scipy's classes)."""
+    return {
+        "data": centroids.data,
+        "indices": centroids.indices,
+        "indptr": centroids.indptr,
+        "shape": list(centroids.shape),
+    }
+
+
+def centroids_from_state(state):
+    """The CSC matrix of :func:`centroids_state`'s arrays."""
+    arrays = (state["data"], state["indices"], state["indptr"])
+    return sp.csc_matrix(arrays, shape=tuple(state["shape"]))

@@ -1,6 +1,7 @@
 """Input and label embeddings whose inner products score labels (Reddi et al., 2019, Section 5)."""
 
 import math
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -13,6 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..nn import MLP, SparseRows, TrainingInputs
+from ..utils._memory import chunk_rows
 
 # Up to this many features the principal directions are the exact eigenvectors of a dense
 # Gram matrix (its eigendecomposition takes seconds), beyond by a randomised SVD.
@@ -39,7 +41,7 @@ class LabelEmbeddingNetwork(nn.Module):
         Input dimension.
     n_labels : int
         Number of labels ``K`` (rows of the table).
-    embedding_dim : int, default=512
+    n_components : int, default=512
         Dimension ``d`` of the input and label embeddings.
     hidden_layer_sizes : int or tuple of int, default=(512,)
         Hidden layers of ``g``, an int for one (the paper: one ReLU layer of 512, then a
@@ -68,7 +70,7 @@ class LabelEmbeddingNetwork(nn.Module):
     --------
     >>> import torch
     >>> from skrank.multilabel import LabelEmbeddingNetwork
-    >>> network = LabelEmbeddingNetwork(n_features=6, n_labels=1000, embedding_dim=8,
+    >>> network = LabelEmbeddingNetwork(n_features=6, n_labels=1000, n_components=8,
     ...                                 hidden_layer_sizes=(16,))
     >>> embeddings = network(torch.randn(4, 6))
     >>> network.scores(embeddings, torch.tensor([3, 999])).shape
@@ -79,7 +81,7 @@ class LabelEmbeddingNetwork(nn.Module):
         self,
         n_features,
         n_labels,
-        embedding_dim=512,
+        n_components=512,
         hidden_layer_sizes=(512,),
         activation="relu",
         dropout=0.0,
@@ -88,8 +90,22 @@ class LabelEmbeddingNetwork(nn.Module):
         score_scale=1.0,
         learn_score_scale=False,
         sparse_input=False,
+        **renamed,
     ):
         super().__init__()
+        if "embedding_dim" in renamed:
+            warnings.warn(
+                "LabelEmbeddingNetwork(embedding_dim=...) was renamed n_components in skrank 0.2; "
+                "embedding_dim will be removed in skrank 0.3.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            n_components = renamed.pop("embedding_dim")
+        if renamed:
+            unexpected = next(iter(renamed))
+            raise TypeError(
+                f"LabelEmbeddingNetwork() got an unexpected keyword argument {unexpected!r}"
+            )
         if scores not in ("cosine", "dot"):
             raise ValueError(f"scores must be 'cosine' or 'dot', got {scores!r}.")
         if not score_scale > 0:
@@ -99,7 +115,7 @@ class LabelEmbeddingNetwork(nn.Module):
         self.encoder = MLP(
             n_features,
             hidden_layer_sizes,
-            embedding_dim,
+            n_components,
             activation=activation,
             dropout=dropout,
             normalize=self.cosine,
@@ -114,13 +130,13 @@ class LabelEmbeddingNetwork(nn.Module):
         # normalisation does not shrink their gradients. (A given weight skips Embedding's own
         # initialisation; loading builds the table on the meta device, where there is nothing
         # to draw.)
-        table = torch.empty(n_labels, embedding_dim, device=torch.get_default_device())
+        table = torch.empty(n_labels, n_components, device=torch.get_default_device())
         if table.device.type != "meta":
-            table.normal_(std=1.0 / math.sqrt(embedding_dim))
-        self.label_embeddings = nn.Embedding(n_labels, embedding_dim, sparse=True, _weight=table)
+            table.normal_(std=1.0 / math.sqrt(n_components))
+        self.label_embeddings = nn.Embedding(n_labels, n_components, sparse=True, _weight=table)
 
     def forward(self, x):
-        """Input embeddings ``g(x)`` (times the score scale), shape (batch_size, embedding_dim);
+        """Input embeddings ``g(x)`` (times the score scale), shape (batch_size, n_components);
         ``x`` a dense tensor or :class:`~skrank.nn.SparseRows`."""
         if isinstance(x, SparseRows):
             x = x.with_values(self.input_dropout(x.values))
@@ -198,6 +214,47 @@ class LabelScores(nn.Module):
 
 
 @torch.no_grad()
+def start_at_centroids(network, X, positives, encoder_init=None, seed=None):
+    """Start ``network`` as (close to) the nearest-centroid rule of its inputs: a linear
+    encoder as the projection ``encoder_init`` (``"identity"`` or ``"svd"``: the principal
+    directions of the inputs and their label centroids; ``"random"``: a Gaussian projection;
+    None: left as it is), then each label row at the centroid of its examples' embeddings
+    (labels without an example keep their random row).
+
+    Parameters
+    ----------
+    network : LabelEmbeddingNetwork
+        The network, changed in place.
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Training inputs, as the network reads them.
+    positives : scipy.sparse matrix of shape (n_samples, n_labels)
+        Positive-label indicator.
+    encoder_init : {"identity", "svd", "random"} or None, default=None
+        The start of a linear encoder (its last layer; None for another encoder).
+    seed : int or None, default=None
+        Seed of the projection.
+    """
+    n_components = network.label_embeddings.embedding_dim
+    if encoder_init is not None:
+        linear = network.encoder.layers[-1]
+        # A SparseLinear stores one row per feature (and a padding row).
+        weight = linear.weight[:-1].T if network.accepts_sparse_rows else linear.weight
+        if encoder_init == "random":
+            random_input_directions(X.shape[1], n_components, seed, out=weight)
+        else:
+            weight.copy_(
+                torch.as_tensor(principal_input_directions(X, positives, n_components, seed))
+            )
+        linear.bias.zero_()
+    rows_per_chunk = chunk_rows(X.shape[0], 4 * (X.shape[1] + n_components))
+    centroids = label_centroids(network, X, positives, rows_per_chunk)
+    seen = torch.from_numpy(np.diff(sp.csc_matrix(positives).indptr) > 0)
+    # Labels with examples take their centroid, the others keep their random row (their
+    # centroid is zero), with no copy of the table.
+    network.label_embeddings.weight.masked_fill_(seen[:, None], 0.0).add_(centroids)
+
+
+@torch.no_grad()
 def label_centroids(network, X, positives, rows_per_chunk=1024):
     """Each label's centroid of the (unscaled) input embeddings of its examples.
 
@@ -215,7 +272,7 @@ def label_centroids(network, X, positives, rows_per_chunk=1024):
 
     Returns
     -------
-    centroids : torch.Tensor of shape (n_labels, embedding_dim), float32
+    centroids : torch.Tensor of shape (n_labels, n_components), float32
         The mean embedding of each label's examples (L2-normalised for cosine scores); zero rows
         for labels without an example. Memory beyond the result: one chunk (the result is
         computed in place).
@@ -299,7 +356,7 @@ def principal_input_directions(X, positives, n_directions, random_state=None):
     return np.vstack([basis, extra])
 
 
-def random_input_directions(n_features, n_directions, random_state=None):
+def random_input_directions(n_features, n_directions, random_state=None, out=None):
     """A Gaussian random projection: rows of ``n_features`` independent ``N(0, 1/n_directions)``
     entries.
 
@@ -317,15 +374,53 @@ def random_input_directions(n_features, n_directions, random_state=None):
         Number of rows.
     random_state : int or None, default=None
         Seed of the draws (a torch generator).
+    out : torch.Tensor of shape (n_directions, n_features) or None, default=None
+        Where to draw them (e.g. a layer's weight, or a view of it), with no other copy.
 
     Returns
     -------
     directions : torch.Tensor of shape (n_directions, n_features), float32
+        ``out`` when given.
     """
     generator = torch.Generator()
     if random_state is not None:
         generator.manual_seed(int(random_state))
     else:
         generator.seed()
-    directions = torch.empty(n_directions, n_features)
+    directions = torch.empty(n_directions, n_features) if out is None else out
     return directions.normal_(0.0, 1.0 / math.sqrt(n_directions), generator=generator)
+
+
+def check_graph_outputs(scores, embeddings, n_columns, width):
+    """``scores`` (n, n_columns) and ``embeddings`` (n, width) as float32 arrays, the outputs
+    of the graph of :class:`LabelScores`; a ``ValueError`` naming the shapes otherwise."""
+    scores = np.asarray(scores, dtype=np.float32)
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    if (
+        scores.ndim != 2
+        or scores.shape[1] != n_columns
+        or embeddings.shape != (scores.shape[0], width)
+    ):
+        raise ValueError(
+            f"scores must have shape (n_samples, {n_columns}) and embeddings "
+            f"(n_samples, {width}), the outputs of the exported graph; got "
+            f"{scores.shape} and {embeddings.shape}."
+        )
+    return scores, embeddings
+
+
+def graph_rows(X, n_scored, centroid_weight, validate):
+    """The inputs as given, ``validate(X)``, that the nearest-centroid rule reads beside the
+    graph's outputs of ``n_scored`` rows; a ``ValueError`` when ``X`` is None or its rows
+    are not the ones scored."""
+    if X is None:
+        raise ValueError(
+            f"centroid_weight_={centroid_weight}: the nearest-centroid rule is outside the "
+            "graph and reads the inputs; pass X, the rows given to onnx_inputs."
+        )
+    rows = validate(X)
+    if rows.shape[0] != n_scored:
+        raise ValueError(
+            f"X has {rows.shape[0]} rows and scores {n_scored}: pass the rows the graph scored."
+        )
+    return rows

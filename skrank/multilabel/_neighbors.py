@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from ..metrics import top_k_inner_products
 from ..metrics._search import _ordered_block_top_k
+from ..utils._memory import working_memory_bytes
 
 
 def neighbor_votes(queries, keys, key_labels, key_counts, n_neighbors, n_labels):
@@ -42,11 +43,14 @@ def neighbor_votes(queries, keys, key_labels, key_counts, n_neighbors, n_labels)
         The non-zero votes (and explicit zeros for labels of neighbours of weight zero).
     """
     n_neighbors = min(n_neighbors, keys.shape[0])
+    # Blocks of similarities of a sixteenth of the working memory (64 MiB by default, work
+    # included): they come on top of a fitted model, as the blocks of the label scores do.
     similarities, neighbors = top_k_inner_products(
         F.normalize(queries, dim=1),
         lambda start, stop: keys[start:stop],
         keys.shape[0],
         n_neighbors,
+        block_elements=working_memory_bytes() // 256,
     )
     weights = similarities.clamp(min=0)
     weights = weights / weights.sum(dim=1, keepdim=True).clamp(min=torch.finfo(weights.dtype).tiny)

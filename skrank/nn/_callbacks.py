@@ -171,10 +171,12 @@ class EarlyStopping(Callback):
         At the end of training, restore the weights (module and criterion state) of the best
         epoch.
     score_start : bool, default=False
-        Also score the untrained model (at the start of a fit that is not a warm start) as the
-        best so far: training in which no epoch beats it ends without a ``ConvergenceWarning``,
-        with the start's weights restored (``restore_best_weights``), and ``kept_start`` True.
-        Needs ``monitor="validation_score"``.
+        Also score the untrained model (at the start of a fit that is not a warm start) and
+        keep it when no epoch beats it: training still stops when the epochs stop improving on
+        each other (a slow first epoch does not end training below a strong start), then the
+        start's weights are restored (``restore_best_weights``), ``kept_start`` is True and
+        no ``ConvergenceWarning`` is raised. While no epoch beats the start, its weights and
+        the best epoch's are both kept. Needs ``monitor="validation_score"``.
 
     Attributes
     ----------
@@ -183,7 +185,7 @@ class EarlyStopping(Callback):
         weights were restored.
     """
 
-    run_attributes = ("_best_weights",)
+    run_attributes = ("_best_weights", "_start_weights")
 
     def __init__(
         self,
@@ -216,17 +218,22 @@ class EarlyStopping(Callback):
                 "validation_fraction, e.g. 0.1, or monitor='loss'."
             )
         self._best, self._best_weights, self._waited, self._stopped = None, None, 0, False
-        self.kept_start = False
+        self._start, self._start_weights, self.kept_start = None, None, False
         if self.score_start and not estimator.history_:
-            self._best = float(estimator.validation_score(*validation))
+            self._start = float(estimator.validation_score(*validation))
             if self.restore_best_weights:
-                self._best_weights = estimator.snapshot_weights()
+                self._start_weights = estimator.snapshot_weights()
 
     def on_epoch_end(self, estimator, epoch, record):
         # Higher is better for a score, lower for a loss: compare signed values.
         value = record[self.monitor] if self.monitor != "loss" else -record["loss"]
         if self._best is None or value > self._best + self.tol:
             self._best, self._waited = value, 0
+            if self._start is not None and value > self._start + self.tol:
+                # The start is beaten for good: its copy holds the best epoch's from now on.
+                self._start = None
+                if self._start_weights is not None:
+                    self._best_weights, self._start_weights = self._start_weights, None
             if self.restore_best_weights:
                 self._best_weights = estimator.snapshot_weights(into=self._best_weights)
             return
@@ -240,15 +247,17 @@ class EarlyStopping(Callback):
             )
 
     def restores_weights(self):
-        return self.restore_best_weights and self._best_weights is not None
+        return self.restore_best_weights and (
+            self._best_weights is not None or self._start_weights is not None
+        )
 
     def on_train_end(self, estimator, interrupted):
-        if self.score_start:
-            self.kept_start = self._best_weights is not None and self._waited >= estimator.n_iter_
-            if self._waited >= estimator.n_iter_ > 0:
-                # No epoch beat the start: running longer would not have helped.
-                self._stopped = True
-                estimator.converged_ = True
+        if self._start is not None and estimator.n_iter_ > 0:
+            # No epoch beat the start: the epochs stopped improving below it.
+            self.kept_start = self._stopped = True
+            estimator.converged_ = True
+            if self._start_weights is not None:
+                self._best_weights, self._start_weights = self._start_weights, None
         if self.restore_best_weights and self._best_weights is not None:
             estimator.restore_weights(self._best_weights)
             self._best_weights = None  # the fitted estimator holds them: no second copy

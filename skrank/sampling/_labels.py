@@ -66,6 +66,21 @@ def _distinct_labels(n_labels, size, generator, device):
     return labels, is_first & (torch.cumsum(is_first, 0) <= size)
 
 
+def _is_positive(positive_sets, labels, n_labels):
+    """``(n_samples, len(labels))``: whether each label is among each row's positives (rows of
+    :func:`positive_table`). A sample of at least a quarter of the labels reads a dense
+    indicator of the rows' positives (``O(n K)``, fewer operations than a search); a smaller one
+    searches each row's sorted positives (``O(n m log max|P_i|)``, whatever ``K``)."""
+    if 4 * labels.shape[0] >= n_labels:
+        indicator = torch.zeros(
+            (positive_sets.shape[0], n_labels + 1), dtype=torch.bool, device=labels.device
+        )
+        return indicator.scatter_(1, positive_sets, True).index_select(1, labels)
+    candidates = labels[None, :].expand(positive_sets.shape[0], -1).contiguous()
+    position = torch.searchsorted(positive_sets, candidates).clamp(max=positive_sets.shape[1] - 1)
+    return positive_sets.gather(1, position) == candidates
+
+
 def sample_distinct_labels(n_labels, size, random_state=None):
     """``size`` distinct labels of ``range(n_labels)`` in uniformly random order.
 
@@ -232,12 +247,7 @@ class NegativeLabelSampler:
     def _draw(self, positive_sets):
         size = min(self.n_labels, self.n_negatives + positive_sets.shape[1])
         labels, keep = _distinct_labels(self.n_labels, size, self.generator, self.device)
-        candidates = labels[None, :].expand(positive_sets.shape[0], -1).contiguous()
-        position = torch.searchsorted(positive_sets, candidates).clamp(
-            max=positive_sets.shape[1] - 1
-        )
-        is_positive = positive_sets.gather(1, position) == candidates
-        negative = keep[None, :] & ~is_positive
+        negative = keep[None, :] & ~_is_positive(positive_sets, labels, self.n_labels)
         return labels, keep, negative & (torch.cumsum(negative, dim=1) <= self.n_negatives)
 
     def sample(self, positives):

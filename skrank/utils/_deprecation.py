@@ -102,6 +102,9 @@ class DeprecatedParameter:
     fitted : tuple of (str, str), default=()
         Fitted attributes renamed with it, ``(old, new)``: a saved estimator's are renamed
         when it loads.
+    constraints : tuple, default=()
+        A removed parameter's former parameter constraints (a renamed one takes its
+        successor's): see :func:`with_deprecated_constraints`.
     """
 
     name: str
@@ -109,6 +112,7 @@ class DeprecatedParameter:
     default: object = None
     instead: str = ""
     fitted: tuple = ()
+    constraints: tuple = ()
 
     def message(self, value):
         if self.renamed_to is not None:
@@ -125,6 +129,19 @@ class DeprecatedParameter:
 def deprecated_constraint():
     """The parameter-constraint entry that admits a deprecated parameter's default."""
     return Hidden(StrOptions({DEPRECATED}))
+
+
+def with_deprecated_constraints(constraints, deprecated):
+    """``constraints`` (an estimator's ``_parameter_constraints``) with an entry for each
+    :class:`DeprecatedParameter` of ``deprecated``: its former constraints (a renamed
+    parameter's successor's) and ``"deprecated"``."""
+    entries = dict(constraints)
+    for parameter in deprecated:
+        former = (
+            constraints[parameter.renamed_to] if parameter.renamed_to else parameter.constraints
+        )
+        entries[parameter.name] = [*former, deprecated_constraint()]
+    return entries
 
 
 def resolve_deprecated_parameters(estimator):

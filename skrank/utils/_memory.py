@@ -55,6 +55,19 @@ def available_host_bytes():
         return None
 
 
+def check_dense_fits(n_rows, n_columns, what, instead):
+    """Refuse (``MemoryError``) a float32 ``n_rows x n_columns`` matrix that would take more
+    than half of the available host memory; ``what`` builds it, ``instead`` avoids it."""
+    needed = 4 * n_rows * n_columns
+    available = available_host_bytes()
+    if available is not None and needed > available / 2:
+        raise MemoryError(
+            f"{what} would build a {n_rows} x {n_columns} score matrix "
+            f"({needed / 2**30:.1f} GiB), more than half of the {available / 2**30:.1f} GiB of "
+            f"available memory. {instead}"
+        )
+
+
 def anonymous_resident_bytes():
     """The process's anonymous resident memory, or None if unknown.
 

@@ -121,7 +121,7 @@ def test_ndcg_and_psp_scorers_of_a_classifier():
     X = centers[labels] + 0.3 * rng.normal(size=(160, 6))
     Y = np.eye(8, dtype=int)[labels]
     Y[::3, 0] = 1
-    clf = SNMClassifier(embedding_dim=8, max_epochs=5, tol=None, random_state=0).fit(X, Y)
+    clf = SNMClassifier(n_components=8, max_epochs=5, tol=None, random_state=0).fit(X, Y)
     scores = clf.decision_function(X)
     assert get_scorer("ndcg@3")(clf, X, Y) == pytest.approx(top_k_ndcg_score(Y, scores, k=3))
     assert get_scorer("psp@3")(clf, X, Y) == pytest.approx(

@@ -9,7 +9,6 @@ import pytest
 import scipy.sparse as sp
 import torch
 from helpers import assert_predictions_follow, brute_force_top_k
-from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.model_selection import GridSearchCV, train_test_split
@@ -17,6 +16,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 
 from skrank import SNMClassifier
+from skrank.losses import owl_weights
 from skrank.metrics import (
     FaissInnerProductIndex,
     FaissIVFIndex,
@@ -25,16 +25,22 @@ from skrank.metrics import (
 )
 from skrank.metrics._search import overlap_recall
 from skrank.multilabel import RowSparseOptimizer
+from skrank.multilabel import _label_search as label_search_module
+from skrank.multilabel import _settings as settings_module
 from skrank.multilabel import _snm as snm_module
+from skrank.multilabel._blend import Blend, Predictor
 from skrank.multilabel._label_embedding import principal_input_directions
 from skrank.multilabel._neighbors import blend_dense, blended_top_k, neighbor_votes
+from skrank.multilabel._settings import adagrad_label_rate, label_reads_per_epoch
+from skrank.multilabel._targets import UNTRAINED_LABEL_SCORE, one_hot
 from skrank.nn import Batch, Callback, SparseLinear, WeightAveraging
 from skrank.sampling._labels import _draws_for_distinct, positive_table
+from skrank.utils import _memory as memory_module
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 FAST = dict(
-    embedding_dim=16,
+    n_components=16,
     hidden_layer_sizes=(32,),
     n_negatives=8,
     learning_rate=0.02,
@@ -115,16 +121,16 @@ def test_top_1_mining_beats_negative_sampling_on_hard_negatives():
 @pytest.fixture
 def sparse_layer_for_few_features(monkeypatch):
     """The sparse input layer for a sparse X of any width (it starts beyond 4,096 features)."""
-    monkeypatch.setattr(snm_module, "SPARSE_INPUT_MIN_FEATURES", 0)
+    monkeypatch.setattr(settings_module, "SPARSE_INPUT_MIN_FEATURES", 0)
 
 
 def test_sparse_input_layer_from_many_features_only():
     """A sparse X of few features keeps the dense input layer (cheap at that width, and the
     published results); beyond ``SPARSE_INPUT_MIN_FEATURES`` the layer reads sparse rows."""
     X, y = bag_of_words(n_samples=64, n_features=200)
-    params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, embedding_dim=8, tol=None)
+    params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, n_components=8, tol=None)
     assert not SNMClassifier(**params).fit(X, y).sparse_input_
-    wide = sp.hstack([X, sp.csr_matrix((X.shape[0], snm_module.SPARSE_INPUT_MIN_FEATURES))])
+    wide = sp.hstack([X, sp.csr_matrix((X.shape[0], settings_module.SPARSE_INPUT_MIN_FEATURES))])
     clf = SNMClassifier(**params).fit(wide.tocsr(), y)
     assert clf.sparse_input_ and isinstance(clf.module_.encoder.layers[0], SparseLinear)
 
@@ -147,6 +153,7 @@ def test_sparse_input_matches_dense_input(hidden_layer_sizes):
         input_optimizer="sgd",
         input_dropout=0.0,
     )
+    params["input_learning_rate"] = params["learning_rate"]
     dense = SNMClassifier(random_state=0, **params).fit(X, y)
     sparse = SNMClassifier(random_state=0, **params).fit(sp.csr_matrix(X), y)
     assert sparse.sparse_input_ and not dense.sparse_input_
@@ -211,7 +218,7 @@ def test_a_step_reads_and_updates_only_the_sampled_label_rows():
     n_labels = 5000
     X = rng.normal(size=(n_labels, 5))
     # One example a label: the label table holds every label.
-    positives = snm_module._one_hot(rng.permutation(n_labels), n_labels)  # multilabel form
+    positives = one_hot(rng.permutation(n_labels), n_labels)  # multilabel form
     clf = SNMClassifier(
         label_optimizer="sgd", random_state=0, **dict(FAST, batch_size=16, max_epochs=1)
     ).fit(X, positives)
@@ -285,13 +292,12 @@ def test_negative_weight_options_reach_the_loss():
     np.testing.assert_allclose(clf.negative_weights_, [2.0, 1.0, 1.0, 0.0])
     clf = SNMClassifier(**fit).fit(X, y)  # top_k_negatives="auto": 1 of 4 negatives
     np.testing.assert_allclose(clf.negative_weights_, [1, 0, 0, 0])
-    for n_negatives, top_k in ((200, 16), (64, 8), (7, 1)):
-        clf = SNMClassifier(n_negatives=n_negatives)
-        clf._check_label_parameters(n_labels=1000)
-        expected = np.r_[np.full(top_k, 1 / top_k), np.zeros(n_negatives - top_k)]
-        np.testing.assert_allclose(clf.negative_weights_, expected)
-    clf = SNMClassifier(top_k_negatives=2, weight_scale="paper", **fit).fit(X, y)
+    paper = owl_weights("topk", 4, top_k=2, scale="paper", n_labels=10)
+    clf = SNMClassifier(negative_weights=paper, **fit).fit(X, y)
     np.testing.assert_allclose(clf.negative_weights_, [9 / 8, 9 / 8, 0, 0])  # (K-1)/(k'B)
+    with pytest.warns(FutureWarning, match="'weight_scale' is deprecated"):
+        deprecated = SNMClassifier(top_k_negatives=2, weight_scale="paper", **fit).fit(X, y)
+    np.testing.assert_allclose(deprecated.negative_weights_, clf.negative_weights_)
     for loss in ("powl", "bowl"):
         for surrogate in ("logistic", "squared_hinge", "exponential", "ramp"):
             if (loss, surrogate) == ("bowl", "ramp"):
@@ -363,17 +369,17 @@ def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkey
     X, y = clustered(n_samples=200)
     monkeypatch.setattr(snm_module, "VALIDATION_SCORE_MAX_ROWS", 7)
     scored, held_out = [], []
-    original = SNMClassifier._top_k
+    original = Predictor.table_top_k
 
-    def counting_top_k(self, X, k, **options):
-        scored.append(X.shape[0])
-        return original(self, X, k, **options)
+    def counting_top_k(self, embeddings, rows, k):
+        scored.append(embeddings.shape[0])
+        return original(self, embeddings, rows, k)
 
     class Holdout(Callback):
         def on_train_begin(self, estimator, X, y, validation):
             held_out.append(validation)
 
-    monkeypatch.setattr(SNMClassifier, "_top_k", counting_top_k)
+    monkeypatch.setattr(Predictor, "table_top_k", counting_top_k)
     params = dict(FAST, max_epochs=3, validation_fraction=0.25, neighbor_weight=0.0)
     clf = SNMClassifier(random_state=0, callbacks=[Holdout()], **params).fit(X, y)
     assert scored == [7] * 3 and len(clf.history_) == 3
@@ -394,7 +400,7 @@ def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkey
 def test_decision_function_refuses_a_matrix_that_does_not_fit(monkeypatch):
     X, y = clustered(n_samples=60)
     clf = SNMClassifier(**dict(FAST, max_epochs=1)).fit(X, y)
-    monkeypatch.setattr(snm_module, "available_host_bytes", lambda: 1000)
+    monkeypatch.setattr(memory_module, "available_host_bytes", lambda: 1000)
     with pytest.raises(MemoryError, match="predict_top_k"):
         clf.decision_function(X)
     assert clf.predict_top_k(X, 2).shape == (60, 2)  # top-k never builds the matrix
@@ -424,10 +430,10 @@ def test_faiss_search_agrees_with_exact_search_and_pickles():
     # validation during training searches exactly; the index is built from the final weights
     params = dict(FAST, max_epochs=2, validation_fraction=0.2)
     fitted = SNMClassifier(search="faiss", **params).fit(X, y)
-    kind, index = fitted._faiss_index
+    index = fitted._search.index
     fresh = FaissInnerProductIndex(fitted.module_.label_table().numpy())
     queries = fitted.forward(X).numpy()
-    assert kind == "faiss" and fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
+    assert fitted._search.method == fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
     np.testing.assert_array_equal(index.search(queries, 3)[1], fresh.search(queries, 3)[1])
 
 
@@ -479,18 +485,6 @@ def test_every_label_optimizer_learns_without_warnings(label_optimizer):
         RowSparseOptimizer(clf.module_.label_embeddings.weight, method="adam")
 
 
-def test_adagrad_label_rate_moves_rarely_read_rows_as_far_an_epoch():
-    rate, reference = snm_module.LABEL_ADAGRAD_RATE, snm_module.LABEL_REFERENCE_READS
-    assert snm_module._adagrad_label_rate(reference) == rate
-    assert snm_module._adagrad_label_rate(100 * reference) == rate  # never below the base
-    for reads in (0.1, 1.0, reference / 2):
-        # Adagrad moves a row by about rate * sqrt(reads): the reference's movement.
-        moved = snm_module._adagrad_label_rate(reads) * np.sqrt(reads)
-        assert moved == pytest.approx(rate * np.sqrt(reference))
-    # Bibtex: a fit trains on 4,392 rows (90% of 4,880), 159 labels, 158 negatives a step.
-    assert snm_module._label_reads_per_epoch(4392, 159, 158, 256) > reference
-
-
 def test_label_reads_per_epoch_counts_the_rows_a_fit_reads(monkeypatch):
     rng = np.random.RandomState(0)
     X, y = rng.normal(size=(640, 8)), rng.randint(0, 2000, 640)
@@ -501,25 +495,24 @@ def test_label_reads_per_epoch_counts_the_rows_a_fit_reads(monkeypatch):
         "gather",
         lambda self, rows: read.append(rows.numel()) or gather(self, rows),
     )
-    clf = SNMClassifier(n_negatives=256, batch_size=64, max_epochs=1, embedding_dim=8,
+    clf = SNMClassifier(n_negatives=256, batch_size=64, max_epochs=1, n_components=8,
                         validation_fraction=None, early_stopping=False, random_state=0)  # fmt: skip
     clf.fit(X, y)
     n_labels = len(clf.classes_)
-    expected = snm_module._label_reads_per_epoch(640, n_labels, 256, 64)
+    expected = label_reads_per_epoch(640, n_labels, 256, 64)
     # The shared draw takes a few more labels than n_negatives (repeats are masked).
     assert expected <= sum(read) / n_labels <= 1.1 * expected
 
 
 def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
     rng = np.random.RandomState(0)
-    common = dict(n_negatives=64, batch_size=64, max_epochs=1, embedding_dim=8, random_state=0)
+    common = dict(n_negatives=64, batch_size=64, max_epochs=1, n_components=8, random_state=0)
     # 600 labels, 64 sampled a step: each row is read about 4 times an epoch.
     X, y = rng.normal(size=(600, 8)), np.arange(600)
     clf = SNMClassifier(validation_fraction=None, early_stopping=False, **common).fit(X, y)
-    reads = snm_module._label_reads_per_epoch(600, 600, 64, 64)
-    assert reads < snm_module.LABEL_REFERENCE_READS
+    reads = label_reads_per_epoch(600, 600, 64, 64)
     assert clf.label_optimizer_ == "rowwise_adagrad"
-    assert clf.label_learning_rate_ == snm_module._adagrad_label_rate(reads)
+    assert clf.label_learning_rate_ == adagrad_label_rate(reads)
     assert clf._label_optimizer.param_groups[0]["method"] == "rowwise_adagrad"
     assert clf._label_optimizer.param_groups[0]["lr"] == clf.label_learning_rate_ > 0.005
     # 20 labels read every step: per-coordinate Adagrad at its base rate.
@@ -536,14 +529,6 @@ def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
     assert clf.label_optimizer_ == "rowwise_adagrad"
     del clf.label_optimizer_
     assert clf.fit(X, y).label_optimizer_ == "adagrad"
-
-
-def test_auto_embedding_dim_counts_the_label_table_optimizer():
-    # Row-wise Adagrad keeps one number a label row: 8 bytes an entry with the copy of the
-    # best weights, against Adagrad's 12.
-    dim = snm_module._auto_embedding_dim(135_909, 670_091, input_bytes=8, label_bytes=8)
-    assert dim == 2**30 // (8 * 670_091 + 8 * 135_909) == 166
-    assert snm_module._auto_embedding_dim(135_909, 670_091, input_bytes=8) == 117
 
 
 def test_scorers_use_predict_top_k_and_match_score():
@@ -571,7 +556,7 @@ def test_every_surrogate_weighting_and_loss_trains():
     ramp combinations that cannot train (no gradient on errors) are refused with the reason."""
     X, y = clustered(n_samples=300, n_labels=30, noise=0.5, seed=2)
     params = dict(
-        embedding_dim=16, n_negatives=16, max_epochs=15, tol=None, validation_fraction=None,
+        n_components=16, n_negatives=16, max_epochs=15, tol=None, validation_fraction=None,
         early_stopping=False, label_init="random", learning_rate=0.01, batch_size=32,
         label_learning_rate=0.05,
     )  # fmt: skip
@@ -635,7 +620,7 @@ def bag_of_words(n_samples=240, n_labels=12, n_features=30, seed=0):
 
 def test_principal_input_directions_span_inputs_and_centroids():
     X, y = bag_of_words(n_samples=60, n_features=30)
-    positives = snm_module._one_hot(y, 12)
+    positives = one_hot(y, 12)
     inputs = X.toarray() / np.linalg.norm(X.toarray(), axis=1, keepdims=True)
     centroids = positives.T @ inputs
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -665,7 +650,7 @@ def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
     )
     clf = SNMClassifier(random_state=0, **params).fit(X, y)
     assert len(calls) == 4 and len(clf.history_) == 3  # the start, then 3 epochs
-    assert clf.input_normalization_ == "tfidf" and clf.embedding_dim_ == 30  # n_features
+    assert clf.input_normalization_ == "tfidf" and clf.n_components_ == 30  # n_features
     inputs = TfidfTransformer(sublinear_tf=True).fit(X).transform(X).toarray()
     centroids = np.array([inputs[y == k].mean(axis=0) for k in range(12)])
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -681,7 +666,7 @@ def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
 
 def test_input_normalization_is_applied_at_fit_and_prediction():
     X, y = bag_of_words()
-    params = dict(embedding_dim=16, n_negatives=8, max_epochs=2, tol=None, random_state=0)
+    params = dict(n_components=16, n_negatives=8, max_epochs=2, tol=None, random_state=0)
     for option, transform in [
         ("tfidf", TfidfTransformer(sublinear_tf=True).fit(X).transform),
         ("l2", normalize),
@@ -700,55 +685,6 @@ def test_input_normalization_is_applied_at_fit_and_prediction():
     assert SNMClassifier(**params).fit(negative, y).input_normalization_ is None
     with pytest.raises(ValueError, match="input_normalization='tfidf' needs non-negative"):
         SNMClassifier(input_normalization="tfidf", **params).fit(negative, y)
-
-
-@pytest.mark.parametrize(
-    "n_features, n_labels, expected",
-    [
-        (30, 12, 30),  # the number of features
-        (5_000, 159, 1024),  # at most 1024
-        (100_000, 1_000_000, 78),  # 2^30 // (1.2e7 + 1.6e6) = 78
-        (10**6, 10**8, 16),  # at least 16
-    ],
-)
-def test_auto_embedding_dim_keeps_parameters_within_the_budget(n_features, n_labels, expected):
-    from skrank.multilabel._snm import AUTO_EMBEDDING_BYTES, _auto_embedding_dim
-
-    d = _auto_embedding_dim(n_features, n_labels)
-    assert d == expected
-    if 16 < d < min(n_features, 1024):  # the budget binds: one more dimension exceeds it
-        assert (12 * n_labels + 16 * n_features) * d <= AUTO_EMBEDDING_BYTES
-        assert (12 * n_labels + 16 * n_features) * (d + 1) > AUTO_EMBEDDING_BYTES
-
-
-def test_auto_embedding_dim_counts_the_sparse_input_layer_optimizer(monkeypatch):
-    # Row-wise Adagrad keeps one number a feature: the layer and the copy of the best weights
-    # take 8 bytes a weight, against 16 with lazy Adam's two moments.
-    from skrank.multilabel import _snm
-
-    X = sp.random(60, 5000, density=0.01, format="csr", random_state=0)
-    y = np.arange(60) % 3
-    monkeypatch.setattr(_snm, "AUTO_EMBEDDING_BYTES", (12 * 3 + 8 * 5000) * 40)
-    expected = {"rowwise_adagrad": 40, "sparse_adam": (12 * 3 + 8 * 5000) * 40 // (36 + 80_000)}
-    for method, dim in expected.items():
-        clf = SNMClassifier(input_optimizer=method, max_epochs=1, n_negatives=2, random_state=0)
-        clf.fit(X, y)
-        assert clf.sparse_input_ and clf.embedding_dim_ == dim
-    clf = SNMClassifier(max_epochs=1, n_negatives=2, random_state=0).fit(X, y)
-    assert clf.optimizers_[1].param_groups[0]["method"] == "rowwise_adagrad"
-
-
-def test_auto_embedding_dim_is_the_one_fitted(monkeypatch):
-    from skrank.multilabel import _snm
-
-    X, y = make_classification(
-        n_samples=120, n_features=40, n_informative=10, n_classes=6, random_state=0
-    )
-    X = X.astype(np.float32)
-    monkeypatch.setattr(_snm, "AUTO_EMBEDDING_BYTES", (12 * 6 + 16 * 40) * 20)
-    clf = SNMClassifier(max_epochs=1, tol=None, n_negatives=4, random_state=0).fit(X, y)
-    assert clf.embedding_dim_ == 20
-    assert clf.module_.label_embeddings.weight.shape == (6, 20)
 
 
 def test_weight_averaging_averages_the_label_table_and_the_network():
@@ -884,7 +820,7 @@ def test_neighbor_votes_with_faiss_search_match_the_exact_search():
         exact_labels, exact_scores = clf.predict_top_k(X_test, k, return_scores=True)
         clf.set_params(search="faiss")
         # the premise: HNSW finds the exact top-k of the label scores on these data
-        _, hnsw = clf._label_top_k(embeddings, k, "faiss")
+        _, hnsw = clf._search_of("faiss").top_k(embeddings, k)
         np.testing.assert_array_equal(
             np.sort(hnsw, axis=1), np.sort(brute_force_top_k(label_scores, k), axis=1)
         )
@@ -893,7 +829,7 @@ def test_neighbor_votes_with_faiss_search_match_the_exact_search():
         np.testing.assert_allclose(scores, exact_scores, atol=1e-5)
         np.testing.assert_array_equal(labels, brute_force_top_k(dense, k))
         clf.set_params(search="exact")
-    assert clf._faiss_index is not None  # the blend did go through the faiss index
+    assert clf._search.index is not None  # the blend did go through the faiss index
 
 
 def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
@@ -910,11 +846,11 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     votes = brute_force_votes(embeddings[held_out], keys, Y[train], clf.n_neighbors)
     scores = embeddings[held_out] @ clf.network_.label_table().numpy().T
     precision = []
-    for weight in snm_module.NEIGHBOR_WEIGHTS:
+    for weight in settings_module.NEIGHBOR_WEIGHTS:
         blend = (1 - weight) * scores + weight * clf.network_.score_scale * votes
         precision.append(np.mean(Y[held_out, brute_force_top_k(blend, 1)[:, 0]]))
     assert len(set(precision)) > 1  # the choice matters on these data
-    assert clf.neighbor_weight_ == snm_module.NEIGHBOR_WEIGHTS[int(np.argmax(precision))]
+    assert clf.neighbor_weight_ == settings_module.NEIGHBOR_WEIGHTS[int(np.argmax(precision))]
     if clf.neighbor_weight_ > 0:
         np.testing.assert_allclose(clf.neighbor_embeddings_, normalize(embeddings), atol=1e-6)
     # the choice runs each row through the network once: the voting rows, then the
@@ -936,64 +872,35 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     assert unvalidated.neighbor_weight_ == 0.0 and unvalidated.neighbor_embeddings_ is None
 
 
-def test_encoder_init_choices_and_the_auto_rule(monkeypatch):
-    """``"svd"`` starts at the principal directions, ``"random"`` at a Gaussian projection;
-    ``"auto"`` takes the identity when it applies, else the exact principal directions only
-    where they cost less than an epoch, else the random projection."""
+def test_encoder_start_choices():
+    """The identity when the embedding holds every feature; the principal directions or a
+    Gaussian projection otherwise (``encoder_init_``; the rule is in test_snm_settings)."""
     X, y = bag_of_words(n_samples=120, n_features=30)
     params = dict(FAST, hidden_layer_sizes=(), max_epochs=1, tol=None, random_state=0)
-    exact = SNMClassifier(**dict(params, embedding_dim=40)).fit(X, y)
-    assert exact.encoder_init_ == "svd"  # the identity: 30 features, 40 dimensions
-    few = dict(params, embedding_dim=8)
-    svd = SNMClassifier(**few, encoder_init="svd").fit(X, y)
-    random = SNMClassifier(**few, encoder_init="random").fit(X, y)
+    exact = SNMClassifier(**dict(params, n_components=40)).fit(X, y)
+    assert exact.encoder_init_ == "identity"  # 30 features, 40 dimensions
+    few = dict(params, n_components=8)
+    with pytest.warns(FutureWarning, match="'encoder_init' is deprecated"):
+        svd = SNMClassifier(**few, encoder_init="svd").fit(X, y)
+        random = SNMClassifier(**few, encoder_init="random").fit(X, y)
     assert (svd.encoder_init_, random.encoder_init_) == ("svd", "random")
     assert not np.allclose(svd.decision_function(X), random.decision_function(X))
     hidden = SNMClassifier(**dict(few, hidden_layer_sizes=(16,))).fit(X, y)
     assert hidden.encoder_init_ is None
-    # 30 features: the eigendecomposition costs more than an epoch of 108 rows, or less.
-    principal = snm_module._principal_seconds(30)
-    epoch = snm_module._epoch_seconds(108, X[:108].nnz, svd.n_negatives_, 8)
-    assert SNMClassifier(**few).fit(X, y).encoder_init_ == (
-        "svd" if principal <= epoch else "random"
-    )
-    monkeypatch.setattr(snm_module, "_principal_seconds", lambda n_features: 0.0)
-    assert SNMClassifier(**few).fit(X, y).encoder_init_ == "svd"
-    monkeypatch.setattr(snm_module, "_principal_seconds", lambda n_features: np.inf)
-    assert SNMClassifier(**few).fit(X, y).encoder_init_ == "random"
-    monkeypatch.setattr(snm_module, "_principal_seconds", lambda n_features: 0.0)
-    monkeypatch.setattr(snm_module, "EXACT_PRINCIPAL_FEATURES", 20)  # beyond: random, always
-    assert SNMClassifier(**few).fit(X, y).encoder_init_ == "random"
 
 
-def test_cost_estimates_of_the_start_and_of_an_epoch():
-    # Bibtex's training rows: the exact directions cost about an epoch (measured: 0.8 of one).
-    principal, epoch = (
-        snm_module._principal_seconds(1836),
-        snm_module._epoch_seconds(4392, 303_000, 159, 1024),
-    )
-    assert 0.5 < principal / epoch < 1.5
-    assert snm_module._principal_seconds(4096) > 10 * snm_module._principal_seconds(1836)
-    assert snm_module._epoch_seconds(2000, 0, 1, 1) == 6 * 2000 * 2 / 2e9
-
-
-def test_auto_neighbor_weight_leaves_votes_off_beyond_the_row_cap(monkeypatch):
+def test_auto_neighbor_weights_are_compared_on_the_validation_rows(monkeypatch):
     X, y = clustered(n_samples=240, n_labels=12)
     params = dict(FAST, max_epochs=2, tol=None, random_state=0)
-    monkeypatch.setattr(snm_module, "AUTO_NEIGHBOR_MAX_ROWS", 100)
-    capped = SNMClassifier(**params).fit(X, y)
-    assert capped.neighbor_weight_ == 0.0 and capped.neighbor_embeddings_ is None
     compared = set()
-    monkeypatch.setattr(snm_module, "AUTO_NEIGHBOR_MAX_ROWS", 1000)
-    original = SNMClassifier._blend_parts
+    original = Blend.parts
     monkeypatch.setattr(
-        SNMClassifier,
-        "_blend_parts",
+        Blend,
+        "parts",
         lambda self, *chunk: compared.add(chunk[-1]) or original(self, *chunk),
     )
     SNMClassifier(**params).fit(X, y)
-    # below the cap the weights are compared on the validation rows
-    assert compared == set(snm_module.NEIGHBOR_WEIGHTS)
+    assert compared == set(settings_module.NEIGHBOR_WEIGHTS)
 
 
 @pytest.mark.usefixtures("sparse_layer_for_few_features")
@@ -1052,12 +959,12 @@ def test_auto_search_uses_the_calibrated_ivf_index_on_many_labels(monkeypatch):
     X = prototypes[y] + 0.05 * rng.normal(size=(2400, 16))
     # Two epochs at Adagrad's base rate keep the label vectors near their grouped centroids.
     # The label scores alone (an index holds no input-space centroid term).
-    params = dict(FAST, hidden_layer_sizes=(), embedding_dim=16, max_epochs=2, tol=None,
+    params = dict(FAST, hidden_layer_sizes=(), n_components=16, max_epochs=2, tol=None,
                   label_optimizer="adagrad", label_learning_rate=0.005, centroid_weight=0.0,
                   random_state=0)  # fmt: skip
     small = SNMClassifier(**params).fit(X, y)
     assert (small.search_, small.search_recall_, small.search_probes_) == ("exact", 1.0, None)
-    monkeypatch.setattr(snm_module, "AUTO_IVF_LABELS", 1000)
+    monkeypatch.setattr(settings_module, "AUTO_IVF_LABELS", 1000)
     # 1,200 labels: 30 cells, probed up to 7
     clf = SNMClassifier(**params).fit(X, y)
     assert clf.search_ == "ivf" and clf.search_recall_ >= 0.99 and clf.search_probes_ >= 1
@@ -1067,7 +974,7 @@ def test_auto_search_uses_the_calibrated_ivf_index_on_many_labels(monkeypatch):
     restored = pickle.loads(pickle.dumps(clf.set_params(search="auto")))
     np.testing.assert_array_equal(restored.predict_top_k(X, 5), approximate)  # rebuilt alike
     # A recall target no number of probes reaches: "auto" falls back to the exact search.
-    monkeypatch.setattr(snm_module, "SEARCH_RECALL_TARGET", 1.01)
+    monkeypatch.setattr(label_search_module, "RECALL_TARGET", 1.01)
     fallback = SNMClassifier(**params).fit(X, y)
     assert fallback.search_ == "exact" and fallback.search_probes_ is None
     assert fallback.search_recall_ == 1.0
@@ -1095,7 +1002,7 @@ with open("/proc/self/clear_refs", "w") as clear:
     clear.write("5")  # the peak (VmHWM) counts from here
 start = resident("VmRSS")
 sklearn.set_config(working_memory=64)  # the chunks of the exact top-k search: 64 MiB
-clf = SNMClassifier(embedding_dim=32, n_negatives=64, max_epochs=1, tol=None,
+clf = SNMClassifier(n_components=32, n_negatives=64, max_epochs=1, tol=None,
                     validation_fraction=None, early_stopping=False, random_state=0).fit(X, Y)
 top = clf.predict_top_k(X, 5)
 json.dump({"growth": resident("VmHWM") - start, "shape": list(top.shape),
@@ -1142,7 +1049,7 @@ def test_labels_without_a_positive_are_left_out_of_the_table_and_scored_lowest()
     narrow = SNMClassifier(**fit).fit(X, Y)
     scores = clf.decision_function(X)
     np.testing.assert_array_equal(scores[:, trained], narrow.decision_function(X))
-    assert np.all(scores[:, [0, 5, 13]] == snm_module.UNTRAINED_LABEL_SCORE)
+    assert np.all(scores[:, [0, 5, 13]] == UNTRAINED_LABEL_SCORE)
     assert np.isfinite(scores).all()
     top, top_scores = clf.predict_top_k(X, 15, return_scores=True)
     np.testing.assert_array_equal(top, brute_force_top_k(scores, 15))

@@ -14,7 +14,7 @@ from sklearn.preprocessing import normalize
 from skrank import SNMClassifier
 from skrank.datasets import make_extreme_classification
 from skrank.multilabel import _centroids as centroids_module
-from skrank.multilabel import _snm as snm_module
+from skrank.multilabel import _settings as settings_module
 from skrank.multilabel._centroids import centroid_similarities, input_centroids
 
 pytestmark = [
@@ -23,7 +23,7 @@ pytestmark = [
 ]
 
 FAST = dict(
-    embedding_dim=16,
+    n_components=16,
     n_negatives=8,
     learning_rate=0.02,
     batch_size=64,
@@ -120,7 +120,7 @@ def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
     smallest among ties), the centroids of the fitting rows; then those of every row."""
     X, Y = extreme(n_samples=500)
     clf = SNMClassifier(**dict(FAST, validation_fraction=0.3, neighbor_weight=0.0)).fit(X, Y)
-    assert clf.sparse_input_ and clf.centroid_weight_ in snm_module.CENTROID_WEIGHTS
+    assert clf.sparse_input_ and clf.centroid_weight_ in settings_module.CENTROID_WEIGHTS
     train, held_out = train_test_split(np.arange(500), test_size=0.3, random_state=0)
     inputs = clf._normalize_inputs(X, fitting=False)
     Y_table = Y.toarray()[:, clf.trained_labels_]
@@ -128,11 +128,11 @@ def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
     cosines = brute_force_cosines(X[held_out].toarray(), centroids)
     scores = clf.forward(inputs[held_out]).numpy() @ clf.network_.label_table().numpy().T
     precision = []
-    for weight in snm_module.CENTROID_WEIGHTS:
+    for weight in settings_module.CENTROID_WEIGHTS:
         top = brute_force_top_k(scores + weight * clf.network_.score_scale * cosines, 1)[:, 0]
         precision.append(np.mean(Y_table[held_out, top]))
     assert len(set(precision)) > 1  # the choice matters on these data
-    assert clf.centroid_weight_ == snm_module.CENTROID_WEIGHTS[int(np.argmax(precision))] > 0
+    assert clf.centroid_weight_ == settings_module.CENTROID_WEIGHTS[int(np.argmax(precision))] > 0
     np.testing.assert_allclose(
         clf.centroids_.toarray(), brute_force_centroids(X.toarray(), Y_table), atol=1e-5
     )

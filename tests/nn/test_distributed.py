@@ -8,7 +8,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from skrank import SNMClassifier, SOPRCEmbedder
-from skrank.multilabel import _snm as snm_module
+from skrank.multilabel import _settings as snm_settings
 
 WORLD = 2
 
@@ -41,7 +41,7 @@ ESTIMATORS = {
         # No input dropout (its masks differ between one process and two) nor held-out rows.
         dict(
             n_negatives=4,
-            embedding_dim=8,
+            n_components=8,
             hidden_layer_sizes=(16,),
             max_epochs=3,
             device="cpu",
@@ -61,15 +61,15 @@ BATCH = 16  # per process: the single process trains with 2 x 16
 def _fit(name, batch_size):
     cls, params = ESTIMATORS[name]
     X, y = _data()
-    sparse_min_features = snm_module.SPARSE_INPUT_MIN_FEATURES
+    sparse_min_features = snm_settings.SPARSE_INPUT_MIN_FEATURES
     if name.endswith("-sparse"):
         X[np.abs(X) < 0.8] = 0
         X = sp.csr_matrix(X)
-        snm_module.SPARSE_INPUT_MIN_FEATURES = 0  # the sparse layer for these few features
+        snm_settings.SPARSE_INPUT_MIN_FEATURES = 0  # the sparse layer for these few features
     try:
         model = cls(**params, batch_size=batch_size, random_state=0).fit(X, y)
     finally:
-        snm_module.SPARSE_INPUT_MIN_FEATURES = sparse_min_features
+        snm_settings.SPARSE_INPUT_MIN_FEATURES = sparse_min_features
     weights = [p.detach().clone() for p in model.module_.parameters()]
     if cls is SNMClassifier:
         weights.append(model.module_.label_embeddings.weight.detach().clone())

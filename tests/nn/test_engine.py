@@ -610,6 +610,19 @@ def test_early_stopping_that_scores_the_start_keeps_an_unbeaten_start(monkeypatc
     assert not model.callbacks_[0].kept_start
 
 
+def test_early_stopping_that_scores_the_start_waits_for_epochs_that_still_improve(monkeypatch):
+    """A slow first epoch below a strong start does not end training: patience counts the
+    epochs that stop improving on each other, and an epoch that beats the start is kept."""
+    X, y = _regression(n=300)
+    params = dict(max_epochs=8, validation_fraction=0.2, learning_rate=0.02, random_state=0)
+    scores = iter([1.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 1.4, 1.3])  # the start, then 8 epochs
+    monkeypatch.setattr(LinearTorchRegressor, "validation_score", lambda self, X, y: next(scores))
+    stopper = EarlyStopping(tol=0.0, patience=2, score_start=True)
+    model = LinearTorchRegressor(**params, callbacks=[stopper]).fit(X, y)
+    assert model.n_iter_ == 8 and model.converged_
+    assert not model.callbacks_[0].kept_start
+
+
 def test_divergence_keeps_last_finite_weights():
     X, y = _regression()
     with pytest.warns(DivergenceWarning, match="non-finite"):

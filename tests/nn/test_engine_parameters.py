@@ -196,7 +196,7 @@ def test_parameters_for_forwards_shared_names_and_overrides():
         (
             SNMClassifier(),
             LabelEmbeddingNetwork,
-            {"embedding_dim", "hidden_layer_sizes", "activation", "dropout", "input_dropout"}
+            {"n_components", "hidden_layer_sizes", "activation", "dropout", "input_dropout"}
             | {"scores", "score_scale", "learn_score_scale"},
         ),
         (
@@ -335,7 +335,7 @@ _SOPRC_TAKEN = {
     "tpr_source": "batch",
 }
 _SNM_TAKEN = {
-    "embedding_dim": "auto",
+    "n_components": "auto",
     "hidden_layer_sizes": (),
     "activation": "relu",
     "dropout": 0.0,
@@ -361,9 +361,10 @@ _SNM_TAKEN = {
             LabelEmbeddingNetwork,
             ["loss", "surrogate", "margin", "n_negatives", "top_k_negatives", "negative_weights"]
             + ["power_exponent", "weight_scale", "input_normalization", "label_init"]
-            + ["encoder_init", "label_optimizer", "label_learning_rate", "input_optimizer"]
-            + ["input_learning_rate", "score_k", "search", "n_neighbors", "neighbor_weight"]
-            + ["centroid_weight"],
+            + ["label_optimizer", "label_learning_rate", "score_k", "search", "n_neighbors"]
+            + ["neighbor_weight", "centroid_weight"]
+            # deprecated, "deprecated" by default (removed in 0.3)
+            + ["embedding_dim", "encoder_init", "input_optimizer", "input_learning_rate"],
             _SNM_TAKEN,
         ),
     ],
@@ -393,7 +394,8 @@ def test_estimators_take_their_component_parameters_and_document_them(
 
 def test_snm_classifier_refuses_a_ninth_positional_argument():
     # The network's parameters moved behind the classifier's own: a ninth positional argument
-    # (formerly embedding_dim) must fail loudly instead of landing in input_normalization.
+    # (the network's size, long ago) must fail loudly instead of landing in
+    # input_normalization.
     assert SNMClassifier("bowl", "hinge", 1.0, "auto", "auto", "topk", 1.0, "normalized")
     with pytest.raises(TypeError, match="positional"):
         SNMClassifier("bowl", "hinge", 1.0, "auto", "auto", "topk", 1.0, "normalized", 64)

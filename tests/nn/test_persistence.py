@@ -77,7 +77,7 @@ def _fit(name):
         return model.fit(X, y), X
     if name == "SNMClassifier":
         model = SNMClassifier(
-            embedding_dim=8, hidden_layer_sizes=(16,), neighbor_weight=0.2, **small
+            n_components=8, hidden_layer_sizes=(16,), neighbor_weight=0.2, **small
         )
         return model.fit(X, y), X
     if name.startswith("SNMClassifier-multilabel-tfidf"):
@@ -86,7 +86,7 @@ def _fit(name):
         labels = np.insert(labels, 1, 0, axis=1)  # a label without examples: not in the table
         centroid_weight = 2.0 if name.endswith("centroids") else 0.0
         model = SNMClassifier(
-            embedding_dim=8, neighbor_weight=0.2, centroid_weight=centroid_weight, **small
+            n_components=8, neighbor_weight=0.2, centroid_weight=centroid_weight, **small
         )
         return model.fit(counts, labels), counts
     raise ValueError(name)
@@ -416,7 +416,7 @@ def test_gpu_fitted_round_trip(name, monkeypatch, tmp_path):
     if name == "SOPRCEmbedder":
         model = SOPRCEmbedder(hidden_layer_sizes=(16,), n_components=4, batch_size=32, **small)
     else:
-        model = SNMClassifier(embedding_dim=8, neighbor_weight=0.2, **small)
+        model = SNMClassifier(n_components=8, neighbor_weight=0.2, **small)
     model.fit(X, y)
     expected = _outputs(model, X)
     data = sio.dumps(model)

@@ -8,9 +8,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 from scipy.stats import chisquare
 
 from skrank.sampling import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
+from skrank.sampling._labels import _is_positive, positive_table
 
 
 @pytest.mark.parametrize("n_labels, size", [(10**12, 2000), (50, 49), (50, 10), (7, 7), (7, 0)])
@@ -128,3 +130,18 @@ def test_draws_for_distinct_is_the_smallest_count_meeting_the_shortfall_bound(si
     bound = Fraction(_SHORTFALL_PROBABILITY)
     assert _shortfall_probability(n_draws, n_labels, size) <= bound
     assert _shortfall_probability(n_draws - 1, n_labels, size) > bound
+
+
+@pytest.mark.parametrize("n_labels, size", [(40, 40), (40, 10), (40, 9), (1000, 30)])
+def test_positive_lookup_matches_a_loop_over_the_rows(n_labels, size):
+    """A large sample reads a dense indicator, a small one searches each row: both say which
+    sampled labels are each row's positives, as a loop does."""
+    rng = np.random.RandomState(0)
+    rows = [rng.choice(n_labels, rng.randint(1, 6), replace=False) for _ in range(30)]
+    indicator = sp.lil_matrix((30, n_labels), dtype=np.int8)
+    for i, row in enumerate(rows):
+        indicator[i, row] = 1
+    table, _ = positive_table(indicator.tocsr(), n_labels)
+    labels = torch.as_tensor(rng.permutation(n_labels)[:size])
+    expected = np.array([[label in row for label in labels.tolist()] for row in rows])
+    np.testing.assert_array_equal(_is_positive(table, labels, n_labels).numpy(), expected)

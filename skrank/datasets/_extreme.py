@@ -13,6 +13,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import Interval, StrOptions, validate_params
 from ..exceptions import ExtremeFormatError
+from ..utils._validation import canonical_csr
 from ._io import is_path, open_binary
 from ._synthetic import _draw_zipf
 
@@ -446,16 +447,12 @@ def dump_extreme_file(X, Y, file):
     file : str, path-like or binary file-like
         Destination (a path, or an object opened in binary mode).
     """
-    X = sp.csr_matrix(X, dtype=np.float64)
-    Y = sp.csr_matrix(Y)
+    X = canonical_csr(X, dtype=np.float64)
+    Y = canonical_csr(Y, drop_zeros=True)
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows and Y has {Y.shape[0]}; they must agree.")
-    Y.eliminate_zeros()
     if Y.nnz and not np.all(Y.data == 1):
         raise ValueError("Y must be a 0/1 label indicator.")
-    X.sum_duplicates()
-    X.sort_indices()
-    Y.sort_indices()
     header = f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}\n".encode()
     if is_path(file):
         with open(file, "wb") as stream:

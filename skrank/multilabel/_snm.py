@@ -39,7 +39,7 @@ from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import check_class_counts, encode_labels, values_outside_zero_one
 from ..utils._memory import available_host_bytes, chunk_rows
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
-from ..utils._validation import check_float32_range, naming_inputs
+from ..utils._validation import canonical_csr, check_float32_range, naming_inputs
 from ._centroids import centroid_similarities, input_centroids
 from ._label_embedding import (
     EXACT_PRINCIPAL_FEATURES,
@@ -1503,8 +1503,7 @@ def _encode_targets(y):
             )
         sparse_output = sp.issparse(y)
         dtype = y.dtype.str  # a string: saved estimators hold no numpy type
-        indicator = sp.csr_matrix(y, dtype=np.int8)
-        indicator.eliminate_zeros()
+        indicator = canonical_csr(y, dtype=np.int8, drop_zeros=True)
         classes = np.arange(indicator.shape[1])
         multilabel_output = (sparse_output, dtype)
     elif target_type in ("binary", "multiclass"):

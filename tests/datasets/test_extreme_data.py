@@ -6,6 +6,7 @@ import io
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skrank.datasets import (
     dump_extreme_file,
@@ -57,6 +58,26 @@ def test_reads_the_documented_format_and_gzip(tmp_path):
     path.write_bytes(gzip.compress(text))
     X_gz, Y_gz = load_extreme_file(path)
     assert (X_gz != X).nnz == 0 and (Y_gz != Y).nnz == 0
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_dump_leaves_a_float32_tfidf_matrix_unchanged(read_only):
+    # TfidfVectorizer returns float32 CSR with unsorted indices: float64 values converted from
+    # them must not be written under the caller's indices sorted in place.
+    documents = ["the cat sat on the mat", "a dog ate my homework", "zebra apple cat dog the"]
+    X = TfidfVectorizer(dtype=np.float32).fit_transform(documents)
+    assert not X.has_sorted_indices
+    before = X.toarray(), X.indices.copy(), X.data.copy()
+    if read_only:
+        for array in (X.data, X.indices, X.indptr):
+            array.setflags(write=False)
+    buffer = io.BytesIO()
+    dump_extreme_file(X, sp.csr_matrix(np.eye(3, dtype=np.int8)), buffer)
+    np.testing.assert_array_equal(X.indices, before[1])
+    np.testing.assert_array_equal(X.data, before[2])
+    buffer.seek(0)
+    X_read, _ = load_extreme_file(buffer)
+    np.testing.assert_array_equal(X_read.toarray(), before[0])
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,14 @@
 import gzip
 import io
 import os
+import zlib
 from contextlib import contextmanager
 from importlib import resources
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# What reading a damaged gzip file raises: a bad header or checksum, a truncated stream, a
+# corrupted block.
+DECOMPRESSION_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
 def is_path(file):

@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 from .._compat import Interval, StrOptions, validate_params
 from ..exceptions import ExtremeFormatError
 from ..utils._validation import canonical_csr
-from ._io import DECOMPRESSION_ERRORS, is_path, open_binary
+from ._io import DECOMPRESSION_ERRORS, file_name, is_path, open_binary
 from ._synthetic import _draw_zipf
 
 # The data sets of Table 1 of Reddi et al. (2019): features, labels, average labels per row and
@@ -341,7 +341,7 @@ def load_extreme_file(file, *, dtype=np.float64):
     array([[1, 0, 1],
            [0, 0, 0]], dtype=int8)
     """
-    name = _file_name(file)
+    name = file_name(file)
     start = None if is_path(file) or not file.seekable() else file.tell()
     dtype = np.dtype(dtype)
     try:
@@ -557,7 +557,7 @@ def load_extreme_split(file):
     rows : ndarray of shape (n_rows, n_splits), int64
         0-based row numbers, one column per split.
     """
-    name = _file_name(file)
+    name = file_name(file)
     with open_binary(file) as stream:
         text = stream.read()
     if not text.strip():
@@ -569,7 +569,3 @@ def load_extreme_split(file):
     if rows.min() < 1:
         raise ExtremeFormatError(f"{name}: row numbers are 1-based; found {rows.min()}.")
     return rows - 1
-
-
-def _file_name(file):
-    return str(file) if is_path(file) else getattr(file, "name", "the file")

@@ -18,6 +18,11 @@ def is_path(file):
     return isinstance(file, (str, os.PathLike))
 
 
+def file_name(file, unnamed="the file"):
+    """How error messages name ``file``: its path, the name of a file object, or ``unnamed``."""
+    return str(file) if is_path(file) else str(getattr(file, "name", unnamed))
+
+
 @contextmanager
 def open_binary(file):
     """Yield a binary stream of ``file``, decompressed if it is gzip-compressed.

@@ -674,7 +674,6 @@ EXEMPT = {
     "skrank.exceptions.SolverAccuracyWarning": _WARNING,
     "skrank.losses.get_surrogate": "returns a surrogate by name; the surrogates are checked",
     "skrank.losses.owl_weights": "computes weights from their parameters, " + _TAKES_NO_ARRAYS,
-    "skrank.metrics.get_scorer": None,  # checked below through the scorer it returns
     "skrank.multilabel.RowSparseOptimizer": (
         "an optimiser: updating the table it is given in place is what it is for"
     ),
@@ -703,7 +702,7 @@ EXEMPT = {
     "skrank.sampling.sample_distinct_labels": "draws labels from counts, " + _TAKES_NO_ARRAYS,
     "skrank.similarity.NeymanPearsonSolution": _RECORD,
 }
-del EXEMPT["skrank.metrics.get_scorer"]
+_MODULE_REPR = {"extra_repr": "describes the module, " + _TAKES_NO_ARRAYS}
 
 _ESTIMATOR_COMMON = {"fit", "score"}
 ENTRY_POINTS = {
@@ -756,13 +755,13 @@ ENTRY_POINTS = {
         _call_ordered_weighted_loss_module,
         kinds=TENSORS,
         methods=("forward", "example_losses"),
-        exempt_methods={"extra_repr": "describes the module, " + _TAKES_NO_ARRAYS},
+        exempt_methods=_MODULE_REPR,
     ),
     "skrank.losses.SOPRCLoss": Entry(
         _call_soprc_loss_module,
         kinds=TENSORS,
         methods=("forward", "forward_grouped", "score_loss", "auxiliary_vector"),
-        exempt_methods={"extra_repr": "describes the module, " + _TAKES_NO_ARRAYS},
+        exempt_methods=_MODULE_REPR,
     ),
     "skrank.losses.bowl": Entry(_call_owl(losses.bowl), kinds=TENSORS),
     "skrank.losses.powl": Entry(_call_owl(losses.powl), kinds=TENSORS),
@@ -848,7 +847,7 @@ ENTRY_POINTS = {
         kinds=TENSORS,
         methods=("forward",),
         exempt_methods={
-            "extra_repr": "describes the module, " + _TAKES_NO_ARRAYS,
+            **_MODULE_REPR,
             "reset_parameters": "draws the layer's own weights, " + _TAKES_NO_ARRAYS,
         },
     ),

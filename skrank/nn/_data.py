@@ -181,7 +181,8 @@ class TrainingInputs:
         elif sp.issparse(X):
             self._init_sparse(canonical_csr(X, dtype=np.float32, drop_zeros=True))
         else:
-            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap.
+            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap;
+            # a wrapped array of the caller's is only read (batches are gathered copies).
             rows = torch.from_numpy(np.require(X, dtype=np.float32, requirements=["C", "W"]))
             self.resident = _fits_on(self.device, rows.numel() * 4)
             if self.resident:

@@ -5,9 +5,9 @@ Every page of the built site is loaded from disk (``file://``) in headless Chrom
 network cut off (a proxy to nowhere and a host resolver that resolves nothing), then checked:
 
 * no page asks for anything outside the site (every ``http(s)`` request is reported);
-* user-guide pages: math typeset by MathJax (one ``mjx-container`` per formula of the page, no
-  MathJax error) and no raw TeX delimiter (``\\[``, ``\\(``, ``$$``) left in the rendered text
-  outside code;
+* user-guide pages and the pages of how the defaults were chosen (``defaults/``): math typeset
+  by MathJax (one ``mjx-container`` per formula of the page, no MathJax error) and no raw TeX
+  delimiter (``\\[``, ``\\(``, ``$$``) left in the rendered text outside code;
 * gallery pages (``auto_examples/``): at least one figure per example page, every image of
   a gallery page loaded (``complete`` and ``naturalWidth > 0``), thumbnails included, and no
   output block of an example holding a warning (``Warning``) or an absolute file path (a path
@@ -35,6 +35,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+# Pages of prose with formulas, whose math is checked: the user guide and the defaults' evidence.
+MATH_PAGES = ("user_guide/", "defaults/")
 
 # Pages whose screenshots are taken with --screenshots: (page, CSS selector scrolled into view).
 SCREENSHOTS = {
@@ -279,7 +282,7 @@ def check_page(relative, probe, requests):
         problems.append(f"images not loaded: {broken[:5]}")
     if probe["mathErrors"]:
         problems.append(f"{probe['mathErrors']} MathJax errors")
-    if relative.startswith("user_guide/"):
+    if relative.startswith(MATH_PAGES):
         left = [delimiter for delimiter in TEX_DELIMITERS if delimiter in probe["text"]]
         if left:
             problems.append(f"raw TeX delimiters in the rendered text: {left}")
@@ -325,7 +328,7 @@ def main(argv=None):
                 failures[relative] = problems
             totals["images"] += len(probe["images"])
             totals["requests"] += sum(not url.startswith(LOCAL_SCHEMES) for url in requests)
-            if relative.startswith("user_guide/"):
+            if relative.startswith(MATH_PAGES):
                 totals["guide"] += 1
                 totals["math"] += probe["mathRendered"]
             if relative.startswith("auto_examples/plot_"):
@@ -348,7 +351,8 @@ def main(argv=None):
     summary = (
         f"{len(pages)} pages loaded from disk in headless {version}, network off; "
         f"{totals['requests']} requests outside the site; "
-        f"{totals['guide']} user-guide pages, {totals['math']} formulas typeset by MathJax; "
+        f"{totals['guide']} user-guide and defaults pages, "
+        f"{totals['math']} formulas typeset by MathJax; "
         f"{totals['gallery']} gallery pages, {totals['figures']} figures; "
         f"{totals['images']} images in all"
     )

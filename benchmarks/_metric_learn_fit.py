@@ -1,30 +1,64 @@
-"""Fit one of metric-learn's supervised learners in its own environment (for bench_pair_learners).
+"""metric-learn's learners, fitted in metric-learn's own environment.
 
-metric-learn 0.7 does not run with scikit-learn >= 1.8, so the benchmark calls this script with the
-Python of a separate virtual environment (scikit-learn < 1.6, metric-learn, numpy, scipy)::
-
-    python _metric_learn_fit.py LEARNER INPUT.npz OUTPUT.npz '{"max_iter": 100}'
-
-LEARNER is a class name of ``metric_learn`` (``ITML_Supervised``, ``LMNN``, ...); INPUT holds
-``X`` and ``y``; OUTPUT receives ``components`` and ``seconds`` (the fit alone is timed).
+metric-learn 0.7 does not run with scikit-learn >= 1.8: :func:`fit_metric_learn` (called by
+``bench_mmc.py``, ``bench_pair_learners.py`` and ``bench_pairs.py``) runs :func:`fit` in a child
+process with the Python of a separate environment (``_harness.METRIC_LEARN_PYTHON``: see
+``_harness.py`` to create it).
 """
 
-import json
-import sys
+import tempfile
 import time
+from pathlib import Path
 
-import metric_learn
-import numpy as np
+from _harness import METRIC_LEARN_PYTHON, ChildFailed, run_in_child
 
 
-def main(learner, input_path, output_path, params):
-    data = np.load(input_path)
-    model = getattr(metric_learn, learner)(random_state=0, **json.loads(params))
+def fit(learner, data, params):
+    """In metric-learn's environment: ``metric_learn.<learner>(random_state=0, **params)``
+    fitted on ``X``, ``y`` of the ``.npz`` file ``data``; its components, the seconds of the fit
+    alone, its iterations and whether it converged (-1 and False where it does not say)."""
+    import metric_learn
+    import numpy as np
+
+    arrays = np.load(data)
+    model = getattr(metric_learn, learner)(random_state=0, **params)
     start = time.perf_counter()
-    model.fit(data["X"], data["y"])
-    seconds = time.perf_counter() - start
-    np.savez(output_path, components=model.components_, seconds=seconds)
+    model.fit(arrays["X"], arrays["y"])
+    return {
+        "components": model.components_,
+        "seconds": time.perf_counter() - start,
+        "n_iter": int(getattr(model, "n_iter_", -1)),
+        "converged": bool(getattr(model, "converged_", False)),
+    }
 
 
-if __name__ == "__main__":
-    main(*sys.argv[1:5])
+def fit_metric_learn(learner, X, y, params=None, timeout=None):
+    """Fit ``metric_learn.<learner>`` on ``(X, y)`` in metric-learn's environment.
+
+    Returns
+    -------
+    fitted : dict
+        ``components`` (an ndarray), ``seconds``, ``n_iter``, ``converged``.
+
+    Raises
+    ------
+    ChildFailed
+        The environment is absent, or the fit failed or ran past ``timeout`` seconds (its
+        ``reason`` says which, for a table's cell).
+    """
+    import numpy as np
+
+    if not METRIC_LEARN_PYTHON.exists():
+        raise ChildFailed("metric-learn environment absent")
+    with tempfile.TemporaryDirectory() as folder:
+        data = Path(folder) / "data.npz"
+        np.savez(data, X=X, y=y)
+        fitted = run_in_child(
+            __file__,
+            "fit",
+            {"learner": learner, "data": str(data), "params": params or {}},
+            python=METRIC_LEARN_PYTHON,
+            source=None,
+            timeout=timeout,
+        )
+    return {**fitted, "components": np.array(fitted["components"])}

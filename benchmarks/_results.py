@@ -138,8 +138,9 @@ class Results:
             "figures": {},
         }
 
-    def add_table(self, title, columns, rows, notes=None):
-        """Add a table: ``rows`` is a list of lists (or of dicts keyed by ``columns``)."""
+    def add_table(self, title, columns, rows, notes=None, show=False):
+        """Add a table: ``rows`` is a list of lists (or of dicts keyed by ``columns``); ``show``
+        also prints it, columns aligned."""
         rows = [[row[c] for c in columns] if isinstance(row, dict) else list(row) for row in rows]
         for row in rows:
             if len(row) != len(columns):
@@ -147,6 +148,8 @@ class Results:
         self.data["tables"].append(
             {"title": title, "columns": list(columns), "rows": rows, "notes": notes}
         )
+        if show:
+            print(text_table(title, columns, rows), flush=True)
         return self
 
     def add_figure(self, name, value):
@@ -160,10 +163,23 @@ class Results:
         directory.mkdir(parents=True, exist_ok=True)
         self.data["machine"]["load_average_at_end"] = _load_average()
         path = directory / f"{self.name}.json"
-        path.write_text(json.dumps(self.data, indent=1, default=_jsonable) + "\n")
+        path.write_text(json.dumps(self.data, indent=1, default=jsonable) + "\n")
         shown = path.relative_to(REPOSITORY) if path.is_relative_to(REPOSITORY) else path
         print(f"results written to {shown}")
         return path
+
+
+def text_table(title, columns, rows):
+    """A table as aligned plain text, under its title (numbers to 4 significant digits)."""
+    lines = [[str(column) for column in columns]]
+    lines += [[f"{c:.4g}" if isinstance(c, float) else str(c) for c in row] for row in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    text = [f"\n{title}"]
+    for index, line in enumerate(lines):
+        text.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+        if index == 0:
+            text.append("  ".join("-" * width for width in widths))
+    return "\n".join(text)
 
 
 def _skrank_version():
@@ -175,7 +191,7 @@ def _skrank_version():
     return skrank.__version__
 
 
-def _jsonable(value):
+def jsonable(value):
     """numpy scalars and arrays as Python numbers and lists."""
     if hasattr(value, "tolist"):
         return value.tolist()

@@ -5,7 +5,8 @@ synchronisation inside an epoch, a fused SOPRC loss). This benchmark checks that
 pay for it: the same fits, timed alternately with this checkout and with a baseline commit
 (by default ``a39c174``, the last commit with the first torch core), each fit in a fresh
 process, and the median of the repetitions compared as a ratio (``new / baseline``, below 1 is
-faster). The baseline is checked out into a temporary git worktree; nothing is installed.
+faster). The baseline's skrank is extracted from git into a temporary folder
+(``_harness.source_at``); nothing is installed.
 
 Fits (same data, parameters and seeds for both):
 
@@ -23,94 +24,80 @@ not by design.
 Usage::
 
     python benchmarks/bench_engine_cpu.py [--baseline REV] [--repeats 3] [--max-epochs 5]
+    python benchmarks/bench_engine_cpu.py --quick     # one repetition of one epoch
 """
 
-import argparse
-import json
 import statistics
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
-from _results import REPOSITORY, Results
-
-WORKLOAD = r"""
-import json, sys, time, warnings
-warnings.simplefilter("ignore")
-import numpy as np, torch
-torch.set_num_threads({threads})
-from skrank import SNMClassifier, SOPRCEmbedder
-from skrank.datasets import load_bibtex, load_mnist
-name, epochs = sys.argv[1], int(sys.argv[2])
-if name == "SOPRCEmbedder":
-    data = load_mnist()
-    X, y = data.data.astype(np.float32), data.target  # load_mnist: pixels in [0, 1]
-    model = SOPRCEmbedder(max_epochs=epochs, device="cpu", random_state=0)
-    start = time.perf_counter(); model.fit(X[:5000], y[:5000])
-    seconds = time.perf_counter() - start
-    score = model.score(X[5000:], y[5000:])
-else:
-    train, test = load_bibtex(subset="train"), load_bibtex(subset="test")
-    model = SNMClassifier(n_negatives=64, embedding_dim=64, hidden_layer_sizes=(128,),
-                          max_epochs=epochs, score_k=5, device="cpu", random_state=0)
-    start = time.perf_counter(); model.fit(train.data, train.target)
-    seconds = time.perf_counter() - start
-    score = model.score(test.data, test.target)
-print(json.dumps({{"seconds": seconds, "score": float(score)}}))
-"""
+from _harness import alternate, parser, results_name, run_in_child, sources, timed
+from _results import Results
 
 
-def run(source, name, epochs, threads):
-    completed = subprocess.run(
-        [sys.executable, "-c", WORKLOAD.format(threads=threads), name, str(epochs)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
-        cwd=source,
-    )
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+def fit(name, epochs, threads):
+    """One fit, in a child process running the skrank of the checkout measured."""
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from skrank import SNMClassifier, SOPRCEmbedder
+    from skrank.datasets import load_bibtex, load_mnist
+
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(threads)
+    if name == "SOPRCEmbedder":
+        data = load_mnist()
+        X, y = data.data.astype(np.float32), data.target  # load_mnist: pixels in [0, 1]
+        model = SOPRCEmbedder(max_epochs=epochs, device="cpu", random_state=0)
+        _, seconds = timed(model.fit, X[:5000], y[:5000])
+        score = model.score(X[5000:], y[5000:])
+    else:
+        train, test = load_bibtex(subset="train"), load_bibtex(subset="test")
+        model = SNMClassifier(
+            n_negatives=64, embedding_dim=64, hidden_layer_sizes=(128,), max_epochs=epochs,
+            score_k=5, device="cpu", random_state=0,
+        )  # fmt: skip
+        _, seconds = timed(model.fit, train.data, train.target)
+        from skrank.metrics import top_k_recall_score  # Recall@5, whatever the version's score
+
+        score = top_k_recall_score(test.target, model.decision_function(test.data), k=5)
+    return {"seconds": seconds, "score": float(score)}
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="a39c174", help="git revision to compare with")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-epochs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads of each fit")
-    args = parser.parse_args(argv)
-    results = Results("bench_engine_cpu")
+    arguments = parser(
+        __doc__, "quick", "tag", "repeats", "baseline", repeats=3, baseline="a39c174"
+    )
+    arguments.add_argument("--max-epochs", type=int, default=5)
+    arguments.add_argument("--threads", type=int, default=2, help="torch threads of each fit")
+    args = arguments.parse_args(argv)
+    repeats, epochs = (1, 1) if args.quick else (args.repeats, args.max_epochs)
     rows = []
-    with tempfile.TemporaryDirectory() as directory:
-        baseline = Path(directory) / "baseline"
-        subprocess.run(
-            ["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(baseline),
-             args.baseline],
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
-        try:
-            for name in ["SOPRCEmbedder", "SNMClassifier"]:
-                measured = {"this checkout": [], args.baseline: []}
-                for _ in range(args.repeats):  # alternate, so that load drifts hit both
-                    for label, source in (("this checkout", REPOSITORY), (args.baseline, baseline)):
-                        measured[label].append(run(source, name, args.max_epochs, args.threads))
-                new = statistics.median(r["seconds"] for r in measured["this checkout"])
-                old = statistics.median(r["seconds"] for r in measured[args.baseline])
-                new_score = statistics.median(r["score"] for r in measured["this checkout"])
-                old_score = statistics.median(r["score"] for r in measured[args.baseline])
-                rows.append([name, args.max_epochs, old, new, new / old, old_score, new_score])
-                print(f"{name}: baseline {old:.2f} s, this checkout {new:.2f} s "
-                      f"({new / old:.2f}x); scores {old_score:.4f} -> {new_score:.4f}")  # fmt: skip
-        finally:
-            subprocess.run(
-                ["git", "-C", str(REPOSITORY), "worktree", "remove", "--force", str(baseline)],
-                check=False,
-                capture_output=True,
+    with sources(args.baseline) as checkouts:
+        for name in ["SOPRCEmbedder", "SNMClassifier"]:
+            measured = alternate(  # alternated, so that load drifts hit both
+                lambda commit, name=name: run_in_child(
+                    __file__,
+                    "fit",
+                    {"name": name, "epochs": epochs, "threads": args.threads},
+                    source=checkouts[commit],
+                ),
+                checkouts,
+                repeats,
             )
+            medians = {
+                commit: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+                for commit, runs in measured.items()
+            }
+            this, baseline = medians.pop(None), medians.popitem()[1]
+            new, old = this["seconds"], baseline["seconds"]
+            new_score, old_score = this["score"], baseline["score"]
+            rows.append([name, epochs, old, new, new / old, old_score, new_score])
+            print(f"{name}: baseline {old:.2f} s, this checkout {new:.2f} s "
+                  f"({new / old:.2f}x); scores {old_score:.4f} -> {new_score:.4f}")  # fmt: skip
+    results = Results(results_name("bench_engine_cpu", args))
     results.add_table(
-        f"CPU fit time, median of {args.repeats} alternating runs ({args.threads} torch threads)",
+        f"CPU fit time, median of {repeats} alternating runs ({args.threads} torch threads)",
         [
             "estimator",
             "epochs",

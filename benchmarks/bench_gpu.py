@@ -25,12 +25,11 @@ Usage::
     python benchmarks/bench_gpu.py --device cpu --quick
 """
 
-import argparse
-import time
 import warnings
 
 import numpy as np
 import torch
+from _harness import marginal_rate, parser, results_name, timed
 from _results import Results
 
 from skrank import SOPRCEmbedder
@@ -40,26 +39,13 @@ from skrank.nn import MLP
 from skrank.sampling import ClassBalancedBatchSampler
 
 
-def synchronize(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timed(function, device):
-    synchronize(device)
-    start = time.perf_counter()
-    function()
-    synchronize(device)
-    return time.perf_counter() - start
-
-
 def mnist_part(device, epochs):
     data = load_mnist()
     X, y = data.data[:5000].astype(np.float32), data.target[:5000]  # pixels in [0, 1]
     rows = []
     for where in [device, "cpu"]:
         model = SOPRCEmbedder(max_epochs=epochs, device=where, random_state=0)
-        seconds = timed(lambda model=model: model.fit(X, y), where)
+        _, seconds = timed(model.fit, X, y, device=where)
         rows.append([where, epochs, seconds, model.score(data.data[5000:], data.target[5000:])])
     ratio = rows[1][2] / rows[0][2]
     return rows, ratio
@@ -83,11 +69,10 @@ def estimator_steps_per_second(X, y, device, batch_size, hidden):
             device=device,
             random_state=0,
         )
-        seconds = timed(lambda: model.fit(X, y), device)
+        _, seconds = timed(model.fit, X, y, device=device)
         return seconds, epochs * len(model.sampler_)
 
-    one, three = fit(1), fit(3)
-    return (three[1] - one[1]) / (three[0] - one[0])
+    return marginal_rate(fit(1), fit(3))
 
 
 def plain_loop_steps_per_second(X, y, device, batch_size, hidden, loss_name):
@@ -124,9 +109,8 @@ def plain_loop_steps_per_second(X, y, device, batch_size, hidden, loss_name):
                 optimizer.step()
         return epochs * len(sampler)
 
-    one = (timed(lambda: run(1), device), len(sampler))
-    three = (timed(lambda: run(3), device), 3 * len(sampler))
-    return (three[1] - one[1]) / (three[0] - one[0])
+    measured = [timed(run, epochs, device=device) for epochs in (1, 3)]
+    return marginal_rate(*((seconds, steps) for steps, seconds in measured))
 
 
 def large_part(device, n_samples, n_classes, hidden, batch_size):
@@ -148,13 +132,11 @@ def large_part(device, n_samples, n_classes, hidden, batch_size):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke test")
-    parser.add_argument("--part", choices=["mnist", "large", "all"], default="all")
-    args = parser.parse_args(argv)
+    arguments = parser(__doc__, "quick", "tag", "device", device="cuda")
+    arguments.add_argument("--part", choices=["mnist", "large", "all"], default="all")
+    args = arguments.parse_args(argv)
     warnings.simplefilter("ignore")
-    results = Results("bench_gpu" + ("_quick" if args.quick else ""), ["pytorch-metric-learning"])
+    results = Results(results_name("bench_gpu", args), ["pytorch-metric-learning"])
     if args.part in ("mnist", "all"):
         rows, ratio = mnist_part(args.device, 2 if args.quick else 20)
         results.add_table(

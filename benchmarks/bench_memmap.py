@@ -26,56 +26,55 @@ milliseconds per batch over the batches of a pass, and the ratio to the in-memor
 Usage::
 
     python benchmarks/bench_memmap.py [--part memory|reads] [--cap 256]
+    python benchmarks/bench_memmap.py --quick [--part memory|reads]  # cap 64 MiB, a smoke run
 """
 
-import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from _results import REPOSITORY, Results
+from _harness import PeakMemory, parser, results_name, run_in_child
+from _results import Results
 
 from skrank.datasets import make_composite_digits
 from skrank.nn._data import RowSubset
 
 N_DIGITS, BATCH, CHUNK = 3, 200, 10_000
 
-_CHILD = r"""
-import json, sys, time
-import numpy as np, sklearn, torch
-from skrank import SOPRCEmbedder
-from skrank.utils._memory import PeakAnonymousMemory
-torch.set_num_threads(1)
-sklearn.set_config(working_memory=16)
-path, mode, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-y = np.load(path.replace(".npy", "_y.npy"))
-params = dict(hidden_layer_sizes=(512,), n_components=128, max_epochs=epochs, batch_size=200,
-              validation_fraction=0.1, device="cpu", random_state=0)
-warm_up = np.array(np.load(path, mmap_mode="r")[:1000])
-SOPRCEmbedder(**{**params, "max_epochs": 1}).fit(warm_up, y[:1000]).transform(warm_up)
-del warm_up
-seconds = {}
-with PeakAnonymousMemory() as memory:
-    clock = time.perf_counter()
-    X = np.load(path, mmap_mode="r" if mode == "memory-mapped" else None)
-    seconds["load"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    model = SOPRCEmbedder(**params).fit(X, y)
-    seconds["fit"] = time.perf_counter() - clock
-    after_fit = memory.growth
-    clock = time.perf_counter()
-    embedding = model.transform(X)
-    seconds["transform"] = time.perf_counter() - clock
-print(json.dumps(dict(start=memory.start, fit=after_fit, all=memory.growth, seconds=seconds,
-                      validation_score=model.history_[-1]["validation_score"],
-                      rows=int(embedding.shape[0]))))
-"""
+
+def fit_and_transform(path, mode, epochs):
+    """``--part memory``, in a child process: fit and transform from the file ``path`` opened
+    memory-mapped or loaded (``mode``); the anonymous memory and the seconds of each phase."""
+    import sklearn
+
+    from skrank import SOPRCEmbedder
+
+    torch.set_num_threads(1)
+    sklearn.set_config(working_memory=16)
+    y = np.load(path.replace(".npy", "_y.npy"))
+    params = dict(hidden_layer_sizes=(512,), n_components=128, max_epochs=epochs, batch_size=200,
+                  validation_fraction=0.1, device="cpu", random_state=0)  # fmt: skip
+    warm_up = np.array(np.load(path, mmap_mode="r")[:1000])
+    SOPRCEmbedder(**{**params, "max_epochs": 1}).fit(warm_up, y[:1000]).transform(warm_up)
+    del warm_up
+    seconds = {}
+    with PeakMemory(anonymous=True) as memory:
+        clock = time.perf_counter()
+        X = np.load(path, mmap_mode="r" if mode == "memory-mapped" else None)
+        seconds["load"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        model = SOPRCEmbedder(**params).fit(X, y)
+        seconds["fit"] = time.perf_counter() - clock
+        after_fit = memory.increase_so_far()
+        clock = time.perf_counter()
+        embedding = model.transform(X)
+        seconds["transform"] = time.perf_counter() - clock
+    return dict(start=memory.start, fit=after_fit, all=memory.increase, seconds=seconds,
+                validation_score=model.history_[-1]["validation_score"],
+                rows=int(embedding.shape[0]))  # fmt: skip
 
 
 def write_data(path, n_bytes):
@@ -101,14 +100,9 @@ def write_data(path, n_bytes):
 def memory(path, cap, epochs, results):
     rows = []
     for mode in ("memory-mapped", "in memory"):
-        child = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path), mode, str(epochs)],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+        found = run_in_child(
+            __file__, "fit_and_transform", {"path": str(path), "mode": mode, "epochs": epochs}
         )
-        found = json.loads(child.stdout.strip().splitlines()[-1])
         mib = 2**20
         seconds = found["seconds"]
         print(f"  {mode}: {found}", flush=True)
@@ -215,16 +209,18 @@ def reads(path, n_batches, results):
     )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["memory", "reads"], default="memory")
-    parser.add_argument("--cap", type=int, default=256, help="memory cap (MiB); X is 4x it")
-    parser.add_argument("--epochs", type=int, default=2, help="--part memory: max_epochs")
-    parser.add_argument("--batches", type=int, default=200, help="--part reads: batches")
-    args = parser.parse_args()
+def main(argv=None):
+    arguments = parser(__doc__, "quick", "tag")
+    arguments.add_argument("--part", choices=["memory", "reads"], default="memory")
+    arguments.add_argument("--cap", type=int, default=256, help="memory cap (MiB); X is 4x it")
+    arguments.add_argument("--epochs", type=int, default=2, help="--part memory: max_epochs")
+    arguments.add_argument("--batches", type=int, default=200, help="--part reads: batches")
+    args = arguments.parse_args(argv)
+    if args.quick:
+        args.cap, args.epochs, args.batches = 64, 1, 20
     torch.set_num_threads(1)
     cap = args.cap * 2**20
-    results = Results(f"bench_memmap_{args.part}")
+    results = Results(results_name("bench_memmap", args, args.part))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "X.npy"
         n_rows, n_features = write_data(path, 4 * cap)

@@ -21,43 +21,45 @@ L2-normalised, cosine similarity) with:
 - ``sklearn``: a per-query loop of ``sklearn.metrics.average_precision_score`` and a stable
   argsort for Recall@k, up to ``--sklearn-max`` (off by default).
 
-Each method runs in its own child process (so peak memories do not mix); the parent kills a
-child whose resident memory exceeds ``--memory-limit-gib`` or that runs past ``--timeout``.
+Each method runs in its own child process (``_harness.run_in_child``: peak memories do not
+mix); the parent kills a child whose resident memory exceeds ``--memory-limit-gib`` or that runs
+past ``--timeout``.
 With ``--repeats R`` the methods of a size run R times, alternated (floor, torch, ..., floor,
 torch, ...), and each keeps its fastest run: on a shared machine the ratios then compare runs
 taken under similar load.
 The time is the metric computation only (not imports or data generation); "peak" is the
-child's peak resident memory, "extra" the part above the peak before the computation (imports
-and data). Values are compared with skrank's (max absolute difference over the metrics both
-report).
+child's peak resident memory during the computation, "extra" the part above its resident size
+at the start of the computation (imports and data loaded: ``_harness.PeakMemory``). Values are
+compared with skrank's (max absolute difference over the metrics both report).
 
-Results go to ``benchmarks/results/bench_metrics.json`` (``bench_metrics_quick`` for
-``--quick``, ``bench_metrics_<device>`` for another device, ``--name`` for another name).
+Results go to ``benchmarks/results/bench_metrics.json`` (``bench_metrics_<device>`` for another
+device, then ``_quick`` for ``--quick`` and ``_<tag>`` for ``--tag``).
 
 Usage::
 
     python benchmarks/bench_metrics.py                  # N in {10k, 30k, 100k}, CPU
     python benchmarks/bench_metrics.py --quick          # small smoke run
     python benchmarks/bench_metrics.py --device cuda --sizes 100000 1000000 --numpy-max 0
-    OMP_NUM_THREADS=2 python benchmarks/bench_metrics.py --sizes 100000 --name bench_metrics_2t
+    OMP_NUM_THREADS=2 python benchmarks/bench_metrics.py --sizes 100000 --tag 2t
     python benchmarks/bench_metrics.py --sizes 1000 3000 10000 --numpy-max 0 --pml-max 0 \
-        --no-numba-max 10000 --at-once-max 10000 --repeats 3 --name bench_metrics_first_call
+        --no-numba-max 10000 --at-once-max 10000 --repeats 3 --tag first_call
 """
 
-import argparse
-import json
 import os
-import resource
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
-
-REPOSITORY = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import Results  # noqa: E402
+from _harness import (
+    ChildFailed,
+    PeakMemory,
+    alternate,
+    parser,
+    results_name,
+    run_in_child,
+    synchronize,
+    timed,
+)
+from _results import Results
 
 METHODS = ("torch", "torch-no-numba", "torch-numba-at-once", "numpy", "floor", "pml", "sklearn")
 KEYS = ("mean_auprc", "recall@1", "recall@10", "map@r", "r_precision")
@@ -84,17 +86,10 @@ def load_skrank(device, numba=True, numba_at_once=False):
 
     def run(X, y):
         scores = retrieval_scores(X, y, k=[1, 10], metric="cosine", at_r=True, device=device)
-        _synchronize(device)
+        synchronize(device)
         return {key: scores[key] for key in KEYS}
 
     return run
-
-
-def _synchronize(device):
-    import torch
-
-    if str(device).startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def load_floor(device):
@@ -104,7 +99,7 @@ def load_floor(device):
         table = torch.from_numpy(X).to(device)
         for start in range(0, len(table), FLOOR_BLOCK):
             table[start : start + FLOOR_BLOCK] @ table.T
-        _synchronize(device)
+        synchronize(device)
         return {}
 
     return run
@@ -160,12 +155,8 @@ def load_sklearn(device):
     return run
 
 
-def _peak_rss_mib():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def worker(method, n_samples, device):
-    """Child process: import, make the data, time one method, print one JSON line."""
+    """Child process: import, make the data, time one method; its record."""
     import torch
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
@@ -180,50 +171,24 @@ def worker(method, n_samples, device):
     }
     run = loaders[method]()
     X, y = make_embeddings(n_samples)
-    baseline = _peak_rss_mib()
-    start = time.perf_counter()
-    values = run(X, y)
-    seconds = time.perf_counter() - start
-    peak = _peak_rss_mib()
-    print(
-        json.dumps({"seconds": seconds, "peak_mib": peak, "extra_mib": peak - baseline, **values})
-    )
-
-
-def _rss_gib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 2**20
-    except FileNotFoundError:
-        pass
-    return 0.0
+    with PeakMemory() as memory:
+        values, seconds = timed(run, X, y)
+    peak, extra = memory.peak / 2**20, memory.increase / 2**20
+    return {"seconds": seconds, "peak_mib": peak, "extra_mib": extra, **values}
 
 
 def run_child(method, n_samples, device, memory_limit_gib, timeout):
-    """Run one method in a child process, killing it past the memory limit or the timeout."""
-    command = [sys.executable, __file__, "--worker", method, "--n", str(n_samples)]
-    command += ["--device", device]
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
-    )
-    start = time.monotonic()
-    while child.poll() is None:
-        if _rss_gib(child.pid) > memory_limit_gib:
-            child.kill()
-            child.wait()
-            return {"failure": f"killed: memory > {memory_limit_gib:g} GiB"}
-        if time.monotonic() - start > timeout:
-            child.kill()
-            child.wait()
-            return {"failure": f"killed: time > {timeout:g} s"}
-        time.sleep(0.2)
-    output, errors = child.communicate()
-    if child.returncode != 0:
-        return {"failure": f"exit {child.returncode}: {errors.strip().splitlines()[-1:]}"}
-    return json.loads(output.strip().splitlines()[-1])
+    """One method in a child process, killed past the memory limit or the timeout."""
+    try:
+        return run_in_child(
+            __file__,
+            "worker",
+            {"method": method, "n_samples": n_samples, "device": device},
+            timeout=timeout,
+            memory_limit_gib=memory_limit_gib,
+        )
+    except ChildFailed as failure:
+        return {"failure": f"killed: {failure.reason}"}
 
 
 def _format(value, digits):
@@ -286,35 +251,26 @@ def print_table(table):
         print("| " + " | ".join(cells) + " |")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
-    parser.add_argument("--device", default="cpu", help="torch device of 'torch' and 'floor'")
-    parser.add_argument("--numpy-max", type=int, default=30_000, help="largest N for numpy")
-    parser.add_argument(
+def main(argv=None):
+    arguments = parser(
+        __doc__, "quick", "tag", "device", "timeout", "repeats", device="cpu", timeout=3600.0,
+        repeats=1,
+    )  # fmt: skip
+    arguments.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    arguments.add_argument("--numpy-max", type=int, default=30_000, help="largest N for numpy")
+    arguments.add_argument(
         "--no-numba-max", type=int, default=30_000, help="largest N for torch-no-numba"
     )
-    parser.add_argument(
+    arguments.add_argument(
         "--at-once-max",
         type=int,
         default=0,
         help="largest N for torch-numba-at-once (numba loaded by the first call)",
     )
-    parser.add_argument("--pml-max", type=int, default=10_000, help="largest N for pml")
-    parser.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
-    parser.add_argument("--memory-limit-gib", type=float, default=12.0)
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
-    parser.add_argument(
-        "--repeats", type=int, default=1, help="alternated runs per method (the fastest kept)"
-    )
-    parser.add_argument("--name", help="results file name (default: from --quick and --device)")
-    parser.add_argument("--worker", choices=METHODS, help=argparse.SUPPRESS)
-    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        worker(args.worker, args.n, args.device)
-        return
+    arguments.add_argument("--pml-max", type=int, default=10_000, help="largest N for pml")
+    arguments.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
+    arguments.add_argument("--memory-limit-gib", type=float, default=12.0)
+    args = arguments.parse_args(argv)
     if args.quick:
         args.sizes, args.numpy_max, args.pml_max = [1_000, 3_000], 3_000, 1_000
         args.no_numba_max = 3_000
@@ -332,31 +288,27 @@ def main():
             ("sklearn", args.sklearn_max),
         )
         methods = ["floor", "torch"] + [name for name, largest in limits if n_samples <= largest]
-        results = {}
-        for _ in range(args.repeats):
-            for method in methods:
-                result = run_child(
-                    method, n_samples, args.device, args.memory_limit_gib, args.timeout
-                )
-                print(f"N={n_samples:,} {method}: {result}", file=sys.stderr, flush=True)
-                best = results.get(method)
-                if (
-                    best is None
-                    or "failure" in best
-                    or result.get("seconds", 1e300) < best["seconds"]
-                ):
-                    results[method] = result
+
+        def measure(method, n_samples=n_samples):
+            result = run_child(method, n_samples, args.device, args.memory_limit_gib, args.timeout)
+            print(f"N={n_samples:,} {method}: {result}", file=sys.stderr, flush=True)
+            return result
+
+        results = {
+            method: min(runs, key=lambda run: run.get("seconds", float("inf")))
+            for method, runs in alternate(measure, methods, args.repeats).items()
+        }
         reference = results["torch"] if "failure" not in results["torch"] else None
         floor = results["floor"] if "failure" not in results["floor"] else None
         for method in methods:
             rows.append((n_samples, method, results[method], reference, floor))
     table = table_rows(rows)
     print_table(table)
-    name = "bench_metrics_quick" if args.quick else "bench_metrics"
-    if args.device != "cpu":
-        name += "_" + args.device.replace(":", "")
-    name = args.name or name
-    results = Results(name, packages=("pytorch-metric-learning", "faiss-cpu", "numba"))
+    device = args.device.replace(":", "") if args.device != "cpu" else None
+    results = Results(
+        results_name("bench_metrics", args, device),
+        packages=("pytorch-metric-learning", "faiss-cpu", "numba"),
+    )
     results.add_table(
         f"Exact retrieval metrics, dimension {DIMENSION}, {N_CLUSTERS} clusters, "
         f"device {args.device}",

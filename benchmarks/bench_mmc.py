@@ -10,9 +10,8 @@ sqrt(mean similar d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST):
       python3 -m venv benchmarks/.venv-ml
       benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
 
-  (the default place; elsewhere, set ``SKRANK_METRIC_LEARN_PYTHON`` or pass
-  ``--metric-learn-python``, see ``_metric_learn_env.py``); the metric-learn rows are skipped
-  with a message otherwise.
+  (the default place; elsewhere, set ``SKRANK_METRIC_LEARN_PYTHON``: see ``_harness.py``); the
+  metric-learn rows are skipped with a message otherwise.
 
 Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items) and MNIST-10k shipped with
 skrank (stratified 8,000 / 2,000 train / test split, PCA fitted on the training part keeping
@@ -27,16 +26,11 @@ Writes ``benchmarks/results/bench_mmc.json`` (``bench_mmc_quick.json`` with ``--
 tables ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
-import argparse
-import json
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 import numpy as np
-from _metric_learn_env import METRIC_LEARN_PYTHON
+from _harness import METRIC_LEARN_PYTHON, ChildFailed, parser, results_name, timed, versions_in
+from _metric_learn_fit import fit_metric_learn
 from _results import Results
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
@@ -47,8 +41,6 @@ from skrank import MMC
 from skrank.datasets import load_mnist
 from skrank.similarity import similar_pair_scatter
 from skrank.similarity._mmc_solver import figure_of_merit
-
-METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_mmc.py")
 
 
 def merit(X, y, components):
@@ -65,48 +57,23 @@ def knn_accuracy(X_train, y_train, X_test, y_test, components=None, n_neighbors=
 
 
 def fit_skrank(X, y, **params):
-    start = time.perf_counter()
-    mmc = MMC(random_state=0, scatter_ridge=1e-8, min_rank=None, **params).fit(X, y)
+    mmc = MMC(random_state=0, scatter_ridge=1e-8, min_rank=None, **params)
+    _, seconds = timed(mmc.fit, X, y)
     return {
         "components": mmc.components_,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
         "n_iter": mmc.n_iter_,
         "converged": mmc.converged_,
     }
 
 
-def fit_metric_learn(python, X, y, **params):
+def fit_metric_learn_mmc(X, y, **params):
     """Fit MMC_Supervised in the metric-learn environment; ``None`` if it is unavailable."""
-    if python is None:
-        return None
-    with tempfile.TemporaryDirectory() as directory:
-        data, result = Path(directory, "data.npz"), Path(directory, "result.npz")
-        np.savez(data, X=X, y=y)
-        subprocess.run(
-            [str(python), str(METRIC_LEARN_SCRIPT), str(data), str(result), json.dumps(params)],
-            check=True,
-            capture_output=True,
-        )
-        out = np.load(result)
-        return {
-            "components": out["components"],
-            "seconds": float(out["seconds"]),
-            "n_iter": int(out["n_iter"]),
-            "converged": bool(out["converged"]),
-        }
-
-
-def _metric_learn_versions(python):
-    """Versions of metric-learn and scikit-learn in the metric-learn environment."""
-    code = (
-        "import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in "
-        "('metric-learn', 'scikit-learn', 'numpy', 'scipy')}))"
-    )
     try:
-        out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
+        return fit_metric_learn("MMC_Supervised", X, y, params)
+    except ChildFailed as failure:
+        print(f"  metric-learn: {failure.reason}", file=sys.stderr, flush=True)
         return None
-    return json.loads(out.stdout)
 
 
 def fit_cvxpy(X, y):
@@ -117,44 +84,27 @@ def fit_cvxpy(X, y):
     negative = y[first] != y[second]
     differences = X[first[negative]] - X[second[negative]]
     similar = similar_pair_scatter(X, y)[0]
-    start = time.perf_counter()
-    A = cp.Variable((X.shape[1], X.shape[1]), PSD=True)
-    squared = cp.sum(cp.multiply(differences @ A, differences), axis=1)
-    problem = cp.Problem(
-        cp.Maximize(cp.sum(cp.sqrt(squared)) / differences.shape[0]),
-        [cp.trace(similar @ A) <= 1],
-    )
-    problem.solve(solver="CLARABEL")
-    seconds = time.perf_counter() - start
+
+    def solve():
+        A = cp.Variable((X.shape[1], X.shape[1]), PSD=True)
+        squared = cp.sum(cp.multiply(differences @ A, differences), axis=1)
+        problem = cp.Problem(
+            cp.Maximize(cp.sum(cp.sqrt(squared)) / differences.shape[0]),
+            [cp.trace(similar @ A) <= 1],
+        )
+        problem.solve(solver="CLARABEL")
+        return A
+
+    A, seconds = timed(solve)
     eigenvalues, eigenvectors = np.linalg.eigh((A.value + A.value.T) / 2)
     components = (eigenvectors * np.sqrt(np.maximum(eigenvalues, 0))).T
     return {"components": components, "seconds": seconds, "n_iter": -1, "converged": True}
 
 
-def timed(name, run):
+def announced(name, run):
     """Run one fit, telling on stderr what runs (metric-learn fits take minutes)."""
     print(f"  fitting {name} ...", file=sys.stderr, flush=True)
     return run()
-
-
-def print_table(title, header, rows):
-    print(f"\n{title}", flush=True)
-    shown = [
-        [f"{cell:.4g}" if isinstance(cell, float) else str(cell) for cell in row] for row in rows
-    ]
-    lines = [header] + shown
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for index, line in enumerate(lines):
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
-        if index == 0:
-            print("  ".join("-" * width for width in widths))
-    sys.stdout.flush()
-
-
-def report_table(results, title, header, rows, notes=None):
-    """Print a table (a short summary on stdout) and add it to ``results``."""
-    print_table(title, header, rows)
-    results.add_table(title, header, rows, notes=notes)
 
 
 def cvxpy_section(results, quick):
@@ -182,17 +132,17 @@ def cvxpy_section(results, quick):
         )
     speed_up = reference["seconds"] / ours["seconds"]
     results.add_figure("cvxpy_seconds_over_skrank_seconds", speed_up)
-    report_table(
-        results,
+    results.add_table(
         f"Digits subsample n={n}, PCA {d}: exactness against cvxpy (skrank {speed_up:.0f}x faster)",
         ["solver", "fit s", "objective", "constraint", "objective vs cvxpy"],
         rows,
         notes="objective vs cvxpy: relative difference of skrank's objective from Clarabel's "
         "(negative: below it).",
+        show=True,
     )
 
 
-def digits_section(results, quick, metric_learn_python):
+def digits_section(results, quick):
     X, y = load_digits(return_X_y=True)
     X = PCA(n_components=31, random_state=0).fit_transform(X)
     if quick:
@@ -207,14 +157,14 @@ def digits_section(results, quick, metric_learn_python):
         ),
         (
             "metric-learn, 200 constraints",
-            lambda: fit_metric_learn(metric_learn_python, X, y, n_constraints=200),
+            lambda: fit_metric_learn_mmc(X, y, n_constraints=200),
         ),
         (
             f"metric-learn, {most} constraints",
-            lambda: fit_metric_learn(metric_learn_python, X, y, n_constraints=most),
+            lambda: fit_metric_learn_mmc(X, y, n_constraints=most),
         ),
     ]
-    fits = [(name, timed(name, run)) for name, run in runs]
+    fits = [(name, announced(name, run)) for name, run in runs]
     reference = fits[-1][1]
     rows = [
         [
@@ -229,14 +179,14 @@ def digits_section(results, quick, metric_learn_python):
         if fit is not None
     ]
     rows.append(["Euclidean metric", "-", f"{merit(X, y, np.eye(X.shape[1])):.4f}", "-", "-", "-"])
-    report_table(
-        results,
+    results.add_table(
         f"Digits n={n}, PCA 31: figure of merit over all pairs",
         ["method", "fit s", "figure of merit", "n_iter", "converged", f"speed-up vs ML {most}"],
         rows,
         notes="Figure of merit: mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar "
         "pairs), over all pairs (what MMC.score returns). metric-learn: MMC_Supervised, "
         "random_state=0, max_iter=100.",
+        show=True,
     )
 
 
@@ -256,7 +206,7 @@ def mnist_split(n_components, n_train=None, quick=False):
 def mnist_section(results, quick, n_train, n_components, runs):
     X_train, X_test, y_train, y_test = mnist_split(n_components, n_train, quick)
     n, d = X_train.shape
-    fits = [(name, timed(name, run)) for name, run in runs(X_train, y_train)]
+    fits = [(name, announced(name, run)) for name, run in runs(X_train, y_train)]
     rows = [
         [
             name,
@@ -282,36 +232,27 @@ def mnist_section(results, quick, n_train, n_components, runs):
             "-",
         ]
     )
-    report_table(
-        results,
+    results.add_table(
         f"MNIST-10k, n_train={n}, d={d} (PCA), {X_test.shape[0]} test items",
         ["method", "fit s", "merit train", "merit test", "5-NN test acc", "n_iter", "converged"],
         rows,
+        show=True,
     )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument(
-        "--metric-learn-python",
-        type=Path,
-        default=METRIC_LEARN_PYTHON if METRIC_LEARN_PYTHON.exists() else None,
-        help="Python of a venv with metric-learn and scikit-learn<1.6",
-    )
-    args = parser.parse_args(argv)
-    python = args.metric_learn_python
-    if python is None or not Path(python).exists():
+    args = parser(__doc__, "quick", "tag").parse_args(argv)
+    results = Results(results_name("bench_mmc", args), packages=("cvxpy", "clarabel"))
+    if METRIC_LEARN_PYTHON.exists():
+        results.add_figure(
+            "metric_learn_versions",
+            versions_in(METRIC_LEARN_PYTHON, ("metric-learn", "scikit-learn", "numpy", "scipy")),
+        )
+    else:
         print("metric-learn environment not found: its rows are skipped (see the docstring).")
-        python = None
-    results = Results(
-        "bench_mmc_quick" if args.quick else "bench_mmc", packages=("cvxpy", "clarabel")
-    )
-    if python is not None:
-        results.add_figure("metric_learn_versions", _metric_learn_versions(python))
 
     cvxpy_section(results, args.quick)
-    digits_section(results, args.quick, python)
+    digits_section(results, args.quick)
 
     def mnist_runs(X, y):
         n, most = X.shape[0], 2000 if args.quick else 20000
@@ -324,7 +265,7 @@ def main(argv=None):
             ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
             (
                 f"metric-learn, {most} constraints",
-                lambda: fit_metric_learn(python, X, y, n_constraints=most),
+                lambda: fit_metric_learn_mmc(X, y, n_constraints=most),
             ),
         ]
 
@@ -334,7 +275,7 @@ def main(argv=None):
         def small_sample_runs(X, y):  # d = 100, n = 2,000, metric-learn's default constraints
             return [
                 ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
-                ("metric-learn, default constraints", lambda: fit_metric_learn(python, X, y)),
+                ("metric-learn, default constraints", lambda: fit_metric_learn_mmc(X, y)),
             ]
 
         mnist_section(results, False, 2000, 100, small_sample_runs)

@@ -17,12 +17,9 @@ Writes ``benchmarks/results/bench_mmc_sampling.json`` (``bench_mmc_sampling_quic
 ``--quick``), whose table ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
-import argparse
-import time
-
 import numpy as np
+from _harness import parser, results_name, timed
 from _results import Results
-from bench_mmc import report_table
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 
@@ -62,11 +59,9 @@ def run(sizes, n_runs):
         for seed in range(n_runs):
             subset = np.random.RandomState(seed).choice(X_train.shape[0], n, replace=False)
             for label, params in settings(n):
-                start = time.perf_counter()
-                mmc = MMC(random_state=seed, **PAPER, **params).fit(
-                    X_train[subset], y_train[subset]
+                mmc, seconds = timed(
+                    MMC(random_state=seed, **PAPER, **params).fit, X_train[subset], y_train[subset]
                 )
-                seconds = time.perf_counter() - start
                 objective, constraint = mmc.objective_and_constraint(X_test, y_test)
                 records.append((n, label, objective, constraint, seconds, mmc.converged_))
     return records
@@ -104,13 +99,13 @@ def summarise(results, records, sizes, n_runs):
                     converged,
                 ]
             )
-    report_table(
-        results,
+    results.add_table(
         f"Test objective and constraint versus all pairs (mean ± std over {n_runs} runs)",
         header,
         rows,
         notes="objective / all: mean test objective over the mean of the all-pairs fits; "
         "speed-up: mean all-pairs fit time over mean fit time; converged: every run converged.",
+        show=True,
     )
     results.add_figure(
         "runs",
@@ -129,13 +124,12 @@ def summarise(results, records, sizes, n_runs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument("--runs", type=int, default=None, help="runs per training size")
-    args = parser.parse_args(argv)
+    arguments = parser(__doc__, "quick", "tag")
+    arguments.add_argument("--runs", type=int, default=None, help="runs per training size")
+    args = arguments.parse_args(argv)
     sizes = (250, 500) if args.quick else (500, 1000, 2000, 4000, 8000)
     n_runs = args.runs or (2 if args.quick else 5)
-    results = Results("bench_mmc_sampling_quick" if args.quick else "bench_mmc_sampling")
+    results = Results(results_name("bench_mmc_sampling", args))
     summarise(results, run(sizes, n_runs), sizes, n_runs)
     results.save()
 

@@ -29,8 +29,8 @@ similarity). Fit times include the grid searches of the selected rows.
 metric-learn 0.7 does not run with scikit-learn >= 1.8: it runs in a separate virtual
 environment (``python3 -m venv benchmarks/.venv-ml && benchmarks/.venv-ml/bin/pip install
 "scikit-learn<1.6" metric-learn numpy scipy``, or ``SKRANK_METRIC_LEARN_PYTHON``: see
-``_metric_learn_env.py``) through ``_metric_learn_fit.py``; its rows are
-skipped with a message when that environment is absent.
+``_harness.py``) through ``_metric_learn_fit.py``, each fit stopped after ``--timeout``
+seconds; its rows are skipped with a message when that environment is absent.
 
 Usage::
 
@@ -38,16 +38,11 @@ Usage::
     python benchmarks/bench_pair_learners.py --quick         # one seed, no metric-learn
 """
 
-import argparse
-import json
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 import numpy as np
-from _metric_learn_env import METRIC_LEARN_PYTHON
+from _harness import ChildFailed, parser, results_name, timed
+from _metric_learn_fit import fit_metric_learn
 from _results import Results
 from sklearn.decomposition import PCA
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
@@ -59,7 +54,6 @@ from skrank.__main__ import MMC_SAMPLED, mmc_search
 from skrank.datasets import load_mnist
 from skrank.metrics import get_scorer, pairwise_roc_score
 
-METRIC_LEARN_SCRIPT = Path(__file__).with_name("_metric_learn_fit.py")
 SAMPLED = MMC_SAMPLED
 ROC_GRID = {"preprocessing": ["none", "standardize"], "identity_weight": [0.0, 1.0, 3.0, 10.0]}
 COLUMNS = ["method", "5-NN accuracy", "TPR@FPR=0.01", "TPR@FPR=0.05", "fit seconds"]
@@ -82,30 +76,6 @@ def similarity_scores(similarity_to_train, similarity_test, y_train, y_test):
     return [accuracy, *pairwise_roc_score(similarity_test, y_test, [0.01, 0.05])]
 
 
-def timed(function):
-    start = time.perf_counter()
-    value = function()
-    return value, time.perf_counter() - start
-
-
-def fit_metric_learn(python, learner, X, y, params, timeout):
-    """``(components, seconds)`` from metric-learn, or ``(None, reason)``."""
-    if python is None or not Path(python).exists():
-        return None, "metric-learn environment absent"
-    with tempfile.TemporaryDirectory() as directory:
-        data, result = Path(directory, "data.npz"), Path(directory, "result.npz")
-        np.savez(data, X=X, y=y)
-        command = [str(python), str(METRIC_LEARN_SCRIPT), learner, str(data), str(result)]
-        try:
-            subprocess.run([*command, json.dumps(params)], check=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None, f"no result in {timeout} s"
-        except subprocess.CalledProcessError as error:
-            return None, f"failed ({error.returncode})"
-        output = np.load(result)
-        return output["components"], float(output["seconds"])
-
-
 def validation_summary(search):
     """What the MMC selection saw on validation folds: Euclidean, best, its SE, the choice."""
     results = search.cv_results_
@@ -121,7 +91,7 @@ def validation_summary(search):
     ]
 
 
-def knn_task(X_train, y_train, X_test, y_test, metric_learn_python, timeout, selection):
+def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection):
     pca = PCA(n_components=0.9, svd_solver="covariance_eigh").fit(X_train)
     Z_train, Z_test = pca.transform(X_train), pca.transform(X_test)
     rows = [["Euclidean", *linear_scores(Z_train, y_train, Z_test, y_test), 0.0]]
@@ -158,16 +128,18 @@ def knn_task(X_train, y_train, X_test, y_test, metric_learn_python, timeout, sel
         ("ITML_Supervised", {}),
         ("LMNN", {"n_neighbors": 5, "max_iter": 100}),
     ):
-        components, seconds = fit_metric_learn(
-            metric_learn_python, learner, Z_train, y_train, params, timeout
-        )
         name = f"metric-learn {learner} {params or '(defaults)'}"
-        if components is None:
-            print(f"{name}: skipped, {seconds}", file=sys.stderr)
-            rows.append([name, None, None, None, seconds])
+        try:
+            if not metric_learn:
+                raise ChildFailed("not run (--quick)")
+            fitted = fit_metric_learn(learner, Z_train, y_train, params, timeout)
+        except ChildFailed as failure:
+            print(f"{name}: skipped, {failure.reason}", file=sys.stderr)
+            rows.append([name, None, None, None, failure.reason])
             continue
-        embed = lambda Z, L=components: Z @ L.T  # noqa: E731
-        rows.append([name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds])
+        embed = lambda Z, L=fitted["components"]: Z @ L.T  # noqa: E731
+        scores = linear_scores(embed(Z_train), y_train, embed(Z_test), y_test)
+        rows.append([name, *scores, fitted["seconds"]])
     return rows
 
 
@@ -246,20 +218,13 @@ def summarise(per_seed):
     return summary
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--quick", action="store_true", help="seed 0, no metric-learn")
-    parser.add_argument("--metric-learn-python", default=METRIC_LEARN_PYTHON)
-    parser.add_argument("--metric-learn-timeout", type=float, default=300.0)
-    args = parser.parse_args()
+def main(argv=None):
+    arguments = parser(__doc__, "quick", "seeds", "tag", "timeout", seeds=[0, 1, 2, 3, 4],
+                       timeout=300.0)  # fmt: skip
+    args = arguments.parse_args(argv)
     seeds = [0] if args.quick else args.seeds
-    python = None if args.quick else args.metric_learn_python
     X, y = load_mnist(return_X_y=True)
-    results = Results(
-        "bench_pair_learners_quick" if args.quick else "bench_pair_learners",
-        packages=("cvxpy",),
-    )
+    results = Results(results_name("bench_pair_learners", args), packages=("cvxpy",))
     tasks = {
         "k-NN task, MNIST 3k/2k, PCA 90%": [],
         "pair task, MNIST 3k/2k, PCA-32 (not centred)": [],
@@ -271,7 +236,7 @@ def main():
                 X, y, train_size=3000, test_size=2000, stratify=y, random_state=seed
             )
             for title, task in zip(tasks, (knn_task, pair_task), strict=True):
-                extra = (python, args.metric_learn_timeout, selection) if task is knn_task else ()
+                extra = (not args.quick, args.timeout, selection) if task is knn_task else ()
                 rows = task(X_train, y_train, X_test, y_test, *extra)
                 tasks[title].append(rows)
                 print(f"\nseed {seed}, {title}")

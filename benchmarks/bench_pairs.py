@@ -16,7 +16,7 @@ Pairs are drawn from labelled data, so that both paths see the same constraints.
    objective both solve), the fit time and its ratio, and the ROC AUC of the distances of
    held-out pairs (drawn the same way from the test items). skrank runs the paper's criterion
    (``scatter_ridge=1e-8, min_rank=None``), as metric-learn does; a row gives its defaults.
-   metric-learn runs with its defaults and a time cap per fit (``--metric-learn-timeout``).
+   metric-learn runs with its defaults and a time cap per fit (``--timeout``).
 3. **A validation screen** of MMC's ``scatter_ridge`` and ``min_rank`` by the ROC AUC of
    validation pairs (drawn from training items held out of the fit, never the test items).
 
@@ -28,15 +28,13 @@ Usage::
 Writes ``benchmarks/results/bench_pairs.json`` (``bench_pairs_quick.json`` with ``--quick``).
 """
 
-import argparse
 import functools
 import itertools
-import time
 
 import numpy as np
-from _metric_learn_env import METRIC_LEARN_PYTHON
+from _harness import ChildFailed, parser, results_name, timed
+from _metric_learn_fit import fit_metric_learn
 from _results import Results
-from bench_pair_learners import fit_metric_learn
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.metrics import roc_auc_score
@@ -159,11 +157,7 @@ def speed_up_over(metric_learn_seconds, timeout, fit_seconds):
 
 def median_fit(model, X, y, repeats=3):
     """The model fitted, and the median of ``repeats`` fit times (the machine is shared)."""
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model.fit(X, y)
-        seconds.append(time.perf_counter() - start)
+    seconds = [timed(model.fit, X, y)[1] for _ in range(repeats)]
     return model, float(np.median(seconds))
 
 
@@ -178,7 +172,7 @@ def held_out_auc(pairs, labels, components):
     return roc_auc_score(labels == 1, -distances)
 
 
-def metric_learn_section(results, quick, python, timeout):
+def metric_learn_section(results, quick, timeout):
     X, y = load_mnist(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(
         X.astype(np.float64), y, test_size=2000, stratify=y, random_state=0
@@ -203,7 +197,11 @@ def metric_learn_section(results, quick, python, timeout):
                 fits[name] = (model.components_, fit_seconds, model.n_iter_)
             index_seconds = median_fit(MMC(**PAPER, items=Z_train), indices, labels)[1]
             print(f"  d={d}, {n_pairs} pairs: fitting metric-learn ...", flush=True)
-            components, seconds = fit_metric_learn(python, "MMC", pairs, labels, {}, timeout)
+            try:
+                fitted = fit_metric_learn("MMC", pairs, labels, timeout=timeout)
+                components, seconds = fitted["components"], fitted["seconds"]
+            except ChildFailed as failure:
+                components, seconds = None, failure.reason
             speed_up = functools.partial(speed_up_over, seconds, timeout)
 
             for name, (fitted, fit_seconds, n_iter) in fits.items():
@@ -329,20 +327,12 @@ def validation_section(results, quick):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument(
-        "--metric-learn-python",
-        default=METRIC_LEARN_PYTHON if METRIC_LEARN_PYTHON.exists() else None,
-        help="Python of a venv with metric-learn and scikit-learn<1.6",
-    )
-    parser.add_argument("--metric-learn-timeout", type=float, default=900.0)
-    args = parser.parse_args(argv)
-    results = Results("bench_pairs_quick" if args.quick else "bench_pairs")
+    args = parser(__doc__, "quick", "tag", "timeout", timeout=900.0).parse_args(argv)
+    results = Results(results_name("bench_pairs", args))
     equality_section(results, args.quick)
     validation_section(results, args.quick)
     results.save()
-    metric_learn_section(results, args.quick, args.metric_learn_python, args.metric_learn_timeout)
+    metric_learn_section(results, args.quick, args.timeout)
     results.save()
 
 

@@ -26,32 +26,28 @@ Usage::
 
     python benchmarks/bench_persistence.py
     python benchmarks/bench_persistence.py --repeats 3 --epochs 1   # quicker
+    python benchmarks/bench_persistence.py --quick   # 1 epoch, 2 loads, 10,000 labels
 """
 
-import argparse
 import pickle
-import sys
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import skops.io as sio
+from _harness import alternate, parser, results_name, timed
+from _results import Results
 from sklearn.datasets import load_digits
 
 from skrank import MMC, PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
 from skrank.datasets import load_bibtex, load_mnist, make_large_output_classification
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import Results  # noqa: E402
 
-
-def fitted_estimators(epochs):
+def fitted_estimators(epochs, n_labels=100_000):
     """(name, data, fitted estimator, outputs) of each estimator measured."""
     mnist_X, mnist_y = load_mnist(return_X_y=True)
     bibtex_X, bibtex_Y = load_bibtex(subset="train", return_X_y=True)
     large_X, large_y = make_large_output_classification(
-        n_samples=20_000, n_features=64, n_labels=100_000, random_state=0
+        n_samples=20_000, n_features=64, n_labels=n_labels, random_state=0
     )
     digits_X, digits_y = load_digits(return_X_y=True)
     torch_params = dict(max_epochs=epochs, device="cpu", random_state=0)
@@ -72,7 +68,7 @@ def fitted_estimators(epochs):
         ),
         (
             "SNMClassifier",
-            "100,000 labels (20,000 x 64)",
+            f"{n_labels:,} labels (20,000 x 64)",
             SNMClassifier(embedding_dim=64, **torch_params),
             large_X,
             large_y,
@@ -87,11 +83,10 @@ def fitted_estimators(epochs):
         ("MMC", "digits (1,797 x 64)", MMC(random_state=0), digits_X / 16, digits_y),
     ]
     for name, data, estimator, X, y in cases:
-        start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            estimator.fit(X, y)
-        print(f"{name} on {data}: fitted in {time.perf_counter() - start:.1f} s", flush=True)
+            _, seconds = timed(estimator.fit, X, y)
+        print(f"{name} on {data}: fitted in {seconds:.1f} s", flush=True)
         yield name, data, estimator, X[:500]
 
 
@@ -109,29 +104,31 @@ def load_skops(data):
 
 def fastest_loads(files, repeats):
     """The fastest of ``repeats`` loads of each file, alternated; and the last loaded objects."""
-    times = {kind: [] for kind in files}
-    loaded = {}
     loaders = {"skops": load_skops, "pickle": pickle.loads}
-    for _ in range(repeats):
-        for kind, data in files.items():
-            start = time.perf_counter()
-            loaded[kind] = loaders[kind](data)
-            times[kind].append(time.perf_counter() - start)
-    return {kind: min(values) for kind, values in times.items()}, loaded
+    loads = alternate(lambda kind: timed(loaders[kind], files[kind]), files, repeats)
+    seconds = {kind: min(taken for _, taken in runs) for kind, runs in loads.items()}
+    return seconds, {kind: runs[-1][0] for kind, runs in loads.items()}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7, help="loads per file (fastest kept)")
-    parser.add_argument("--epochs", type=int, default=2, help="training epochs of torch estimators")
-    args = parser.parse_args()
+def main(argv=None):
+    arguments = parser(__doc__, "quick", "tag", "repeats", repeats=7)
+    arguments.add_argument(
+        "--epochs", type=int, default=2, help="training epochs of torch estimators"
+    )
+    args = arguments.parse_args(argv)
+    if args.quick:
+        args.repeats, args.epochs = 2, 1
 
-    results = Results("bench_persistence", packages=("skops",))
+    results = Results(results_name("bench_persistence", args), packages=("skops",))
     rows = []
-    for name, data, estimator, X in fitted_estimators(args.epochs):
-        start = time.perf_counter()
-        files = {"skops": sio.dumps(estimator), "pickle": pickle.dumps(estimator, protocol=5)}
-        save_seconds = time.perf_counter() - start
+    n_labels = 10_000 if args.quick else 100_000
+    for name, data, estimator, X in fitted_estimators(args.epochs, n_labels):
+        files, save_seconds = timed(
+            lambda estimator=estimator: {
+                "skops": sio.dumps(estimator),
+                "pickle": pickle.dumps(estimator, protocol=5),
+            }
+        )
         untrusted = sio.get_untrusted_types(data=files["skops"])
         if not all(type_name.startswith("skrank.") for type_name in untrusted):
             raise AssertionError(f"{name}: skops lists types other than skrank's: {untrusted}")

@@ -23,12 +23,9 @@ Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_pointwise_r
 benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
-import argparse
-import time
-
 import numpy as np
+from _harness import parser, results_name, timed
 from _results import Results
-from bench_mmc import report_table
 from sklearn.decomposition import PCA
 
 from skrank.datasets import load_mnist
@@ -42,12 +39,9 @@ from skrank.similarity._pair_scores import (
 
 def median_time(repeats, function, *args, **kwargs):
     """Median and spread (max - min) of the wall times of ``repeats`` calls, and the last result."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function(*args, **kwargs)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), float(np.ptp(times)), result
+    runs = [timed(function, *args, **kwargs) for _ in range(repeats)]
+    times = [seconds for _, seconds in runs]
+    return float(np.median(times)), float(np.ptp(times)), runs[-1][0]
 
 
 def mnist_features(d, n_samples):
@@ -111,23 +105,23 @@ def table_statistics(results, quick):
         rows.append(
             [n, d, name, loop_time, sums_time, loop_time / sums_time, difference(by_loop, by_sums)]
         )
-    report_table(
-        results,
+    results.add_table(
         "1. Exact P and N: class sums and Gram matrix (PairStatistics) vs explicit pair loops "
         "(MNIST, PCA)",
         ["n", "d", "loop", "loop (s)", "class sums (s)", "ratio", "max abs diff"],
         rows,
         notes="python: a loop over the pairs i < j accumulating x_i x_j^T; blocked numpy: the "
         "same over blocks of 65,536 pairs. Loop: one call; class sums: median of 5.",
+        show=True,
     )
     n, d = (2000, 784) if quick else (10000, 784)
     X, y = mnist_features(d, n)
     sums_time, spread, _ = median_time(5, statistics_from_sums, X, y)
-    report_table(
-        results,
+    results.add_table(
         "1b. P and N of all items at d = 784 (target < 1 s at n = 10,000)",
         ["n", "d", "median of 5 (s)", "spread (s)"],
         [[n, d, sums_time, spread]],
+        show=True,
     )
 
 
@@ -162,8 +156,7 @@ def table_solvers(results, quick):
                 loose_difference,
             ]
         )
-    report_table(
-        results,
+    results.add_table(
         "2. KKT closed form (solve_kkt) vs cvxpy with Clarabel (solve_cvxpy), same problem, "
         f"constraint active (MNIST, n = {2000 if quick else 10000})",
         [
@@ -181,6 +174,7 @@ def table_solvers(results, quick):
         "tolerances 1e-10 (solve_cvxpy's default); cvxpy 1e-8: Clarabel's own defaults. "
         "rel. diff. A = ||A_cvxpy - A_kkt||_F / ||A_kkt||_F. Target: KKT >= 100x faster at "
         "d >= 256.",
+        show=True,
     )
 
 
@@ -199,8 +193,7 @@ def table_calibration(results, quick):
         rows.append(
             [n, d, exact.shape[0], exact_time, sample_time, exact_time / sample_time, achieved]
         )
-    report_table(
-        results,
+    results.add_table(
         f"3. Threshold at FPR 5%: all negative pairs (in blocks) vs {CALIBRATION_PAIRS:,} "
         "sampled pairs (MNIST)",
         [
@@ -216,17 +209,13 @@ def table_calibration(results, quick):
         notes="FPR of sampled threshold: the false-positive rate, on all negative pairs, of the "
         "threshold computed from the sample (its standard error at 5%: "
         f"{np.sqrt(0.05 * 0.95 / CALIBRATION_PAIRS):.1e}).",
+        show=True,
     )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    args = parser.parse_args()
-    results = Results(
-        "bench_pointwise_roc_quick" if args.quick else "bench_pointwise_roc",
-        packages=("cvxpy", "clarabel"),
-    )
+def main(argv=None):
+    args = parser(__doc__, "quick", "tag").parse_args(argv)
+    results = Results(results_name("bench_pointwise_roc", args), packages=("cvxpy", "clarabel"))
     table_statistics(results, args.quick)
     table_solvers(results, args.quick)
     table_calibration(results, args.quick)

@@ -49,7 +49,6 @@ Usage::
     python benchmarks/bench_snm.py --quick          # smoke run
 """
 
-import argparse
 import functools
 import time
 import warnings
@@ -57,6 +56,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
+from _harness import parser, results_name, timed
 from _results import Results
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.model_selection import train_test_split
@@ -208,9 +208,10 @@ def run_accuracy(args, results):
                 continue
             runs, seconds, epochs = [], [], []
             for seed in args.seeds:
-                start = time.perf_counter()
-                scores, n_epochs = fit_predict_neural(make, seed, X_train, Y_train, X_test)
-                seconds.append(time.perf_counter() - start)
+                (scores, n_epochs), taken = timed(
+                    fit_predict_neural, make, seed, X_train, Y_train, X_test
+                )
+                seconds.append(taken)
                 epochs.append(n_epochs)
                 runs.append(metrics(Y_test, scores, propensities))
             mean, std = np.mean(runs, axis=0), np.std(runs, axis=0)
@@ -226,13 +227,10 @@ def run_accuracy(args, results):
             f"kNN on TF-IDF (k={knn_k})": (knn_scores, (knn_k,)),
         }
         for method, (function, extra) in baselines.items():
-            start = time.perf_counter()
-            scores = function(X_train, Y_train, X_test, *extra)
+            scores, seconds = timed(function, X_train, Y_train, X_test, *extra)
             mean = metrics(Y_test, scores, propensities)
             means[method] = mean
-            rows.append(
-                [method, *(f"{m:.3f}" for m in mean), f"{time.perf_counter() - start:.1f}", "-"]
-            )
+            rows.append([method, *(f"{m:.3f}" for m in mean), f"{seconds:.1f}", "-"])
             print("  ", rows[-1], flush=True)
         results.add_table(
             f"{name}: test metrics, {X_train.shape[0]} train rows, {Y_train.shape[1]} labels",
@@ -740,17 +738,15 @@ def run_search(args, results):
             table = (table / np.linalg.norm(table, axis=1, keepdims=True)).astype(np.float32)
             queries = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
             rows = torch.from_numpy(table)
-            start = time.perf_counter()
-            _, exact = top_k_inner_products(
-                torch.from_numpy(queries), lambda a, b, rows=rows: rows[a:b], n_labels, k
+            (_, exact), exact_seconds = timed(
+                top_k_inner_products,
+                torch.from_numpy(queries),
+                lambda a, b, rows=rows: rows[a:b],
+                n_labels,
+                k,
             )
-            exact_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            index = FaissInnerProductIndex(table)
-            build_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            _, approximate = index.search(queries, k)
-            search_seconds = time.perf_counter() - start
+            index, build_seconds = timed(FaissInnerProductIndex, table)
+            (_, approximate), search_seconds = timed(index.search, queries, k)
             recall = np.mean(
                 [len(set(a) & set(b)) / k for a, b in zip(approximate, exact.numpy(), strict=True)]
             )
@@ -775,31 +771,26 @@ def run_search(args, results):
 
 # ------------------------------------------------------------------------------ main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument(
+    arguments = parser(__doc__, "quick", "seeds", "tag")
+    arguments.add_argument(
         "--part",
         choices=["accuracy", "scaling", "search", "validation", "curves"],
         default="accuracy",
     )
-    parser.add_argument("--data", nargs="+", default=["bibtex", "corel5k", "generator"])
-    parser.add_argument(
+    arguments.add_argument("--data", nargs="+", default=["bibtex", "corel5k", "generator"])
+    arguments.add_argument(
         "--neural", nargs="+", choices=list(NEURAL), help="neural methods to run (default: all)"
     )
-    parser.add_argument(
-        "--seeds", nargs="+", type=int, help="seeds of the neural methods (default: 0 1 2)"
-    )
-    parser.add_argument(
+    arguments.add_argument(
         "--settings",
         nargs="+",
         choices=list(VALIDATION_SETTINGS),
         help="settings of --part validation to run (default: all; 'defaults' always runs)",
     )
-    parser.add_argument("--tag", help="suffix of the results file name (a run of a subset)")
-    args = parser.parse_args(argv)
+    args = arguments.parse_args(argv)
     torch.set_num_threads(1)
     seeds_given = args.seeds is not None
-    if not seeds_given:
+    if not seeds_given:  # the neural methods' seeds
         args.seeds = [0] if args.quick else [0, 1, 2]
     args.max_softmax_labels = 5000
     args.n_labels = [10**3, 10**4] if args.quick else [10**3, 10**4, 10**5, 10**6]
@@ -808,16 +799,13 @@ def main(argv=None):
     args.batch_size = 256
     args.scaling_dim = 128
     args.search_labels = [10**4] if args.quick else [10**5]
-    if args.part in ("validation", "curves") and args.data == parser.get_default("data"):
+    if args.part in ("validation", "curves") and args.data == arguments.get_default("data"):
         args.data = ["bibtex", "corel5k"]
     per_data = args.part in ("accuracy", "validation", "curves")
-    suffix = ("_" + "_".join(args.data) if per_data else "") + ("_quick" if args.quick else "")
-    if seeds_given:
-        suffix += "_seeds_" + "_".join(map(str, args.seeds))
-    if args.tag:
-        suffix += "_" + args.tag
+    seeds = "seeds_" + "_".join(map(str, args.seeds)) if seeds_given else None
     results = Results(
-        f"bench_snm_{args.part}{suffix}", packages=["faiss-cpu"] if args.part == "search" else ()
+        results_name("bench_snm", args, args.part, *(args.data if per_data else ()), seeds),
+        packages=["faiss-cpu"] if args.part == "search" else (),
     )
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     parts = {

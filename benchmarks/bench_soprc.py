@@ -42,7 +42,7 @@ Every row, SOPRC and peers alike, uses the estimator's weight averaging (``PeerE
 
 Usage: ``python benchmarks/bench_soprc.py [--quick] [--samples-per-class M]
 [--learning-rate LR] [--weight-averaging W] [--step-times-only | --tune | --validation]
-[--rows ROW ...] [--soprc SETTING ...] [--seeds N]``.
+[--rows ROW ...] [--soprc SETTING ...] [--seeds SEED ...]``.
 
 Writes, under ``benchmarks/results`` (rendered into ``benchmarks/README.md`` by
 ``benchmarks/report.py``): the default run ``bench_soprc_mnist_full_<B>.json`` (comparison,
@@ -50,17 +50,18 @@ Table 2 ablation and step-time tables; ``B`` the batch size, 220 at the default 
 with ``--samples-per-class 4``); ``--step-times-only`` ``bench_soprc_step_times.json``;
 ``--tune`` ``bench_soprc_tune_<B>.json``; ``--rows`` ``bench_soprc_mnist.json``; ``--validation``
 ``bench_soprc_mnist_validation.json``. A non-default ``--learning-rate``, ``--weight-averaging``,
-``--seeds`` or extra ``--soprc`` rows add ``_lr<LR>``, ``_no_averaging`` / ``_averaging<W>``,
-``_seeds<N>``, ``_extra_rows`` to the full and ``--tune`` names; ``--quick`` adds ``_quick`` to
-the first three.
+``--seeds`` (other than 0 1 2) or extra ``--soprc`` rows add ``_lr<LR>``, ``_no_averaging`` /
+``_averaging<W>``, ``_seeds<N>`` (seeds 0 to N-1; ``_seeds_<s>_<t>...`` for others),
+``_extra_rows`` to the full and ``--tune`` names; ``--quick`` adds ``_quick`` to the first
+three.
 """
 
-import argparse
 import time
 from functools import partial
 
 import numpy as np
 import torch
+from _harness import alternate, parser, results_name, timed
 from _results import Results
 from bench_soprc_disjoint import TABLE2
 from pytorch_metric_learning import losses
@@ -195,9 +196,7 @@ def run_rows(rows, data, seeds, budget, samples_per_class, batch_size):
                 device="cpu",
                 random_state=seed,
             )
-            start = time.perf_counter()
-            model.fit(X_train, y_train)
-            seconds.append(time.perf_counter() - start)
+            seconds.append(timed(model.fit, X_train, y_train)[1])
             scores.append(evaluate(model, X_test, y_test))
         results[name] = (np.array(scores), np.mean(seconds))
         mean = np.mean(scores, axis=0)
@@ -229,20 +228,18 @@ def step_times(repeats, batch_size=224, n_dims=512, samples_per_class=4):
         "FastAP (PML)": losses.FastAPLoss(),
         "SmoothAP (PML)": losses.SmoothAPLoss(),
     }
-    times = {name: [] for name in candidates}
-    for _ in range(repeats):
-        for name, loss_fn in candidates.items():
-            embeddings = torch.randn(batch_size, n_dims, requires_grad=True)
-            start = time.perf_counter()
-            loss_fn(embeddings, labels).backward()
-            times[name].append(1000 * (time.perf_counter() - start))
+
+    def step_ms(name):
+        embeddings = torch.randn(batch_size, n_dims, requires_grad=True)
+        return 1000 * timed(lambda: candidates[name](embeddings, labels).backward())[1]
+
+    times = alternate(step_ms, candidates, repeats)
     return {name: np.array(values) for name, values in times.items()}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1 seed, 2 epochs, 5 step repeats")
-    mode = parser.add_mutually_exclusive_group()
+def main(argv=None):
+    arguments = parser(__doc__, "quick", "seeds", seeds=[0, 1, 2])
+    mode = arguments.add_mutually_exclusive_group()
     mode.add_argument("--step-times-only", action="store_true", help="only the loss step times")
     mode.add_argument(
         "--tune",
@@ -254,41 +251,42 @@ def main():
         action="store_true",
         help="score --rows and --soprc rows on the validation split of the training half",
     )
-    parser.add_argument(
+    arguments.add_argument(
         "--samples-per-class",
         type=int,
         default=DEFAULT_SAMPLES_PER_CLASS,
         help="items of each digit in a batch (default 22: 10 x 22 = 220 items)",
     )
-    parser.add_argument(
+    arguments.add_argument(
         "--rows",
         nargs="+",
         help="only these rows of the comparison (e.g. 'SOPRC (skrank)' 'FastAP (PML)'), no "
         "ablations; the table is saved to results/bench_soprc_mnist.json",
     )
-    parser.add_argument(
+    arguments.add_argument(
         "--learning-rate",
         type=float,
         default=BUDGET["learning_rate"],
         help=f"learning rate shared by every row (default {BUDGET['learning_rate']})",
     )
-    parser.add_argument(
+    arguments.add_argument(
         "--soprc",
         nargs="+",
         default=[],
         metavar="SETTING",
         help="extra SOPRC rows, each 'name=value ...' of SOPRCEmbedder parameters",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
-    parser.add_argument(
+    arguments.add_argument(
         "--weight-averaging",
         metavar="W",
         help="weight_averaging of every row, SOPRC and peers (a float, or 'none'); default: "
         "the estimator's",
     )
-    args = parser.parse_args()
+    args = arguments.parse_args(argv)
     torch.set_num_threads(1)
-    seeds = [0] if args.quick else list(range(args.seeds))
+    if args.quick:  # 1 seed, 2 epochs, 5 step repeats
+        args.seeds = [0]
+    seeds = args.seeds
     budget = {**BUDGET, "learning_rate": args.learning_rate}
     if args.weight_averaging is not None:  # 'none' or a float
         args.weight_averaging = parse_setting(f"weight_averaging={args.weight_averaging}")
@@ -297,7 +295,7 @@ def main():
         budget.update(max_epochs=2, lr_milestones=None)
     start = time.perf_counter()
     if args.tune:
-        results = Results(results_name("tune", args), packages=["pytorch-metric-learning"])
+        results = Results(soprc_results_name("tune", args), packages=["pytorch-metric-learning"])
         tune_on_mnist(seeds, budget, args.samples_per_class, results)
     elif args.validation:
         validate_on_mnist(seeds, budget, args.samples_per_class, args.rows or [], args.soprc)
@@ -305,7 +303,7 @@ def main():
         compare_on_mnist(seeds, budget, args.samples_per_class, args.rows, args.soprc)
     else:
         stem = "step_times" if args.step_times_only else "mnist_full"
-        results = Results(results_name(stem, args), packages=["pytorch-metric-learning"])
+        results = Results(soprc_results_name(stem, args), packages=["pytorch-metric-learning"])
         if not args.step_times_only:
             compare_on_mnist(seeds, budget, args.samples_per_class, None, args.soprc, results)
         times = step_times(5 if args.quick else 40)
@@ -317,22 +315,29 @@ def main():
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 
 
-def results_name(stem, args):
+def soprc_results_name(stem, args):
     """``bench_soprc_<stem>``, with the batch size of the MNIST modes and any non-default run."""
-    name = f"bench_soprc_{stem}"
     if stem == "step_times":  # random embeddings: no batch size, budget or rows
-        return name + ("_quick" if args.quick else "")
-    name += f"_{mnist_batch_items(args.samples_per_class)}"
+        return results_name(f"bench_soprc_{stem}", args)
+    parts = [stem, mnist_batch_items(args.samples_per_class)]
     if args.learning_rate != BUDGET["learning_rate"]:
-        name += f"_lr{args.learning_rate:g}"
+        parts.append(f"lr{args.learning_rate:g}")
     if args.weight_averaging is not None:
         value = args.weight_averaging["weight_averaging"]
-        name += "_no_averaging" if value is None else f"_averaging{value:g}"
-    if args.seeds != 3 and not args.quick:
-        name += f"_seeds{args.seeds}"
+        parts.append("no_averaging" if value is None else f"averaging{value:g}")
+    parts.append(seeds_suffix(args.seeds))
     if args.soprc:
-        name += "_extra_rows"
-    return name + ("_quick" if args.quick else "")
+        parts.append("extra_rows")
+    return results_name("bench_soprc", args, *parts)
+
+
+def seeds_suffix(seeds):
+    """Nothing for seeds 0, 1, 2 (and a quick run's 0); ``seeds<N>`` for 0..N-1; else each."""
+    if list(seeds) in ([0, 1, 2], [0]):
+        return ""
+    if list(seeds) == list(range(len(seeds))):
+        return f"seeds{len(seeds)}"
+    return "seeds_" + "_".join(map(str, seeds))
 
 
 def mnist_halves(seeds, budget, samples_per_class, batch_size):
@@ -463,8 +468,8 @@ def compare_on_mnist(seeds, budget, samples_per_class, only=None, soprc_settings
     print_paired(comparison)
     setup = setup_note(budget, samples_per_class, seeds)
     if only:
-        suffix = "" if len(seeds) == 3 else f"_seeds{len(seeds)}"
-        results = Results(f"bench_soprc_mnist{suffix}", packages=["pytorch-metric-learning"])
+        name = "_".join(filter(None, ["bench_soprc_mnist", seeds_suffix(seeds)]))
+        results = Results(name, packages=["pytorch-metric-learning"])
     add_score_table(
         results,
         "Same-class MNIST retrieval (test half), mean ± sd over seeds",

@@ -16,11 +16,9 @@ Usage: ``python benchmarks/bench_soprc_estimator.py [--quick]``. Writes
 ``--quick``), whose table ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
-import argparse
-import time
-
 import numpy as np
 import torch
+from _harness import parser, results_name, timed
 from _results import Results
 from sklearn.metrics import average_precision_score
 
@@ -68,16 +66,12 @@ def simulate(batch_sizes, n_batches, n_samples=100_000, seed=0):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="50 batches, batch size 256 only")
-    args = parser.parse_args()
+def main(argv=None):
+    args = parser(__doc__, "quick", "tag").parse_args(argv)
     torch.set_num_threads(1)  # tiny tensors: a thread pool only adds overhead
-    batch_sizes, n_batches = ((256,), 50) if args.quick else ((256, 1024), 500)
-    results = Results("bench_soprc_estimator_quick" if args.quick else "bench_soprc_estimator")
-    start = time.perf_counter()
-    rows = simulate(batch_sizes, n_batches)
-    seconds = time.perf_counter() - start
+    batch_sizes, n_batches = ((256,), 50) if args.quick else ((256, 1024), 500)  # quick: 50 batches
+    results = Results(results_name("bench_soprc_estimator", args))
+    rows, seconds = timed(simulate, batch_sizes, n_batches)
     header = (
         f"{'distribution':<15}{'batch':>6}{'pi0':>6}{'1-AUPRC':>9}"
         f"{'SOPRC mean':>12}{'sd':>7}{'AP mean':>10}{'sd':>7}{'SOPRC bias':>12}{'AP bias':>9}"

@@ -8,8 +8,7 @@ method by method (``--resume``):
 - ``snm-2-epochs``: ``SNMClassifier(max_epochs=2, random_state=seed)``, what a user with a
   budget of two passes over the data gets;
 - ``pecos``: PECOS XR-Linear (libpecos), the README's quick start (PIFA label embedding,
-  hierarchical clustering, ``XLinearModel.train``), in its own environment
-  (``benchmarks/_pecos_env.py``);
+  hierarchical clustering, ``XLinearModel.train``), in its own environment (``_harness.py``);
 - ``omikuji-parabel``: omikuji with its default (Parabel) settings;
 - ``omikuji-bonsai``: omikuji with Bonsai's settings (unbalanced k-means, ``cluster_k=100``,
   ``max_depth=3``, as its README gives them);
@@ -17,54 +16,87 @@ method by method (``--resume``):
 - ``centroid``: the simplest baseline, the nearest-centroid rule of the input space: each
   label's centroid is the sum of its training rows (TF-IDF, unit norm), scaled to unit norm,
   and a row's labels are those of the centroids of highest cosine (an exact sparse product, in
-  chunks of rows).
+  chunks of rows);
+- ``linear``: one-vs-rest linear SVMs, ``OneVsRestClassifier(LinearSVC(C=C,
+  random_state=seed))`` (liblinear, the usual linear model of sparse text), ``C`` chosen by P@1
+  on a validation split (20% of the training rows, ``random_state=0``) among
+  :data:`LINEAR_C`, then refitted on every training row; labels without a training row score
+  lowest. Its fit time is the refit's (the choice's is in its run's JSON); its peak memory
+  covers the choice and the refit. Data sets only: the generated shapes' 10^4 to 6.7 x 10^5
+  binary SVMs exceed a 2-core machine's budget.
 
-Data (``--data``): Bibtex and Corel5k (their own train/test splits; their word counts reach the
-peers as sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
-``SNMClassifier`` applies the same weighting itself); three problems of
-:func:`skrank.datasets.make_extreme_classification` shaped like the SNM paper's data sets,
-scaled to a 2-core machine: ``amazoncat-13k`` (13,330 labels and 5.04 labels a row as the data
-set; 50,000 features), ``wikilshtc-325k`` (10^5 labels, 3.19 labels a row; 200,000 features)
-and ``amazon-670k`` (670,091 labels, 135,909 features and 5.45 labels a row as the data set),
-each with 40,000 rows, a fifth held out for test, alike for every method (the data sets have
-0.5-1.8 million rows: the defaults of the slowest method would take hours a fit here).
+Data (``--data``):
+
+- ``debtags``: the Debian package index (``debtags.tsv.gz`` of ``$SKRANK_DEBTAGS``, by default
+  ``shared/data/debtags`` beside the repository): one row a package, its name (``-`` and ``.``
+  read as spaces) and one-line description as ``TfidfVectorizer()`` rows fitted on the
+  training rows, its debtags as labels
+  (``MultiLabelBinarizer`` of the training rows' tags), the fixed split of its ``split``
+  column. Tags seen only in test rows cannot be predicted and count as misses (they lower
+  recall and nDCG, not P@k). Every method reads the same TF-IDF rows.
+- ``bibtex`` and ``corel5k``: their own train/test splits; their word counts reach the peers as
+  sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
+  ``SNMClassifier`` applies the same weighting itself.
+- three problems of :func:`skrank.datasets.make_extreme_classification` shaped like the SNM
+  paper's data sets, scaled to a 2-core machine: ``amazoncat-13k`` (13,330 labels and 5.04
+  labels a row as the data set; 50,000 features), ``wikilshtc-325k`` (10^5 labels, 3.19 labels
+  a row; 200,000 features) and ``amazon-670k`` (670,091 labels, 135,909 features and 5.45
+  labels a row as the data set), each with 40,000 rows, a fifth held out for test, alike for
+  every method (the data sets have 0.5-1.8 million rows: the defaults of the slowest method
+  would take hours a fit here).
+
 Measured per run: P@1/3/5, PSP@1/3/5 (propensities of the training labels, ``A=0.55,
-B=1.5``), nDCG@5, fit wall time, prediction
-wall time for the whole test set (top 5), and the peak resident memory of the child from the
-end of data loading (VmHWM, reset through ``/proc/self/clear_refs``) to the end of prediction.
-SNM's runs also record its search's recall of the exact top 5 where it uses an approximate one.
+B=1.5``), nDCG@5, fit wall time, prediction wall time for the whole test set (top 5), and the
+peak resident memory above the resident size at the start of the measured region (after the
+imports and the data loading), from the start of the fit to the end of prediction
+(``_harness.PeakMemory``, the same for every method, PECOS in its own process included); the
+absolute peak is kept in each run's JSON. SNM's runs also record its resolved settings and its
+search's recall of the exact top 5 where it uses an approximate one.
 
 Usage::
 
-    python benchmarks/bench_xmc.py --data bibtex corel5k --seeds 0 1 2
-    python benchmarks/bench_xmc.py --data amazoncat-13k wikilshtc-325k amazon-670k --resume
+    python benchmarks/bench_xmc.py --data debtags --tag debtags
+    python benchmarks/bench_xmc.py --data bibtex corel5k --resume --tag bibtex_corel5k
+    python benchmarks/bench_xmc.py --data amazoncat-13k wikilshtc-325k amazon-670k --seeds 0 \
+        --resume --tag generated
     python benchmarks/bench_xmc.py --quick          # small rows, a smoke run
 """
 
-import argparse
-import functools
+import csv
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from _peak_memory import peak_resident_bytes, reset_peak
-from _pecos_env import PECOS_PYTHON
-from _results import RESULTS_DIR, Results
-from sklearn.feature_extraction.text import TfidfTransformer
+from _harness import (
+    PECOS_PYTHON,
+    ChildFailed,
+    PeakMemory,
+    gib,
+    parser,
+    results_name,
+    run_in_child,
+    timed,
+    timed_cpu,
+    versions_in,
+)
+from _results import REPOSITORY, RESULTS_DIR, Results
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
+DEBTAGS = Path(os.environ.get("SKRANK_DEBTAGS", REPOSITORY.parent / "shared" / "data" / "debtags"))
 K = 5
 METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
-METHODS += ("centroid",)
+METHODS += ("centroid", "linear")
+REAL = ("debtags", "bibtex", "corel5k")
+LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
+# Threads of every method: OMP_NUM_THREADS (torch, PECOS and BLAS read it; omikuji and napkinXC
+# are given it), else each library's default.
+THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
 # Generated rows: the preset, and the sizes scaled to a 2-core machine.
 GENERATED = {
     "amazoncat-13k": dict(preset="amazoncat-13k", n_features=50_000, n_samples=40_000),
@@ -80,11 +112,45 @@ QUICK = {
     ),  # fmt: skip
     "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
 }
+QUICK_DEBTAGS = (4_000, 1_000)  # training and test rows of the smoke run
 
 
 # ------------------------------------------------------------------------------ data
 def data_directory(name, quick):
     return CACHE / (name + ("-quick" if quick else ""))
+
+
+def debtags_parts(quick):
+    """debtags' TF-IDF rows and tag indicators: (X_train, Y_train, X_test, Y_test).
+
+    ``Y_test`` has one more column for each tag seen only in test rows, after the training
+    tags: no method predicts it, so it counts as a miss.
+    """
+    import pandas as pd
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    path = DEBTAGS / "debtags.tsv.gz"
+    if not path.exists():
+        raise FileNotFoundError(f"No {path}: set SKRANK_DEBTAGS to the folder of debtags.tsv.gz.")
+    table = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
+    text = table["package"].str.replace(r"[-.]", " ", regex=True) + " " + table["description"]
+    tags = table["tags"].str.split(",")
+    train, test = (table["split"] == "train").to_numpy(), (table["split"] == "test").to_numpy()
+    if quick:
+        train = train & (np.cumsum(train) <= QUICK_DEBTAGS[0])
+        test = test & (np.cumsum(test) <= QUICK_DEBTAGS[1])
+    training_tags = MultiLabelBinarizer().fit(tags[train]).classes_
+    test_only = sorted({tag for row in tags[test] for tag in row}.difference(training_tags))
+    labels = MultiLabelBinarizer(classes=[*training_tags, *test_only], sparse_output=True)
+    labels.fit(tags[train | test])
+    vectorizer = TfidfVectorizer().fit(text[train])
+    return (
+        vectorizer.transform(text[train]),
+        labels.transform(tags[train])[:, : len(training_tags)],
+        vectorizer.transform(text[test]),
+        labels.transform(tags[test]),
+    )
 
 
 def prepare(name, quick):
@@ -93,7 +159,9 @@ def prepare(name, quick):
     if (directory / "Y_test.npz").exists():
         return directory
     directory.mkdir(parents=True, exist_ok=True)
-    if name in ("bibtex", "corel5k"):
+    if name == "debtags":
+        parts = debtags_parts(quick)
+    elif name in ("bibtex", "corel5k"):
         from skrank.datasets import load_bibtex, load_corel5k
 
         loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
@@ -106,8 +174,12 @@ def prepare(name, quick):
         n_train = X.shape[0] - X.shape[0] // 5
         parts = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
     for part, matrix in zip(("X_train", "Y_train", "X_test", "Y_test"), parts, strict=True):
-        sp.save_npz(directory / f"{part}.npz", sp.csr_matrix(matrix))
+        matrix = sp.csr_matrix(matrix)
+        matrix.sort_indices()  # napkinXC reads unsorted rows wrongly (and crashes)
+        sp.save_npz(directory / f"{part}.npz", matrix)
     if name in ("bibtex", "corel5k"):
+        from sklearn.feature_extraction.text import TfidfTransformer
+
         # Counts: the peers read them as the TF-IDF rows their documentation assumes (SNM's
         # default input_normalization applies the same weighting itself).
         tfidf = TfidfTransformer(sublinear_tf=True).fit(parts[0])
@@ -128,52 +200,57 @@ def load(directory, *parts):
     return [sp.load_npz(directory / f"{part}.npz").tocsr() for part in parts]
 
 
-# ------------------------------------------------------------------------------ child process
-def run_snm(directory, seed, out, max_epochs=None):
+# ------------------------------------------------------------------------------ methods
+# Each runner returns a record: the top-5 label indices ("top"), the fit's wall and CPU seconds,
+# the prediction's seconds, the peak resident memory of the measured region (fit and prediction)
+# and its increase over the region's start, and what else the method tells.
+def record(top, fit, predict_seconds, memory, **extra):
+    """A runner's record from ``fit`` = (wall, CPU) seconds and a :class:`PeakMemory`."""
+    return {"top": top, "fit_seconds": fit[0], "fit_cpu_seconds": fit[1],
+            "predict_seconds": predict_seconds, "peak_gib": gib(memory.peak),
+            "peak_increase_gib": gib(memory.increase), **extra}  # fmt: skip
+
+
+def run_snm(directory, seed, max_epochs=None):
     from skrank import SNMClassifier
     from skrank.metrics._search import overlap_recall
 
     X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
-    reset_peak()
-    start = time.perf_counter()
     model = SNMClassifier(random_state=seed)
     if max_epochs is not None:
         model.set_params(max_epochs=max_epochs)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model.fit(X_train, Y_train)
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    top = model.predict_top_k(X_test, K)
-    predict_seconds = time.perf_counter() - start
-    peak = peak_resident_bytes()
+    with PeakMemory() as memory:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _, *fit = timed_cpu(model.fit, X_train, Y_train)
+        top, predict_seconds = timed(model.predict_top_k, X_test, K)
     extra = {
         "epochs": model.n_iter_,
-        "validation_p1": [round(record["validation_score"], 4) for record in model.history_],
-        "embedding_dim": model.embedding_dim_,
-        "encoder_init": model.encoder_init_,
-        "neighbor_weight": model.neighbor_weight_,
-        "centroid_weight": model.centroid_weight_,
-        "search": model.search_,
-        "search_probes": model.search_probes_,
+        "validation_scores": [round(entry["validation_score"], 4) for entry in model.history_],
+        "settings": {  # the resolved values of the parameters (fitted scalars)
+            name: value
+            for name, value in vars(model).items()
+            if name.endswith("_")
+            and not name.startswith("_")
+            and isinstance(value, str | int | float | bool | type(None))
+        },
         "warnings": sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught}),
     }
     if model.search_ != "exact":
         exact = model.set_params(search="exact").predict_top_k(X_test, K)
         extra["recall_of_exact_top5"] = overlap_recall(top, exact)
-    return top, fit_seconds, predict_seconds, peak, extra
+    return record(top, fit, predict_seconds, memory, **extra)
 
 
-def run_pecos(directory, seed, out):
-    with tempfile.TemporaryDirectory() as scratch:
-        inputs = peer_directory(directory)
-        subprocess.run(
-            [str(PECOS_PYTHON), str(HERE / "_pecos_xmc.py"), str(inputs), scratch, str(K)],
-            check=True,
-        )
-        top = np.load(Path(scratch) / "top.npy")
-        timing = json.loads((Path(scratch) / "timing.json").read_text())
-    return top, timing["fit_seconds"], timing["predict_seconds"], timing["peak_bytes"], {}
+def run_pecos(directory, seed):
+    found = run_in_child(
+        HERE / "_pecos_xmc.py",
+        "train_and_predict",
+        {"directory": str(peer_directory(directory)), "k": K},
+        python=PECOS_PYTHON,
+        source=None,
+    )
+    return {**found, "top": np.array(found["top"], dtype=np.int64)}
 
 
 def training_file(directory):
@@ -188,30 +265,31 @@ def training_file(directory):
     return path
 
 
-def run_omikuji(directory, seed, out, bonsai):
+def run_omikuji(directory, seed, bonsai):
     import omikuji
 
     path = training_file(directory)
     (X_test,) = load(peer_directory(directory), "X_test")
-    reset_peak()
-    start = time.perf_counter()
     hyper = omikuji.Model.default_hyper_param()
     if bonsai:
         hyper.cluster_balanced, hyper.cluster_k, hyper.max_depth = False, 100, 3
-    model = omikuji.Model.train_on_data(str(path), hyper)
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
-    for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
-        row = slice(X_test.indptr[i], X_test.indptr[i + 1])
-        pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
-        labels = [label for label, _ in model.predict(pairs, top_k=K)]
-        top[i, : len(labels)] = labels
-    predict_seconds = time.perf_counter() - start
-    return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
+
+    def predict(model):
+        top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
+        for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
+            row = slice(X_test.indptr[i], X_test.indptr[i + 1])
+            pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
+            labels = [label for label, _ in model.predict(pairs, top_k=K)]
+            top[i, : len(labels)] = labels
+        return top
+
+    with PeakMemory() as memory:
+        model, *fit = timed_cpu(omikuji.Model.train_on_data, str(path), hyper, THREADS)
+        top, predict_seconds = timed(predict, model)
+    return record(top, fit, predict_seconds, memory)
 
 
-def run_napkinxc(directory, seed, out):
+def run_napkinxc(directory, seed):
     from napkinxc.models import PLT
 
     X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
@@ -219,66 +297,122 @@ def run_napkinxc(directory, seed, out):
     X_train, Y_train, X_test = (
         sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test)
     )
-    reset_peak()
-    with tempfile.TemporaryDirectory() as model_dir:
-        start = time.perf_counter()
-        model = PLT(model_dir, seed=seed)
-        model.fit(X_train, Y_train)
-        fit_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        predictions = model.predict(X_test, top_k=K)
-        predict_seconds = time.perf_counter() - start
+    with PeakMemory() as memory, tempfile.TemporaryDirectory() as model_dir:
+        model = PLT(model_dir, seed=seed, threads=THREADS or 0)
+        _, *fit = timed_cpu(model.fit, X_train, Y_train)
+        predictions, predict_seconds = timed(model.predict, X_test, top_k=K)
     top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
     for i, labels in enumerate(predictions):
         top[i, : len(labels)] = labels
-    return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
+    return record(top, fit, predict_seconds, memory)
 
 
-def run_centroid(directory, seed, out):
+def top_k_in_chunks(X, n_labels, score):
+    """The top-``K`` columns of ``score(rows)`` (dense scores of a chunk of rows of ``X``), best
+    first, computed in chunks of rows whose scores take 256 MiB at most."""
+    rows_per_chunk = max(1, 2**26 // n_labels)
+    top = np.empty((X.shape[0], K), dtype=np.int64)
+    for begin in range(0, X.shape[0], rows_per_chunk):
+        chunk = score(X[begin : begin + rows_per_chunk])
+        best = np.argpartition(-chunk, K, axis=1)[:, :K]
+        order = np.argsort(-np.take_along_axis(chunk, best, axis=1), axis=1, kind="stable")
+        top[begin : begin + chunk.shape[0]] = np.take_along_axis(best, order, axis=1)
+    return top
+
+
+def run_centroid(directory, seed):
     from sklearn.preprocessing import normalize
 
     X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
     X_train, X_test = X_train.astype(np.float32), X_test.astype(np.float32)
-    reset_peak()
-    start = time.perf_counter()
-    centroids = normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    rows_per_chunk = max(1, 2**26 // Y_train.shape[1])  # a dense chunk of 256 MiB at most
-    top = np.empty((X_test.shape[0], K), dtype=np.int64)
-    for begin in range(0, X_test.shape[0], rows_per_chunk):
-        chunk = (X_test[begin : begin + rows_per_chunk] @ centroids).toarray()
-        best = np.argpartition(-chunk, K, axis=1)[:, :K]
-        order = np.argsort(-np.take_along_axis(chunk, best, axis=1), axis=1, kind="stable")
-        top[begin : begin + chunk.shape[0]] = np.take_along_axis(best, order, axis=1)
-    predict_seconds = time.perf_counter() - start
-    return top, fit_seconds, predict_seconds, peak_resident_bytes(), {}
+
+    def fit():
+        return normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
+
+    with PeakMemory() as memory:
+        centroids, *fit = timed_cpu(fit)
+        top, predict_seconds = timed(
+            top_k_in_chunks, X_test, Y_train.shape[1], lambda rows: (rows @ centroids).toarray()
+        )
+    return record(top, fit, predict_seconds, memory)
+
+
+def linear_model(X, Y, C, seed):
+    """One-vs-rest ``LinearSVC(C=C)`` on the labels that have a row of ``Y``, and those labels."""
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import LinearSVC
+
+    trained = np.flatnonzero(Y.getnnz(axis=0))
+    model = OneVsRestClassifier(LinearSVC(C=C, random_state=seed))
+    return model.fit(X, Y[:, trained]), trained
+
+
+def linear_top_k(model, trained, X, n_labels):
+    """The top-``K`` labels of the rows of ``X``; labels without a training row score lowest."""
+
+    def score(rows):
+        scores = np.full((rows.shape[0], n_labels), -np.inf)
+        scores[:, trained] = model.decision_function(rows)
+        return scores
+
+    return top_k_in_chunks(X, n_labels, score)
+
+
+def run_linear(directory, seed):
+    from sklearn.model_selection import train_test_split
+
+    X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
+    n_labels = Y_train.shape[1]
+
+    def choose_c():
+        fit, held_out = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
+        validation = {}
+        for C in LINEAR_C:
+            model, trained = linear_model(X_train[fit], Y_train[fit], C, seed)
+            top = linear_top_k(model, trained, X_train[held_out], n_labels)
+            found = evaluate(Y_train[fit], Y_train[held_out], top)
+            validation[f"{C:g}"] = {key: round(found[key], 4) for key in ("P@1", "P@3", "P@5")}
+        return max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"]), validation
+
+    with PeakMemory() as memory:  # from the data loaded, the choice of C included
+        (C, validation), selection_seconds = timed(choose_c)
+        (model, trained), *fit = timed_cpu(linear_model, X_train, Y_train, C, seed)
+        top, predict_seconds = timed(linear_top_k, model, trained, X_test, n_labels)
+    return record(
+        top, fit, predict_seconds, memory, label=f"OneVsRestClassifier(LinearSVC(C={C:g}))", C=C,
+        validation=validation, selection_seconds=selection_seconds,
+    )  # fmt: skip
 
 
 RUNNERS = {
     "snm": run_snm,
-    "snm-2-epochs": functools.partial(run_snm, max_epochs=2),
+    "snm-2-epochs": lambda directory, seed: run_snm(directory, seed, max_epochs=2),
     "pecos": run_pecos,
-    "omikuji-parabel": lambda d, s, o: run_omikuji(d, s, o, bonsai=False),
-    "omikuji-bonsai": lambda d, s, o: run_omikuji(d, s, o, bonsai=True),
+    "omikuji-parabel": lambda directory, seed: run_omikuji(directory, seed, bonsai=False),
+    "omikuji-bonsai": lambda directory, seed: run_omikuji(directory, seed, bonsai=True),
     "napkinxc-plt": run_napkinxc,
     "centroid": run_centroid,
+    "linear": run_linear,
 }
 
 
-def scores(directory, top):
-    """P@1/3/5, PSP@1/3/5 and nDCG@5 of the top-5 label indices (-1: no prediction)."""
+def evaluate(Y_train, Y_test, top):
+    """P@1/3/5, PSP@1/3/5 and nDCG@5 of the top-5 label indices ``top`` (-1: no prediction).
+
+    ``Y_test`` may have more columns than ``Y_train`` (labels of test rows only, never
+    predicted); their propensities are those of labels without a training row.
+    """
     from skrank.metrics import label_propensities
     from skrank.metrics._extreme import ndcg_from_hits, psp_from_top
     from skrank.metrics._labels import mean_top_k_scores, top_k_hits
 
-    Y_train, Y_test = load(directory, "Y_train", "Y_test")
     n_labels = Y_test.shape[1]
     # A missing prediction points at an extra column that no row holds.
     targets = sp.hstack([Y_test, sp.csr_matrix((Y_test.shape[0], 1))]).tocsr()
     targets.eliminate_zeros()
     top = np.where(top < 0, n_labels, top)
-    propensities = np.append(label_propensities(Y_train), 1.0)
+    unseen = sp.csr_matrix((Y_train.shape[0], n_labels - Y_train.shape[1]))
+    propensities = np.append(label_propensities(sp.hstack([Y_train, unseen])), 1.0)
     ks = np.array([1, 3, 5])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # test rows without labels are excluded
@@ -293,23 +427,13 @@ def scores(directory, top):
     }
 
 
-def child(args):
-    directory = data_directory(args.data[0], args.quick)
-    top, fit_seconds, predict_seconds, peak, extra = RUNNERS[args.method](
-        directory, args.seeds[0], args.out
-    )
-    result = {
-        "data": args.data[0],
-        "method": args.method,
-        "seed": args.seeds[0],
-        **scores(directory, top),
-        "fit_seconds": fit_seconds,
-        "predict_seconds": predict_seconds,
-        "peak_gib": None if peak is None else peak / 2**30,
-        "load_average": list(os.getloadavg()),
-        **extra,
-    }
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+def measure(data, method, seed, quick):
+    """One run, in a child process of its own (``run_in_child``): its record."""
+    directory = data_directory(data, quick)
+    found = RUNNERS[method](directory, seed)
+    scores = evaluate(*load(directory, "Y_train", "Y_test"), found.pop("top"))
+    return {"data": data, "method": method, "seed": seed, "threads": THREADS, **scores,
+            **found, "load_average": list(os.getloadavg())}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ parent
@@ -323,35 +447,35 @@ def run_all(args):
         if any(m.startswith("omikuji") for m in args.methods):
             training_file(directory)
         for method in args.methods:
+            if method == "linear" and name not in REAL:
+                print(f"{name} / linear: not run on the generated shapes (see --help)", flush=True)
+                continue
             for seed in args.seeds:
                 path = run_path(name, method, seed, args.quick)
                 if args.resume and path.exists():
                     continue
-                path.parent.mkdir(parents=True, exist_ok=True)
-                command = [sys.executable, __file__, "--child", "--data", name, "--method"]
-                command += [method, "--seeds", str(seed), "--out", str(path)]
-                if args.quick:
-                    command.append("--quick")
                 print(f"{name} / {method} / seed {seed} ...", flush=True)
-                # The child's own output (omikuji's progress bars) goes to a log beside its JSON.
-                with open(path.with_suffix(".log"), "w") as log:
-                    try:
-                        done = subprocess.run(command, timeout=args.timeout, stdout=log, stderr=log)
-                    except subprocess.TimeoutExpired:
-                        print(f"  did not finish in {args.timeout:.0f} s", flush=True)
+                try:  # the child's output (omikuji's progress bars) goes to a log beside its JSON
+                    run_in_child(
+                        __file__,
+                        "measure",
+                        {"data": name, "method": method, "seed": seed, "quick": args.quick},
+                        output=path,
+                        log=path.with_suffix(".log"),
+                        timeout=args.timeout,
+                    )
+                except ChildFailed as failure:
+                    print(f"  {failure.reason}: see {path.with_suffix('.log')}", flush=True)
+                    if failure.reason.startswith("no result"):
                         record = {"data": name, "method": method, "seed": seed,
                                   "timed_out_after_seconds": args.timeout,
                                   "load_average": list(os.getloadavg())}  # fmt: skip
                         path.write_text(json.dumps(record, indent=1) + "\n")
-                        continue
-                if done.returncode != 0:
-                    log_name = path.with_suffix(".log")
-                    print(f"  failed with exit code {done.returncode}: see {log_name}", flush=True)
     report(args)
 
 
 COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5", "fit s",
-           "predict s", "peak GiB"]  # fmt: skip
+           "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
 LABELS = {
     "snm": "SNMClassifier (skrank)",
     "snm-2-epochs": "SNMClassifier(max_epochs=2)",
@@ -360,20 +484,28 @@ LABELS = {
     "omikuji-bonsai": "omikuji, Bonsai settings",
     "napkinxc-plt": "napkinXC PLT",
     "centroid": "nearest centroid (baseline)",
+    "linear": "one-vs-rest LinearSVC (baseline)",
 }
-DIGITS = {"P@1": 4, "fit s": 1, "predict s": 1, "peak GiB": 2}
-RUN_KEYS = {"fit s": "fit_seconds", "predict s": "predict_seconds", "peak GiB": "peak_gib"}
+DIGITS = {"P@1": 4, "fit s": 1, "fit CPU s": 1, "predict s": 1, "peak above start GiB": 2}
+RUN_KEYS = {
+    "fit s": "fit_seconds",
+    "fit CPU s": "fit_cpu_seconds",
+    "predict s": "predict_seconds",
+    "peak above start GiB": "peak_increase_gib",
+}
+# SNM's resolved settings named in the notes, where its runs recorded them.
+SNM_SETTINGS = ("n_components_", "embedding_dim_", "input_normalization_", "encoder_init_",
+                "neighbor_weight_", "centroid_weight_", "search_")  # fmt: skip
 
 
 def report(args):
     """One table of every row and method run (mean and std over seeds), with the shapes of the
-    rows and SNM's resolved settings in its notes."""
-    results = Results(
-        "bench_xmc" + ("_quick" if args.quick else "") + (f"_{args.tag}" if args.tag else ""),
-        packages=("omikuji", "napkinxc"),
+    rows, SNM's resolved settings and the linear baseline's choice of C in its notes."""
+    results = Results(results_name("bench_xmc", args), packages=("omikuji", "napkinxc"))
+    results.data["versions"]["libpecos"] = (versions_in(PECOS_PYTHON, ["libpecos"]) or {}).get(
+        "libpecos"
     )
-    results.data["versions"]["libpecos"] = _pecos_version()
-    rows, notes = [], []
+    rows, notes, threads = [], [], set()
     for name in args.data:
         runs = {
             method: [
@@ -384,9 +516,11 @@ def report(args):
             for method in args.methods
         }
         for method, done in runs.items():
+            threads.update(run.get("threads") for run in done)
             finished = [run for run in done if "timed_out_after_seconds" not in run]
             if finished:
-                row = [name, LABELS[method], len(finished)]
+                labels = sorted({run.get("label", LABELS[method]) for run in finished})
+                row = [name, " / ".join(labels), len(finished)]
                 for column in COLUMNS[3:]:
                     key = RUN_KEYS.get(column, column)
                     values = [run[key] for run in finished if run.get(key) is not None]
@@ -397,37 +531,55 @@ def report(args):
                 row = [name, LABELS[method], 0] + [None] * (len(COLUMNS) - 3)
                 row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
                 rows.append(row)
-        directory = data_directory(name, args.quick)
-        X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
-        note = (
-            f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
-            f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
-            f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row, "
-            f"{np.count_nonzero(Y_train.getnnz(axis=0)):,} with a training row)"
-        )
-        for run in [run for run in runs.get("snm", []) if "epochs" in run][:1]:
-            note += (
-                f"; SNM: {run['epochs']} epochs, embedding_dim {run['embedding_dim']}, "
-                f"encoder_init {run['encoder_init']}, neighbor_weight {run['neighbor_weight']}, "
-                + (
-                    f"centroid_weight {run['centroid_weight']}, "
-                    if "centroid_weight" in run
-                    else ""
-                )
-                + f"search {run['search']}"
-                + (
-                    f" (recall of the exact top 5: {run['recall_of_exact_top5']:.4f})"
-                    if "recall_of_exact_top5" in run
-                    else ""
-                )
-            )
-        loads = [run["load_average"][0] for done in runs.values() for run in done]
-        if loads:
-            note += f"; load average {min(loads):.1f}-{max(loads):.1f} during the runs"
-        notes.append(note + ".")
+        notes.append(_data_note(name, args.quick, runs))
+    seeds = ", ".join(map(str, args.seeds))
+    threads = ", ".join(
+        f"{count} thread(s) a method" if count else "each library's default threads"
+        for count in sorted(threads, key=str)
+    )
     title = "Test top-k labels, fit and prediction time, peak memory"
-    results.add_table(title, COLUMNS, rows, notes=" ".join(notes) + " Mean ± std over seeds.")
+    results.add_table(
+        title,
+        COLUMNS,
+        rows,
+        notes=" ".join(notes) + f" Mean ± std over the runs of seeds {seeds} (runs: how many "
+        f"finished), {threads}; fit CPU s: the CPU time of the fit's process (a shared "
+        "machine's load lengthens wall times); peak memory: the peak resident size above the "
+        "size at the start of the fit (imports and data loaded).",
+    )
     results.save()
+
+
+def _data_note(name, quick, runs):
+    """The note of one data set: its shape, SNM's settings, the linear baseline's choice."""
+    directory = data_directory(name, quick)
+    X_train, Y_train, X_test, Y_test = load(directory, "X_train", "Y_train", "X_test", "Y_test")
+    note = (
+        f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
+        f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
+        f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row, "
+        f"{np.count_nonzero(Y_train.getnnz(axis=0)):,} with a training row)"
+    )
+    unseen = Y_test[:, Y_train.shape[1] :].nnz
+    if unseen:
+        note += f", {unseen} test labels of tags without a training row (misses)"
+    for run in [run for run in runs.get("snm", []) if "settings" in run][:1]:
+        settings = run["settings"]
+        shown = [f"{key[:-1]} {settings[key]}" for key in SNM_SETTINGS if key in settings]
+        note += f"; SNM (seed {run['seed']}): {run['epochs']} epochs, " + ", ".join(shown)
+        if "recall_of_exact_top5" in run:
+            note += f" (recall of the exact top 5: {run['recall_of_exact_top5']:.4f})"
+    for run in [run for run in runs.get("linear", []) if "C" in run][:1]:
+        chosen = run["validation"][f"{run['C']:g}"]
+        note += (
+            f"; linear baseline: C = {run['C']:g} of {', '.join(map(str, run['validation']))} "
+            f"(validation P@1 {chosen['P@1']:.4f}, P@5 {chosen['P@5']:.4f}; choice "
+            f"{run['selection_seconds']:.0f} s)"
+        )
+    loads = [run["load_average"][0] for done in runs.values() for run in done]
+    if loads:
+        note += f"; load average {min(loads):.1f}-{max(loads):.1f} during the runs"
+    return note + "."
 
 
 def _mean_std(values, digits):
@@ -438,39 +590,19 @@ def _mean_std(values, digits):
     return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
 
 
-def _pecos_version():
-    try:
-        return subprocess.run(
-            [str(PECOS_PYTHON), "-c", "import pecos; print(pecos.__version__)"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", nargs="+",
-                        default=["bibtex", "corel5k", *GENERATED])  # fmt: skip
-    parser.add_argument(
+    arguments = parser(
+        __doc__, "quick", "seeds", "tag", "resume", "report_only", "timeout", seeds=[0, 1, 2]
+    )
+    arguments.add_argument("--data", nargs="+", choices=[*REAL, *GENERATED], default=list(REAL))
+    arguments.add_argument(
         "--methods",
         nargs="+",
         default=[method for method in METHODS if method != "snm-2-epochs"],
         choices=METHODS,
     )
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--resume", action="store_true", help="skip runs whose JSON exists")
-    parser.add_argument("--report-only", action="store_true", help="only gather the runs")
-    parser.add_argument("--quick", action="store_true", help="small rows, a smoke run")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds per child")
-    parser.add_argument("--tag", help="suffix of the results file name")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        child(args)
-    elif args.report_only:
+    args = arguments.parse_args(argv)
+    if args.report_only:
         report(args)
     else:
         run_all(args)

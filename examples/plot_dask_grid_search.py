@@ -12,7 +12,8 @@ is used the same way through its :class:`~distributed.Client`):
 2. :class:`~sklearn.model_selection.GridSearchCV` over skrank estimators runs its fits on the
    cluster's workers with ``joblib.parallel_backend("dask")``.
 
-Needs ``pip install "skrank[dask]" distributed``.
+Needs the ``dask`` extra: dask and distributed, ``pip install ".[dask]"`` in the skrank
+checkout.
 """
 
 # %%

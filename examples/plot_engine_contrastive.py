@@ -20,13 +20,13 @@ from torch.nn import functional as F
 
 from skrank.datasets import load_mnist
 from skrank.metrics import mean_auprc_score
-from skrank.nn import MLP, BaseTorchEstimator, store_parameters
+from skrank.nn import MLP, TORCH_PARAMETER_CONSTRAINTS, BaseTorchEstimator, store_parameters
 from skrank.plotting import TrainingHistoryDisplay
 from skrank.sampling import ClassBalancedBatchSampler
 
 
 class ContrastiveEmbedder(TransformerMixin, BaseTorchEstimator):
-    _parameter_constraints = dict(BaseTorchEstimator._torch_parameter_constraints)
+    _parameter_constraints = dict(TORCH_PARAMETER_CONSTRAINTS)
 
     engine_defaults = {"batch_size": 128, "max_epochs": 10}  # the engine's other defaults stay
 
@@ -35,7 +35,7 @@ class ContrastiveEmbedder(TransformerMixin, BaseTorchEstimator):
 
     def fit(self, X, y):
         X, y = np.asarray(X, dtype=np.float32), np.unique(y, return_inverse=True)[1]
-        X_train, y_train, validation = self._split_validation(X, y, stratify=y)
+        X_train, y_train, validation = self.split_validation(X, y, stratify=y)
         return self.fit_loop(X_train, y_train, validation)
 
     def initialize_module(self, n_features):
@@ -57,7 +57,7 @@ class ContrastiveEmbedder(TransformerMixin, BaseTorchEstimator):
         return mean_auprc_score(self.transform(X_val), y_val)
 
     def transform(self, X):
-        return self._forward_in_chunks(np.asarray(X, dtype=np.float32))
+        return self.forward(np.asarray(X, dtype=np.float32), as_numpy=True)
 
 
 X, y = load_mnist(return_X_y=True)  # pixels already scaled to [0, 1]

@@ -21,7 +21,8 @@ rate of the label embeddings (Adagrad, 0.005), and at a lower one (0.001).
 # ---------------
 # During training every example is paired, each epoch, with one of its labels drawn uniformly;
 # all of its labels are excluded from its negatives. ``validation_fraction`` holds out part of
-# the training set to record the validation Recall@``score_k`` after every epoch.
+# the training set to record the validation Precision@``score_k`` (what early stopping
+# monitors) after every epoch.
 import os
 
 import matplotlib.pyplot as plt
@@ -87,7 +88,7 @@ for name, model in models.items():
     epochs = [record["epoch"] for record in model.history_]
     validation = [record["validation_score"] for record in model.history_]
     ax_history.plot(epochs, validation, marker=".", label=name)
-ax_history.set(xlabel="epoch", ylabel="validation Recall@5", title="Training history")
+ax_history.set(xlabel="epoch", ylabel="validation Precision@5", title="Training history")
 ax_history.legend()
 fig.tight_layout()
 

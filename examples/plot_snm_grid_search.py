@@ -8,9 +8,10 @@ negative labels works best, and with how many of them, is a model-selection ques
 :class:`~sklearn.model_selection.GridSearchCV` compares top-1 Stochastic Negative Mining with
 plain negative sampling, for two sample sizes, on the Bibtex multilabel data shipped with skrank
 (159 labels). The classifier is the last step of a :class:`~sklearn.pipeline.Pipeline` (TF-IDF
-weighting of the bag-of-words features), and the scorers are skrank's ``"recall@5"`` and
-``"precision@1"``: they call the classifier's ``predict_top_k``, which never builds the
-``n_samples x n_labels`` score matrix.
+weighting of the bag-of-words features), and the scorers are skrank's ``"label_recall@5"``
+(Recall@5: the share of each example's true labels among its 5 best) and ``"precision@1"``:
+they call the classifier's ``predict_top_k``, which never builds the ``n_samples x n_labels``
+score matrix.
 """
 
 # %%
@@ -44,7 +45,7 @@ classifier = SNMClassifier(
     max_epochs=3 if quick else 8,
     tol=None,  # a fixed budget of epochs for every candidate: no early stopping
     score_k=5,
-    validation_fraction=0.1,  # records the validation Recall@5 of every epoch
+    validation_fraction=0.1,  # records the validation Precision@5 of every epoch
     random_state=0,
 )
 pipeline = make_pipeline(TfidfTransformer(), classifier)
@@ -57,7 +58,7 @@ param_grid = {
 # Grid search on Recall@5
 # -----------------------
 # The targets are a sparse label-indicator matrix, so the folds are plain (not stratified).
-scoring = {"recall@5": get_scorer("recall@5"), "precision@1": get_scorer("precision@1")}
+scoring = {"recall@5": get_scorer("label_recall@5"), "precision@1": get_scorer("precision@1")}
 search = GridSearchCV(
     pipeline,
     param_grid,
@@ -91,14 +92,14 @@ for name, scorer in scoring.items():
 # Training histories of both weightings
 # -------------------------------------
 # Refit each weighting with the chosen number of negatives and draw the training loss and the
-# validation Recall@5 per epoch on the same panels
+# validation Precision@5 (what early stopping monitors) per epoch on the same panels
 # (:class:`~skrank.plotting.TrainingHistoryDisplay`).
 axes = None
 for weights in ("topk", "uniform"):
     model = clone(best).set_params(snmclassifier__negative_weights=weights)
     model.fit(X_train, y_train)
     display = TrainingHistoryDisplay.from_estimator(
-        model, name=weights, ax=axes, validation_label="validation Recall@5"
+        model, name=weights, ax=axes, validation_label="validation Precision@5"
     )
     axes = display.axes_
 display.figure_.tight_layout()

@@ -51,7 +51,7 @@ param_grid = {
 search = GridSearchCV(
     pipeline,
     param_grid,
-    scoring={"mean_auprc": get_scorer("mean_auprc"), "recall@1": get_scorer("recall@1")},
+    scoring={"mean_auprc": get_scorer("mean_auprc"), "recall@1": get_scorer("hit_rate@1")},
     refit="mean_auprc",
     cv=StratifiedKFold(3, shuffle=True, random_state=0),
 )

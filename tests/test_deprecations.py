@@ -15,6 +15,7 @@ from skrank.exceptions import InconsistentVersionWarning
 from skrank.utils._deprecation import (
     DEPRECATED,
     DeprecatedParameter,
+    renamed_method,
     resolve_deprecated_parameters,
 )
 from skrank.utils._persistence import VersionedStateMixin
@@ -120,3 +121,25 @@ def test_saved_state_of_the_old_names_loads_with_the_new_ones():
     with pytest.warns(InconsistentVersionWarning):
         kept.__setstate__({**old, "scale": 5.0})
     assert kept.scale == 5.0  # a value the user gave stays, and the next fit warns
+
+
+def test_saved_state_without_a_parameter_added_since_loads_with_its_default():
+    model = _Toy.__new__(_Toy)
+    with pytest.warns(InconsistentVersionWarning):
+        model.__setstate__({"width": DEPRECATED, "scale": DEPRECATED, "_skrank_version": "0.1"})
+    assert model.get_params() == {"n_components": 3, "width": DEPRECATED, "scale": DEPRECATED}
+
+
+def test_renamed_method_warns_and_calls_the_new_one_with_its_keywords():
+    class Renamed:
+        def area(self, width, height=1.0, *, scale=1.0):
+            return width * height * scale
+
+        surface = renamed_method("surface", "area")
+        scaled_surface = renamed_method("scaled_surface", "area", scale=2.0)
+
+    with pytest.warns(FutureWarning, match=r"Renamed\.surface was renamed area in skrank 0\.2"):
+        assert Renamed().surface(3, height=2) == 6
+    with pytest.warns(FutureWarning, match=r"call area\(\.\.\., scale=2\.0\) instead"):
+        assert Renamed().scaled_surface(3) == 6
+    assert Renamed.surface.__name__ == "surface" and "area" in Renamed.surface.__doc__

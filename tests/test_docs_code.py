@@ -11,9 +11,14 @@ BLOCK = re.compile(r"\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)")
 # user's own code, with names such as ``pipeline`` or ``model`` left to the reader).
 RUNNABLE_PAGES = [
     "index.rst",
+    "user_guide/soprc.rst",
+    "user_guide/snm.rst",
+    "user_guide/pointwise_roc.rst",
+    "user_guide/mmc.rst",
     "user_guide/losses.rst",
     "user_guide/engine.rst",
     "user_guide/persistence.rst",
+    "user_guide/threads.rst",
 ]
 
 

@@ -538,7 +538,7 @@ def _scaled_pair_reference(f, S, scale):
 # ------------------------------------------------------------------ scorers
 def _scorer_cases():
     mmc = MMC(random_state=0).fit(X, Y)
-    for name in ("mean_auprc", "recall@2", "precision@1", "tpr@fpr=0.1"):
+    for name in ("mean_auprc", "hit_rate@2", "precision@1", "tpr@fpr=0.1"):
         scorer = metrics.get_scorer(name)
         reference = (lambda s=scorer: s(mmc, X, Y),)[0]
         for scale in (1e-300, 1e300):
@@ -971,9 +971,9 @@ def _method_cases():
         yield Case(
             f"PointwiseROC-similarity-scale{scale:.0e}",
             lambda s=scale: (
-                PointwiseROCSimilarity(random_state=0).fit(X, Y).similarity(X[:9] * s, X[9:])
+                PointwiseROCSimilarity(random_state=0).fit(X, Y).pair_score(X[:9] * s, X[9:])
             ),
-            Same(lambda: PointwiseROCSimilarity(random_state=0).fit(X, Y).similarity(X[:9], X[9:])),
+            Same(lambda: PointwiseROCSimilarity(random_state=0).fit(X, Y).pair_score(X[:9], X[9:])),
         )
     yield Case(
         "PointwiseROC-normalize=False-scale1e200",

@@ -15,15 +15,20 @@ from ..nn import (
     MLP,
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_CONSTRAINTS,
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
     Callback,
+    UnitRows,
     WeightAveraging,
+    check_onnx_installed,
+    dense_float32,
+    export_module,
+    gather_summing_gradient,
+    gather_with_gradient,
+    input_dtypes,
+    module_output_dim,
 )
-from ..nn._data import input_dtypes
-from ..nn._distributed import gather_summing_gradient, gather_with_gradient
-from ..nn._modules import module_output_dim
-from ..nn._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
 from ..sampling import ClassBalancedBatchSampler
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
@@ -131,7 +136,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     retrieval_metric = "cosine"
 
     _parameter_constraints = {
-        **BaseTorchEstimator._torch_parameter_constraints,
+        **TORCH_PARAMETER_CONSTRAINTS,
         "module": [torch.nn.Module, None],
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
@@ -223,14 +228,14 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 y,
                 accept_sparse="csr",
                 dtype=input_dtypes(X),
-                reset=not self._warm_starting(),
+                reset=not self.warm_starting(),
             )
         check_float32_range(X, estimator="SOPRCEmbedder")
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
-        self._set_classes(classes)
+        self.set_classes(classes)
         stratify = codes if counts.min() >= 2 else None
-        X_train, codes_train, validation = self._split_validation(X, codes, stratify=stratify)
+        X_train, codes_train, validation = self.split_validation(X, codes, stratify=stratify)
         check_class_counts(
             np.bincount(codes_train, minlength=classes.shape[0]),
             input_name="the training part of y",
@@ -249,7 +254,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             module = self._default_network(n_features, n_components)
         else:
             module = copy.deepcopy(self.module)
-        width = module_output_dim(module.to(self._device), n_features, self._device)
+        device = self.training_device
+        width = module_output_dim(module.to(device), n_features, device)
         if self.n_components is not None and width != self.n_components:
             raise ValueError(
                 f"The module maps to {width} dimensions but n_components={self.n_components}; "
@@ -320,7 +326,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         if embeddings.dtype != torch.float32:  # bfloat16 under autocast
             embeddings = embeddings.float()
         groups, valid, queries = batch.groups, batch.valid, None
-        context = self._context
+        context = self.training_context
         if context.active:
             groups, valid = batch.global_groups, batch.global_valid  # the same on every rank
             if self.criterion_.tpr_source == "auxiliary":
@@ -340,10 +346,12 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         return loss * context.world_size
 
     def validation_score(self, X_val, y_val):
-        return mean_auprc_score(self._embed(X_val), y_val, metric="cosine", device=self._device)
+        return mean_auprc_score(
+            self._embed(X_val), y_val, metric="cosine", device=self.training_device
+        )
 
     def _embed(self, X):
-        embedding = self._forward_in_chunks(X)
+        embedding = self.forward(X, as_numpy=True)
         norms = np.linalg.norm(embedding, axis=1, keepdims=True)
         return np.divide(
             embedding, np.maximum(norms, np.finfo(embedding.dtype).tiny), out=embedding
@@ -437,7 +445,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             Mean over queries of their AUPRC.
         """
         return mean_auprc_score(
-            self.transform(X), y, metric="cosine", device=self._inference_device()
+            self.transform(X), y, metric="cosine", device=self.inference_device()
         )
 
     @property

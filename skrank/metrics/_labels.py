@@ -143,7 +143,9 @@ def top_k_hits(targets, top_k):
 
 
 def mean_top_k_scores(hits, n_true, ks, kind):
-    """Mean Recall@k or Precision@k for each ``k`` in ``ks`` from :func:`top_k_hits` output.
+    """Mean Recall@k, Precision@k or hit rate at k (``kind``: ``"recall"``, ``"precision"``,
+    ``"hit_rate"``: the share of examples with a true label among their k best) for each ``k``
+    in ``ks`` from :func:`top_k_hits` output.
 
     Examples without a true label are excluded, with a ``UserWarning`` giving their number.
 
@@ -163,6 +165,8 @@ def mean_top_k_scores(hits, n_true, ks, kind):
             stacklevel=4,
         )
     cumulative_hits = np.cumsum(hits[has_label], axis=1)[:, ks - 1]
+    if kind == "hit_rate":
+        return np.mean(cumulative_hits > 0, axis=0)
     denominator = n_true[has_label, None] if kind == "recall" else ks[None, :]
     return np.mean(cumulative_hits / denominator, axis=0)
 

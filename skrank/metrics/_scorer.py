@@ -11,15 +11,16 @@ A scorer is called as ``scorer(estimator, X, y)`` and returns a float, higher = 
   attribute ``retrieval_metric`` ("cosine" or "euclidean"; for a ``Pipeline``, that of its
   final step) if it has one; otherwise "euclidean".
 - A *classifier* is an estimator with ``decision_function`` (n_samples, n_labels) or
-  ``predict_top_k``, and ``classes_``. "recall@k" and "precision@k" are then
-  :func:`top_k_recall_score` and :func:`top_k_precision_score`. If it has
-  ``predict_top_k(X, k)``, returning an (n, k) array of labels from ``classes_`` (best
-  first), that is used instead of the full score matrix. For a ``Pipeline`` these methods
-  are looked up on its final step, which receives ``X`` transformed by the other steps.
+  ``predict_top_k``, and ``classes_``. "label_recall@k", "precision@k" and "hit_rate@k" are
+  then :func:`top_k_recall_score`, :func:`top_k_precision_score` and the share of examples
+  with a true label among their k best. If it has ``predict_top_k(X, k)``, returning an
+  (n, k) array of labels from ``classes_`` (best first), that is used instead of the full
+  score matrix. For a ``Pipeline`` these methods are looked up on its final step, which
+  receives ``X`` transformed by the other steps.
 - A *similarity learner* is an estimator with ``pairwise_similarity(X, Y)`` (an (n_X, n_Y)
   matrix) and no ``transform`` (:class:`~skrank.PointwiseROCSimilarity`). Retrieval metrics
   rank the items of ``X`` by ``pairwise_similarity`` (as the metrics' callable ``metric``),
-  and "recall@k" and "precision@k" are retrieval metrics for it: its ``decision_function``
+  and "hit_rate@k" and "precision@k" are retrieval metrics for it: its ``decision_function``
   scores pairs, not labels. For a ``Pipeline``, ``X`` first goes through the other steps.
 - "tpr@fpr=a" scores all pairs ``i < j`` of ``X`` (positive pair: same class): pair scores
   are ``estimator.pairwise_similarity(X)`` (an (n, n) matrix) if the estimator (or a
@@ -36,6 +37,7 @@ from scipy import sparse
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.pipeline import Pipeline
 
+from ..utils._deprecation import MOVED_IN, REMOVED_IN
 from ._extreme import _indicator, label_propensities, ndcg_from_hits, psp_from_top
 from ._labels import (
     check_label_scores,
@@ -56,12 +58,12 @@ from ._retrieval import (
 from ._search import top_k_indices
 from ._validation import check_fpr
 
-_TOP_K_NAME = re.compile(r"(recall|precision)@(\d+)")
-_EXTREME_NAME = re.compile(r"(ndcg|psp)@(\d+)")
+_TOP_K_NAME = re.compile(r"(recall|precision|hit_rate)@(\d+)")
+_EXTREME_NAME = re.compile(r"(ndcg|psp|label_recall)@(\d+)")
 _TPR_NAME = re.compile(r"tpr@fpr=(.+)")
 _NAME_FORMS = (
-    "'mean_auprc', 'map@r', 'r_precision', 'recall@K', 'precision@K', 'ndcg@K', 'psp@K' "
-    "(K a positive integer), 'tpr@fpr=A'"
+    "'mean_auprc', 'map@r', 'r_precision', 'hit_rate@K', 'precision@K', 'label_recall@K', "
+    "'ndcg@K', 'psp@K' (K a positive integer), 'tpr@fpr=A'"
 )
 _AT_R_SCORERS = {"map@r": map_at_r_score, "r_precision": r_precision_score}
 
@@ -196,10 +198,11 @@ class _EmbeddingScorer(_RankingScorer):
 
 
 class _TopKScorer(_EmbeddingScorer):
-    """Recall@k / Precision@k: over labels for a classifier, over retrieval for an embedder."""
+    """Hit rate / Precision@k (and the former "recall@k"): over labels for a classifier, over
+    retrieval for an embedder."""
 
     def __init__(self, name, kind, k, metric=None):
-        score_func = recall_at_k_score if kind == "recall" else precision_at_k_score
+        score_func = precision_at_k_score if kind == "precision" else recall_at_k_score
         super().__init__(name, score_func, metric, k=k)
         self.kind = kind
         self.k = k
@@ -236,17 +239,19 @@ class _TopKScorer(_EmbeddingScorer):
         hits, n_true = top_k_hits(targets, top_k)
         if self.kind == "ndcg":
             return ndcg_from_hits(hits, n_true, np.array([self.k]))[0]
-        return mean_top_k_scores(hits, n_true, np.array([self.k]), self.kind)[0]
+        kind = "recall" if self.kind == "label_recall" else self.kind
+        return mean_top_k_scores(hits, n_true, np.array([self.k]), kind)[0]
 
 
 class _ExtremeScorer(_TopKScorer):
-    """nDCG@k / PSP@k over labels, for classifiers only."""
+    """Label Recall@k / nDCG@k / PSP@k over labels, for classifiers only."""
 
     def _score(self, estimator, X, y):
         if not _scores_labels(estimator):
+            hint = f" For an embedder, 'hit_rate@{self.k}'." if self.kind == "label_recall" else ""
             raise ValueError(
                 f"The scorer {self.name!r} scores label rankings: it needs a classifier "
-                "(decision_function or predict_top_k, and classes_)."
+                f"(decision_function or predict_top_k, and classes_).{hint}"
             )
         return super()._score(estimator, X, y)
 
@@ -305,15 +310,22 @@ def get_scorer(scoring, *, metric=None):
       ``"r_precision"`` (:func:`r_precision_score`). The retrieval scorers compute on
       ``device="auto"`` (CUDA when present, else the torch CPU path); pass another device
       through :func:`make_retrieval_scorer`.
-    - ``"recall@K"``, ``"precision@K"``: for a classifier (``decision_function`` or
-      ``predict_top_k``), the label metrics :func:`top_k_recall_score` /
-      :func:`top_k_precision_score` (using ``predict_top_k(X, K)`` when the estimator has
-      it); for an embedder or a similarity learner, the retrieval metrics
-      :func:`recall_at_k_score` / :func:`precision_at_k_score` of ``transform(X)`` (of ``X``
-      ranked by ``pairwise_similarity``).
-    - ``"ndcg@K"``, ``"psp@K"``: classifiers only, :func:`top_k_ndcg_score` and the
+    - ``"hit_rate@K"``: the share of queries with a positive among their ``K`` best; for an
+      embedder or a similarity learner, the retrieval metric :func:`recall_at_k_score` of
+      ``transform(X)`` (of ``X`` ranked by ``pairwise_similarity``), the "Recall@K" of
+      metric-learning papers; for a classifier (``decision_function`` or
+      ``predict_top_k``), the share of examples with a true label among their ``K`` best
+      labels (using ``predict_top_k(X, K)`` when the estimator has it).
+    - ``"precision@K"``: the share of the ``K`` best that are positives, averaged over
+      queries: :func:`precision_at_k_score` of the retrieval, or for a classifier the label
+      metric :func:`top_k_precision_score`.
+    - ``"label_recall@K"``, ``"ndcg@K"``, ``"psp@K"``: classifiers only, the label metrics
+      :func:`top_k_recall_score` (the share of each example's true labels among its ``K``
+      best, the Recall@K of extreme classification), :func:`top_k_ndcg_score` and the
       normalised :func:`top_k_psp_score`, with the propensities of the scored ``y``
       (:func:`label_propensities`; a scorer never sees the training labels).
+    - ``"recall@K"`` (deprecated, removed in 0.3): ``"label_recall@K"`` for a classifier,
+      ``"hit_rate@K"`` otherwise.
     - ``"tpr@fpr=A"``: :func:`pairwise_roc_score` at FPR ``A`` over all pairs of ``X``, with
       pair scores from ``estimator.pairwise_similarity(X)`` or else from the embedding. It
       holds the (n, n) similarity matrix of the scored set: memory O(n^2).
@@ -338,16 +350,17 @@ def get_scorer(scoring, *, metric=None):
     Raises
     ------
     ValueError
-        For a malformed ranking name (e.g. "recall@0", "tpr@fpr=2") or an unknown name.
+        For a malformed ranking name (e.g. "hit_rate@0", "tpr@fpr=2") or an unknown name.
 
     Examples
     --------
+    >>> from skrank.metrics import get_scorer
+    >>> hit_rate = get_scorer("hit_rate@5")  # for PCA, an embedder: a retrieval metric
     >>> from sklearn.datasets import load_iris
     >>> from sklearn.decomposition import PCA
     >>> from sklearn.model_selection import GridSearchCV
-    >>> from skrank.metrics import get_scorer
     >>> X, y = load_iris(return_X_y=True)
-    >>> search = GridSearchCV(PCA(), {"n_components": [1, 2]}, scoring=get_scorer("recall@5"))
+    >>> search = GridSearchCV(PCA(), {"n_components": [1, 2]}, scoring=hit_rate)
     >>> search.fit(X, y).best_params_
     {'n_components': 2}
     """
@@ -362,6 +375,16 @@ def get_scorer(scoring, *, metric=None):
         k = int(top_k.group(2))
         if k < 1:
             raise ValueError(f"Malformed scorer name {scoring!r}: k must be >= 1.")
+        if top_k.group(1) == "recall":
+            warnings.warn(
+                f"The scorer name {scoring!r} is deprecated in skrank {MOVED_IN} and will be "
+                f"removed in {REMOVED_IN}: it meant two recalls. Use 'hit_rate@{k}' (the share "
+                f"of queries with a positive among their {k} best: retrieval's Recall@{k}) or "
+                f"'label_recall@{k}' (the share of each example's true labels among its {k} "
+                "best, for classifiers).",
+                FutureWarning,
+                stacklevel=2,
+            )
         return _TopKScorer(scoring, top_k.group(1), k, metric)
     extreme = _EXTREME_NAME.fullmatch(scoring)
     if extreme:

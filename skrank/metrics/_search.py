@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..utils._memory import working_memory_bytes
+from ..utils._optional import install_hint
 from ..utils._validation import check_ndim
 from ._validation import check_k
 
@@ -220,7 +221,7 @@ class FaissInnerProductIndex:
             import faiss
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
-                "search='faiss' needs the faiss package: pip install 'skrank[ann]' (or faiss-cpu)."
+                f"search='faiss' needs the faiss package: {install_hint('faiss-cpu', 'ann')}."
             ) from exc
         self._faiss = faiss
         table = np.ascontiguousarray(table, dtype=np.float32)
@@ -264,8 +265,8 @@ class FaissIVFIndex:
             import faiss
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
-                "An approximate search needs the faiss package: pip install 'skrank[ann]' "
-                "(or faiss-cpu)."
+                "An approximate search needs the faiss package: "
+                f"{install_hint('faiss-cpu', 'ann')}."
             ) from exc
         table = np.ascontiguousarray(table, dtype=np.float32)
         n_rows, dim = table.shape

@@ -23,16 +23,20 @@ from ..metrics._search import _ordered_block_top_k, _weighted_sum_top_k, overlap
 from ..nn import (
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_CONSTRAINTS,
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
     EarlyStopping,
     RowSparseOptimizer,
+    RowSubset,
+    check_onnx_installed,
+    current_context,
+    dense_float32,
+    export_module,
+    layer_sizes,
+    memory_mapped,
+    resolve_device,
 )
-from ..nn._data import RowSubset, memory_mapped
-from ..nn._device import resolve_device
-from ..nn._distributed import current_context
-from ..nn._modules import layer_sizes
-from ..nn._onnx import check_onnx_installed, dense_float32, export_module
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
 from ..sampling._labels import draw_from_positive_table, positive_table
 from ..utils._docstrings import fill_shared_docs
@@ -222,8 +226,8 @@ default="rowwise_adagrad"
         Learning rate of the sparse input layer. None: 0.03 for row-wise Adagrad, 0.005 for
         Adagrad, and ``learning_rate`` for SparseAdam and SGD.
     score_k : int, default=1
-        The ``k`` of :meth:`score` (Recall@k), of the validation score (Precision@k, which
-        early stopping monitors), and of multilabel :meth:`predict`.
+        The ``k`` of :meth:`score` and of the validation score that early stopping monitors
+        (both Precision@k), and of multilabel :meth:`predict`.
     search : {"auto", "exact", "ivf", "faiss"}, default="auto"
         Top-k search over the label table at prediction: ``"exact"``, a chunked scan;
         ``"ivf"``, faiss inverted lists (:class:`~skrank.metrics.FaissIVFIndex`, the ``ann``
@@ -361,7 +365,7 @@ float32 or None
     """
 
     _parameter_constraints = {
-        **BaseTorchEstimator._torch_parameter_constraints,
+        **TORCH_PARAMETER_CONSTRAINTS,
         "loss": [StrOptions({"bowl", "powl"})],
         "surrogate": [StrOptions(_SURROGATE_NAMES), callable],
         "margin": [Interval(Real, 0, None, closed="neither")],
@@ -503,13 +507,13 @@ float32 or None
                 accept_sparse="csr",
                 dtype=(np.float64, np.float32),
                 multi_output=True,
-                reset=not self._warm_starting(),
+                reset=not self.warm_starting(),
             )
         check_float32_range(X, estimator="SNMClassifier")
         rows = X  # as given: the space of the nearest-centroid rule
         X = self._normalize_inputs(X, fitting=True)
         classes, positives, self._multilabel_output = _encode_targets(y)
-        self._set_classes(classes)
+        self.set_classes(classes)
         if self.score_k > len(classes):
             raise ValueError(f"score_k={self.score_k} exceeds the number of labels {len(classes)}.")
         X, positives, rows = _drop_rows_without_positives(X, positives, rows)
@@ -554,41 +558,36 @@ float32 or None
         self._check_search_parameters()
         self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
         self.neighbor_weight_ = self.centroid_weight_ = 0.0
-        self._initialization_data = (X_train, y_train)
-        try:
-            self.fit_loop(X_train, y_train, validation)
-            # The blend's weights are chosen on the model the validation rows did not shape.
-            self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(
-                X_train, y_train, validation, rows_train, rows_validation
-            )
-            if validation is not None and self._kept_start():
-                # No epoch beat the start: rebuild it from every training row (the validation
-                # rows included), with the seed the first one had.
-                self._initialization_data = (X, positives)
-                device = next(self.module_.parameters()).device
-                with torch.random.fork_rng():
-                    torch.manual_seed(
-                        int(self._shared_random_state().randint(np.iinfo(np.int32).max))
-                    )
-                    self.module_ = self.initialize_module(X.shape[1]).to(device).eval()
-                self.optimizers_ = self.initialize_optimizers()  # on the new parameters
-            if self.neighbor_weight_ > 0:
-                self._store_neighbors(X, positives)
-            if self.centroid_weight_ > 0:
-                self.centroids_ = input_centroids(rows, positives)
-            self._prepare_search(X if validation is None else validation[0])
-            return self
-        finally:
-            del self._initialization_data
+        self.fit_loop(X_train, y_train, validation)
+        # The blend's weights are chosen on the model the validation rows did not shape.
+        self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(
+            X_train, y_train, validation, rows_train, rows_validation
+        )
+        if validation is not None and self._kept_start():
+            # No epoch beat the start: rebuild it from every training row (the validation
+            # rows included), with the seed the first one had.
+            device = next(self.module_.parameters()).device
+            with torch.random.fork_rng():
+                torch.manual_seed(int(self.shared_random_state().randint(np.iinfo(np.int32).max)))
+                self.module_ = self.initialize_module(X.shape[1])
+                self.initialize_weights(X, positives)
+            self.module_ = self.module_.to(device).eval()
+            self.optimizers_ = self.initialize_optimizers()  # on the new parameters
+        if self.neighbor_weight_ > 0:
+            self._store_neighbors(X, positives)
+        if self.centroid_weight_ > 0:
+            self.centroids_ = input_centroids(rows, positives)
+        self._prepare_search(X if validation is None else validation[0])
+        return self
 
     def _split_with_rows(self, X, positives, rows):
-        """:meth:`_split_validation` of ``(X, positives)``, and the same split of ``rows``
+        """:meth:`split_validation` of ``(X, positives)``, and the same split of ``rows``
         (the inputs as given; ``X`` itself without ``input_normalization``, never copied
         twice): ``(X_train, y_train, validation, rows_train, rows_validation)``."""
         if rows is X:
-            X_train, y_train, validation = self._split_validation(X, positives)
+            X_train, y_train, validation = self.split_validation(X, positives)
             return X_train, y_train, validation, X_train, validation and validation[0]
-        X_train, parts, validation = self._split_validation(X, _RowsAlike(positives, rows))
+        X_train, parts, validation = self.split_validation(X, _RowsAlike(positives, rows))
         y_train, rows_train = parts.arrays
         if validation is None:
             return X_train, y_train, None, rows_train, None
@@ -650,7 +649,7 @@ float32 or None
         if len(scored_weights) > 1:
             self.centroids_ = input_centroids(rows_train, y_train)
         k = min(self.score_k, self._table_size())
-        embeddings = self._forward_in_chunks(X_val)  # once, for the label scores and the votes
+        embeddings = self.forward(X_val, as_numpy=True)  # once, for the label scores and the votes
         labels = {(a, b): [] for a in neighbor_weights for b in scored_weights}
         for scores, similarities, votes in self._score_chunks(rows_validation, embeddings):
             for a in neighbor_weights:
@@ -816,10 +815,16 @@ float32 or None
         return network
 
     def initialize_module(self, n_features):
-        network = self._network(n_features)
+        return self._network(n_features)
+
+    def initialize_weights(self, X, y):
+        """With ``label_init="centroid"``, start each label embedding at the centroid of the
+        input embeddings of its training rows ``y`` (the positives' indicator), and a linear
+        encoder as a projection of the inputs ``X`` (``encoder_init``)."""
+        network, positives = self.module_, y
+        n_features = X.shape[1]
         self.encoder_init_ = None
         if self.label_init == "centroid":
-            X, positives = self._initialization_data
             if not layer_sizes(self.hidden_layer_sizes):
                 # A linear encoder starts as the coordinates in the principal subspace of the
                 # inputs and centroids: the model starts as the input space's centroid rule.
@@ -850,7 +855,6 @@ float32 or None
                 # Labels with examples take their centroid, the others keep their random row
                 # (their centroid is zero), with no copy of the table.
                 network.label_embeddings.weight.masked_fill_(seen[:, None], 0.0).add_(centroids)
-        return network
 
     def _input_bytes_per_weight(self):
         """Bytes a weight of the first layer takes with its optimiser's state and the copy of
@@ -903,7 +907,7 @@ float32 or None
             table,
             method=self.label_optimizer_,
             lr=self.label_learning_rate_,
-            synchronize=self._context.active,
+            synchronize=self.training_context.active,
         )
         input_rate = (
             self.input_learning_rate
@@ -914,7 +918,7 @@ float32 or None
                 "sgd": self.learning_rate,
             }[self.input_optimizer]
         )
-        return self._network_optimizers(network, self.input_optimizer, input_rate) + [
+        return self.optimizers_for(network, self.input_optimizer, input_rate) + [
             self._label_optimizer
         ]
 
@@ -925,7 +929,10 @@ float32 or None
     def get_batch_sampler(self, y, device, random_state):
         # The negatives and the positive draws of a step come from the training device.
         self._label_sampler = NegativeLabelSampler(
-            self._table_size(), self.n_negatives_, random_state=random_state, device=self._device
+            self._table_size(),
+            self.n_negatives_,
+            random_state=random_state,
+            device=self.training_device,
         )
         return ShuffledBatchSampler(
             y.shape[0], self.batch_size * self.world_size_, random_state=random_state, device=device
@@ -993,7 +1000,7 @@ float32 or None
         """Scores and label-table rows (n, k) of the ``k`` best labels, best first (with the
         nearest-centroid rule of ``rows``, the inputs as given, and the neighbours' votes when
         the fit stored them and ``neighbors``)."""
-        embeddings = self._forward_in_chunks(X)
+        embeddings = self.forward(X, as_numpy=True)
         search = search or self._search_method()
         if neighbors and self._uses_centroids():
             self._check_search_with_centroids(search, "centroid_weight_")
@@ -1014,7 +1021,7 @@ float32 or None
                     embeddings[incomplete], k, "exact"
                 )
             return scores, indices
-        queries = torch.from_numpy(embeddings).to(self._inference_device())
+        queries = torch.from_numpy(embeddings).to(self.inference_device())
         n_labels = self._table_size()
         scores, indices = top_k_inner_products(queries, self.network_.label_table, n_labels, k)
         return scores.cpu().numpy(), indices.cpu().numpy()
@@ -1047,7 +1054,7 @@ float32 or None
         to the exact search where none does)."""
         self._faiss_index = None
         self.search_, self.search_recall_, self.search_probes_ = self.search, 1.0, None
-        self._search_seed = int(self._shared_random_state().randint(np.iinfo(np.int32).max))
+        self._search_seed = int(self.shared_random_state().randint(np.iinfo(np.int32).max))
         n_labels = self._table_size()
         if self.search == "auto":
             indexed = n_labels >= AUTO_IVF_LABELS and not self._uses_centroids()
@@ -1055,7 +1062,7 @@ float32 or None
         if self.search_ == "exact":
             return
         rows = np.random.RandomState(self._search_seed).permutation(X_sample.shape[0])
-        queries = self._forward_in_chunks(X_sample[np.sort(rows[:SEARCH_SAMPLE_ROWS])])
+        queries = self.forward(X_sample[np.sort(rows[:SEARCH_SAMPLE_ROWS])], as_numpy=True)
         k = min(max(5, self.score_k), n_labels)
         exact = self._label_top_k(queries, k, "exact")[1]
         if self.search_ == "faiss":
@@ -1090,7 +1097,7 @@ float32 or None
         ``label_scores`` gives them), the cosines of ``rows`` (the inputs as given) with
         ``centroids_`` (None without them, or when ``rows`` is None) and the neighbours'
         votes (None unless the fit stored them)."""
-        device = self._inference_device()
+        device = self.inference_device()
         n_rows, n_labels = embeddings.shape[0], self._table_size()
         keys = self._neighbor_keys(device) if self._uses_neighbors() else None
         centroids = self.centroids_ if rows is not None and self._uses_centroids() else None
@@ -1137,7 +1144,7 @@ float32 or None
         """Scores and labels (n, k) of the ``k`` best labels of the scores blended with the
         neighbours' votes, in chunks of rows (see
         :func:`~skrank.multilabel._neighbors.blended_top_k`)."""
-        device = self._inference_device()
+        device = self.inference_device()
         label_vectors = self.network_.to(device).label_vectors
         keys = self._neighbor_keys(device)
         width = k + self.n_neighbors * self._neighbor_labels[0].shape[1]
@@ -1277,7 +1284,7 @@ float32 or None
         """
         X, rows = self._validate_for_prediction(X, rows=True)
         _check_dense_scores_fit(X.shape[0], len(self.classes_))
-        return self._decision_scores(torch.from_numpy(self._forward_in_chunks(X)), rows)
+        return self._decision_scores(torch.from_numpy(self.forward(X, as_numpy=True)), rows)
 
     def _decision_scores(self, embeddings, rows=None, label_scores=None):
         """:meth:`decision_function`'s scores from the input ``embeddings`` (a CPU tensor),
@@ -1424,11 +1431,15 @@ float32 or None
         )
 
     def score(self, X, y):
-        """Recall@``score_k`` over labels (top-k accuracy for multiclass targets).
+        """Precision@``score_k`` over labels, the metric of extreme classification.
 
-        The :func:`skrank.metrics.top_k_recall_score` of the ``score_k`` best labels, computed
-        from :meth:`predict_top_k` (no ``n x K`` matrix); examples without a true label are
-        excluded with a warning.
+        The :func:`skrank.metrics.top_k_precision_score` of the ``score_k`` best labels (the
+        share of them that are true labels, averaged over examples), computed from
+        :meth:`predict_top_k` (no ``n x K`` matrix): what early stopping monitors on the
+        validation rows, and what ``GridSearchCV`` compares by default. Examples without a
+        true label are excluded with a warning. Recall@k, the share of each example's true
+        labels among its ``k`` best, is the scorer ``get_scorer("label_recall@k")`` of
+        :func:`skrank.metrics.get_scorer`.
 
         Parameters
         ----------
@@ -1438,12 +1449,12 @@ float32 or None
 
         Returns
         -------
-        recall : float
-            Mean over examples of (true labels among the ``score_k`` best) / (true labels).
+        precision : float
+            Mean over examples of (true labels among the ``score_k`` best) / ``score_k``.
         """
         _, top = self._predicted_top_k(*self._validate_for_prediction(X, rows=True), self.score_k)
         labels = None if self._multilabel_output else self.classes_
-        return _top_k_score(check_label_targets(y, len(self.classes_), labels), top, "recall")
+        return _top_k_score(check_label_targets(y, len(self.classes_), labels), top, "precision")
 
     # ------------------------------------------------------------------ misc
     def __getstate__(self):
@@ -1541,7 +1552,7 @@ def _best_weight(weights, tops, targets):
 
 class _RowsAlike:
     """Arrays indexed by the same rows: ``self[rows]`` indexes each of them (a memory-mapped
-    array through a :class:`~skrank.nn._data.RowSubset`, never copied)."""
+    array through a :class:`~skrank.nn.RowSubset`, never copied)."""
 
     def __init__(self, *arrays):
         self.arrays = arrays

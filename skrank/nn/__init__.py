@@ -2,17 +2,25 @@
 
 - :class:`BaseTorchEstimator`: the engine and base class of :class:`~skrank.SOPRCEmbedder` and
   :class:`~skrank.SNMClassifier`, with public, overridable steps (``initialize_module``,
-  ``get_loss``, ``train_step``, ``run_single_epoch``, ...).
+  ``initialize_weights``, ``get_loss``, ``train_step``, ``run_single_epoch``, ...) and the
+  helpers a subclass calls (``split_validation``, ``forward``, ``training_device``, ...).
 - Callbacks: :class:`Callback` (the base class), :class:`ProgressBar`, :class:`EarlyStopping`,
   :class:`LRScheduler`, :class:`WeightAveraging`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
-  a step receives; :class:`MLP`, the default network; :class:`SparseRows` and
+  a step receives; :class:`RowSubset`, :func:`memory_mapped` and :func:`input_dtypes`, for
+  inputs read from a memory-mapped file; :class:`MLP`, the default network, with
+  :func:`layer_sizes` and :func:`module_output_dim`; :class:`SparseRows` and
   :class:`SparseLinear`, sparse batches and the layer that reads only their non-zero features;
   :class:`RowSparseOptimizer`, which updates only the rows of a table a step read;
-  :func:`resolve_device`;
-  :func:`store_parameters`, the one-line ``__init__`` of an estimator; :data:`ENGINE_DEFAULTS`,
-  the engine's parameters and their defaults; :class:`ComponentParameters`, the parameters an
-  estimator takes from the loss or network it builds.
+  :func:`resolve_device`.
+- Data-parallel fits: :class:`DistributedContext`, :func:`current_context`,
+  :func:`gather_with_gradient`, :func:`gather_summing_gradient`.
+- ONNX export: :func:`export_module`, :func:`check_onnx_installed`, :func:`dense_float32`,
+  :class:`UnitRows`.
+- :func:`store_parameters`, the one-line ``__init__`` of an estimator; :data:`ENGINE_DEFAULTS`,
+  the engine's parameters and their defaults, :data:`TORCH_PARAMETER_CONSTRAINTS` their
+  constraints; :class:`ComponentParameters`, the parameters an estimator takes from the loss
+  or network it builds.
 """
 
 from ..utils._deprecation import moved_attributes
@@ -25,16 +33,24 @@ from ._callbacks import (
     ProgressBar,
     WeightAveraging,
 )
-from ._data import Batch, TrainingInputs
+from ._data import Batch, RowSubset, TrainingInputs, input_dtypes, memory_mapped
 from ._device import resolve_device
+from ._distributed import (
+    DistributedContext,
+    current_context,
+    gather_summing_gradient,
+    gather_with_gradient,
+)
 from ._engine import (
     ENGINE_DEFAULTS,
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
+    TORCH_PARAMETER_CONSTRAINTS,
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
 )
-from ._modules import MLP
+from ._modules import MLP, layer_sizes, module_output_dim
+from ._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
 from ._optim import RowSparseOptimizer
 from ._sparse import SparseLinear, SparseRows
 
@@ -43,20 +59,34 @@ __all__ = [
     "MLP",
     "TORCH_ATTRIBUTE_DOCS",
     "TORCH_INPUT_DOCS",
+    "TORCH_PARAMETER_CONSTRAINTS",
     "TORCH_PARAMETER_DOCS",
     "BaseTorchEstimator",
     "Batch",
     "Callback",
     "Checkpoint",
     "ComponentParameters",
+    "DistributedContext",
     "EarlyStopping",
     "LRScheduler",
     "ProgressBar",
     "RowSparseOptimizer",
+    "RowSubset",
     "SparseLinear",
     "SparseRows",
     "TrainingInputs",
+    "UnitRows",
     "WeightAveraging",
+    "check_onnx_installed",
+    "current_context",
+    "dense_float32",
+    "export_module",
+    "gather_summing_gradient",
+    "gather_with_gradient",
+    "input_dtypes",
+    "layer_sizes",
+    "memory_mapped",
+    "module_output_dim",
     "resolve_device",
     "store_parameters",
 ]

@@ -550,7 +550,7 @@ class Checkpoint(Callback):
     def save(self, estimator):
         """Write the estimator's training state to ``path`` now (rank 0 of a data-parallel fit
         writes; the others, whose state is the same, do not)."""
-        if estimator._context.rank != 0:
+        if estimator.training_context.rank != 0:
             return
         directory = Path(self.path).resolve().parent
         directory.mkdir(parents=True, exist_ok=True)

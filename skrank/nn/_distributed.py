@@ -14,9 +14,36 @@ from typing import NamedTuple
 import torch
 import torch.distributed as dist
 
+from ..utils._docstrings import fill_docs
+
+#: The Parameters and Returns sections of the collectives for a step's loss.
+_GATHER_DOCS = {
+    "gather_parameters": {
+        "Parameters": [
+            ("tensor", "torch.Tensor", "This rank's part (the same shape on every rank)."),
+            (
+                "context",
+                "DistributedContext",
+                "The fit's context (:attr:`BaseTorchEstimator.training_context`).",
+            ),
+        ],
+        "Returns": [
+            ("gathered", "torch.Tensor", "``tensor`` itself when the fit is not data-parallel.")
+        ],
+    }
+}
+
 
 class DistributedContext(NamedTuple):
-    """This process's place in a data-parallel fit (rank 0 of 1 when not distributed)."""
+    """This process's place in a data-parallel fit (rank 0 of 1 when not distributed).
+
+    Attributes
+    ----------
+    rank : int
+        This process's rank.
+    world_size : int
+        The number of processes training together.
+    """
 
     rank: int
     world_size: int
@@ -29,7 +56,17 @@ class DistributedContext(NamedTuple):
 
 def current_context(device):
     """The data-parallel context of a fit, initialising the process group from ``torchrun``'s
-    environment if nobody did (NCCL for CUDA devices, gloo otherwise)."""
+    environment if nobody did (NCCL for CUDA devices, gloo otherwise).
+
+    Parameters
+    ----------
+    device : torch.device
+        The training device (:func:`resolve_device`).
+
+    Returns
+    -------
+    context : DistributedContext
+    """
     if not dist.is_available():
         return DistributedContext(0, 1)
     if not dist.is_initialized():
@@ -72,11 +109,18 @@ def gather_uneven(tensor, context):
     return torch.cat([part[:n] for part, n in zip(parts, sizes, strict=True)])
 
 
+@fill_docs(_GATHER_DOCS)
 def gather_with_gradient(tensor, context):
-    """:func:`gather`, with this rank's part still attached to its autograd graph, and its
-    gradient scaled by ``world_size``: every rank then computes the same loss of the gathered
-    batch, and the average of the ranks' gradients (DistributedDataParallel) is the gradient of
-    that loss, as one process with the whole batch would compute it."""
+    """The tensors of every rank concatenated along the first dimension, with this rank's part
+    still attached to its autograd graph and its gradient scaled by ``world_size``.
+
+    Every rank then computes the same loss of the gathered batch, and the average of the ranks'
+    gradients (DistributedDataParallel) is the gradient of that loss, as one process with the
+    whole batch would compute it.
+
+
+    {gather_parameters}
+    """
     if not context.active:
         return tensor
     parts = [torch.empty_like(tensor) for _ in range(context.world_size)]
@@ -85,11 +129,17 @@ def gather_with_gradient(tensor, context):
     return torch.cat(parts)
 
 
+@fill_docs(_GATHER_DOCS)
 def gather_summing_gradient(tensor, context):
-    """:func:`gather`, differentiable: the gradient of each rank's part is the sum over the
-    ranks of the gradients their losses send it. When every rank computes its own share of a
-    loss of the gathered batch (shares that add up to the loss), each part then receives the
-    gradient of the whole loss."""
+    """The tensors of every rank concatenated along the first dimension, differentiable: the
+    gradient of each rank's part is the sum over the ranks of the gradients their losses send it.
+
+    When every rank computes its own share of a loss of the gathered batch (shares that add up
+    to the loss), each part then receives the gradient of the whole loss.
+
+
+    {gather_parameters}
+    """
     if not context.active:
         return tensor
     return _GatherSummingGradient.apply(tensor, context.rank, context.world_size)

@@ -20,6 +20,7 @@ from sklearn.utils import check_random_state
 from .._compat import Interval, StrOptions
 from ..exceptions import DivergenceWarning
 from ..sampling import ShuffledBatchSampler
+from ..utils._deprecation import renamed_method
 from ..utils._docstrings import render_entries
 from ..utils._params import add_keyword_parameters
 from ..utils._persistence import VersionedStateMixin
@@ -44,6 +45,7 @@ __all__ = [
     "ENGINE_DEFAULTS",
     "TORCH_ATTRIBUTE_DOCS",
     "TORCH_INPUT_DOCS",
+    "TORCH_PARAMETER_CONSTRAINTS",
     "TORCH_PARAMETER_DOCS",
     "BaseTorchEstimator",
 ]
@@ -76,7 +78,8 @@ TORCH_PARAMETER_DOCS = {
     "early_stopping": (
         "bool",
         "Monitor the validation score (needs ``validation_fraction``) instead of the training "
-        "loss, and keep the weights of the best epoch.",
+        "loss, and keep the weights of the best epoch. :ref:`names` says why the torch "
+        "estimators' defaults differ.",
     ),
     "validation_fraction": (
         "float or None",
@@ -110,7 +113,10 @@ TORCH_PARAMETER_DOCS = {
         "str or torch.device",
         '``"auto"`` (CUDA when available, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, '
         "... The training data are put on the device once when they fit in half of its free "
-        "memory, and streamed from pinned host memory otherwise.",
+        "memory, and streamed from pinned host memory otherwise. On the CPU, training and "
+        "prediction run on torch's threads: set their number with "
+        ":func:`torch.set_num_threads` (and numpy's and scipy's, for the parts that use them, "
+        "with ``threadpoolctl``; see :ref:`threads`).",
     ),
     "verbose": ("int", "Show a progress bar over epochs (a :class:`~skrank.nn.ProgressBar`)."),
     "random_state": (
@@ -185,7 +191,10 @@ ENGINE_DEFAULTS = {
     "random_state": None,
 }
 
-_TORCH_PARAMETER_CONSTRAINTS = {
+#: The parameter constraints of the engine's parameters (scikit-learn's
+#: ``_parameter_constraints`` form): a subclass merges them into its own,
+#: ``_parameter_constraints = {**TORCH_PARAMETER_CONSTRAINTS, "margin": [...], ...}``.
+TORCH_PARAMETER_CONSTRAINTS = {
     "optimizer": [StrOptions({"sgd", "adam", "adamw"})],
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
     "momentum": [Interval(Real, 0, 1, closed="left")],
@@ -221,6 +230,7 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     method                          default
     ==============================  =============================================================
     :meth:`initialize_module`       none: must be overridden
+    :meth:`initialize_weights`      nothing (weights as the module initialised them)
     :meth:`initialize_criterion`    None (the loss is computed in :meth:`get_loss`)
     :meth:`initialize_optimizers`   one SGD, Adam or AdamW over the trainable parameters
     :meth:`prepare_targets`         ``y`` as a tensor on the training device
@@ -256,8 +266,15 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     ``component_parameters`` (a :class:`~skrank.nn.ComponentParameters`) adds, before
     the engine's, the keyword parameters the estimator takes from the loss or network it builds
     (documented by the marker ``{component_parameters}``). Subclasses merge
-    ``_torch_parameter_constraints`` into their ``_parameter_constraints`` and document the
-    shared parameters with ``{shared_parameters}`` (:data:`TORCH_PARAMETER_DOCS`):
+    :data:`TORCH_PARAMETER_CONSTRAINTS` into their ``_parameter_constraints`` and document the
+    shared parameters with ``{shared_parameters}`` (:data:`TORCH_PARAMETER_DOCS`).
+
+    A subclass's ``fit`` and steps use the engine's public helpers, documented below:
+    :meth:`warm_starting`, :meth:`set_classes` and :meth:`split_validation` before
+    :meth:`fit_loop`; :attr:`training_device`, :attr:`training_context`,
+    :meth:`shared_random_state` and :meth:`optimizers_for` during the fit; :meth:`forward`
+    and :meth:`inference_device` to predict. Its members whose names start with ``_`` are the
+    engine's own, free to change between versions. The parameters:
 
     {shared_parameters}
 
@@ -270,7 +287,16 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     {shared_attributes}
     """
 
-    _torch_parameter_constraints = _TORCH_PARAMETER_CONSTRAINTS
+    _torch_parameter_constraints = TORCH_PARAMETER_CONSTRAINTS  # the name before 0.2
+
+    # The helpers' former private names, served for one release.
+    _split_validation = renamed_method("_split_validation", "split_validation")
+    _set_classes = renamed_method("_set_classes", "set_classes")
+    _warm_starting = renamed_method("_warm_starting", "warm_starting")
+    _network_optimizers = renamed_method("_network_optimizers", "optimizers_for")
+    _shared_random_state = renamed_method("_shared_random_state", "shared_random_state")
+    _inference_device = renamed_method("_inference_device", "inference_device")
+    _forward_in_chunks = renamed_method("_forward_in_chunks", "forward", as_numpy=True)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -303,6 +329,24 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         """
         raise NotImplementedError(f"{type(self).__name__} must implement initialize_module.")
 
+    def initialize_weights(self, X, y):
+        """Start the weights of the new ``module_`` from the training data (default: nothing).
+
+        Called once per fit, right after :meth:`initialize_module` and before
+        :meth:`initialize_criterion`, the module still on the CPU; not called when a warm start
+        continues the previous fit. An override sets the weights in place (under
+        ``torch.no_grad()``), e.g. each class's output row at the mean of its inputs, as
+        :class:`~skrank.SNMClassifier` starts its label embeddings at their centroids. Its
+        random draws come from torch's generator, seeded from ``random_state``.
+
+        Parameters
+        ----------
+        X : ndarray, scipy.sparse matrix or skrank.nn.RowSubset of shape (n_samples, n_features)
+            The training inputs given to :meth:`fit_loop` (without the validation part).
+        y : object
+            The training targets given to :meth:`fit_loop`.
+        """
+
     def initialize_criterion(self, y):
         """Return the loss module (``criterion_``), possibly with state of its own, or None.
 
@@ -319,20 +363,38 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         The default is one optimiser over their trainable parameters, as set by ``optimizer``,
         ``learning_rate``, ``momentum`` and ``weight_decay``, and one
         :class:`~skrank.nn.RowSparseOptimizer` per :class:`~skrank.nn.SparseLinear` weight
-        (see :meth:`_network_optimizers`).
+        (see :meth:`optimizers_for`).
         """
         parameters = list(self.module_.parameters())
         if self.criterion_ is not None:
             parameters += list(self.criterion_.parameters())
-        return self._network_optimizers([p for p in parameters if p.requires_grad])
+        return self.optimizers_for([p for p in parameters if p.requires_grad])
 
-    def _network_optimizers(self, parameters, sparse_method=None, sparse_lr=None):
-        """Optimisers of ``parameters``: the weights of the module's
-        :class:`~skrank.nn.SparseLinear` layers each get a :class:`~skrank.nn.RowSparseOptimizer`
-        that updates only the rows a step read, with rule ``sparse_method`` and rate
-        ``sparse_lr`` (None: lazy Adam for ``optimizer="adam"`` or ``"adamw"``, plain SGD for
-        ``"sgd"``, as momentum would decay every row, at ``learning_rate``), the others one
-        optimiser as set by ``optimizer``."""
+    def optimizers_for(self, parameters, sparse_method=None, sparse_lr=None):
+        """The optimisers of ``parameters``, as :meth:`initialize_optimizers` builds them.
+
+        The weights of the module's :class:`~skrank.nn.SparseLinear` layers each get a
+        :class:`~skrank.nn.RowSparseOptimizer` that updates only the rows a step read; the
+        other parameters get one optimiser as set by ``optimizer``, ``learning_rate``,
+        ``momentum`` and ``weight_decay``. An override of :meth:`initialize_optimizers` that
+        adds optimisers of its own (e.g. for a table it reads row by row) builds the rest here.
+
+        Parameters
+        ----------
+        parameters : list of torch.nn.Parameter
+            The trainable parameters (of ``module_`` and ``criterion_``).
+        sparse_method : {"sparse_adam", "adagrad", "rowwise_adagrad", "sgd"} or None, \
+default=None
+            The rule of the sparse layers' optimisers; None: lazy Adam for ``optimizer="adam"``
+            or ``"adamw"``, plain SGD for ``"sgd"`` (momentum would decay every row).
+        sparse_lr : float or None, default=None
+            Their learning rate; None: ``learning_rate``.
+
+        Returns
+        -------
+        optimizers : list of torch.optim.Optimizer
+            The dense parameters' optimiser first.
+        """
         row_sparse = {id(layer.weight) for layer in sparse_linear_layers(self.network_).values()}
         dense = [p for p in parameters if id(p) not in row_sparse]
         if sparse_method is None:
@@ -567,18 +629,34 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
             if saved is not None and hasattr(callback, "load_state_dict"):
                 callback.load_state_dict(saved)
 
-    # ------------------------------------------------------------------ the loop
-    def _warm_starting(self):
+    # ------------------------------------------------------------------ helpers of fit
+    def warm_starting(self):
         """Whether this fit continues the previous one: ``warm_start`` and a trained module.
 
-        The inputs of such a fit are validated against the previous fit's (``validate_data``
-        with ``reset=False``): a different number of features is a clear error, not a shape
-        error inside the network, and leaves the fitted estimator as it was.
+        A subclass's ``fit`` validates the inputs of such a fit against the previous fit's
+        (``validate_data(..., reset=not self.warm_starting())``): a different number of
+        features is then a clear error, not a shape error inside the network, and leaves the
+        fitted estimator as it was.
+
+        Returns
+        -------
+        warm_starting : bool
         """
         return bool(self.warm_start) and hasattr(self, "module_")
 
-    def _set_classes(self, classes):
-        """Set ``classes_``; a warm start must see the previous fit's classes."""
+    def set_classes(self, classes):
+        """Set ``classes_``; a warm start must see the previous fit's classes.
+
+        Parameters
+        ----------
+        classes : ndarray of shape (n_classes,)
+            The sorted class labels of the training targets.
+
+        Raises
+        ------
+        ValueError
+            When this fit continues the previous one (``warm_start``) with other classes.
+        """
         if (
             self.warm_start
             and hasattr(self, "classes_")
@@ -612,13 +690,28 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                     f"{type(callback).__name__}."
                 )
 
-    def _split_validation(self, X, y, *, stratify=None):
-        """Hold out ``validation_fraction`` of ``(X, y)``.
+    def split_validation(self, X, y, *, stratify=None):
+        """Hold out ``validation_fraction`` of ``(X, y)`` for :meth:`validation_score`.
 
-        Returns ``(X_train, y_train, validation)`` with ``validation = (X_val, y_val)``, or
-        ``None`` when ``validation_fraction`` is None. ``y`` may be any array or sparse matrix
-        indexable by rows; ``stratify`` gives class labels to stratify on. The parts of a
-        memory-mapped ``X`` are :class:`~skrank.nn._data.RowSubset` views of it, never copies.
+        The split is random, seeded by ``random_state`` (the same on every rank of a
+        data-parallel fit). The parts of a memory-mapped ``X`` are
+        :class:`~skrank.nn.RowSubset` views of it, never copies.
+
+        Parameters
+        ----------
+        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+            Validated training inputs.
+        y : array-like or scipy.sparse matrix with n_samples rows
+            Targets, indexable by rows.
+        stratify : array-like of shape (n_samples,) or None, default=None
+            Class labels to stratify the split on.
+
+        Returns
+        -------
+        X_train, y_train : the training part
+        validation : tuple (X_val, y_val) or None
+            The held-out part; None when ``validation_fraction`` is None (``X_train`` and
+            ``y_train`` are then ``X`` and ``y``).
         """
         if self.validation_fraction is None:
             return X, y, None
@@ -626,7 +719,7 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
             train, held_out = train_test_split(
                 np.arange(X.shape[0]),
                 test_size=self.validation_fraction,
-                random_state=self._shared_random_state(),
+                random_state=self.shared_random_state(),
                 stratify=stratify,
             )
         except ValueError as error:  # sklearn's message names test_size, not the parameter
@@ -666,7 +759,7 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         self._context = current_context(device)
         device = rank_device(device, self._context)
         self.world_size_ = self._context.world_size
-        rng = self._shared_random_state()
+        rng = self.shared_random_state()
         seed = int(rng.randint(np.iinfo(np.int32).max))
         fork_devices = [device] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=fork_devices):
@@ -674,9 +767,16 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
             self._train(X, y, validation, device, rng)
         return self
 
-    def _shared_random_state(self):
-        """``random_state`` as a generator, the same on every rank of a data-parallel fit (an
-        unseeded fit takes rank 0's seed)."""
+    def shared_random_state(self):
+        """``random_state`` as a new generator, the same on every rank of a data-parallel fit.
+
+        Draw a fit's random choices that are not torch's (e.g. a sample of rows) from it: an
+        unseeded fit takes rank 0's seed, so that the ranks draw alike.
+
+        Returns
+        -------
+        random_state : numpy.random.RandomState
+        """
         context = current_context(resolve_device(self.device))
         if not context.active or self.random_state is not None:
             return check_random_state(self.random_state)
@@ -685,11 +785,12 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         return np.random.RandomState(int(seed))
 
     def _train(self, X, y, validation, device, rng):
-        continuing = self._warm_starting()
+        continuing = self.warm_starting()
         self._device = device
         self.device_ = str(device)
         if not continuing:
             self.module_ = self.initialize_module(X.shape[1])
+            self.initialize_weights(X, y)
             self.criterion_ = self.initialize_criterion(y)
             self.history_ = []
         self.module_.to(device)
@@ -834,12 +935,34 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
             objects["criterion_"] = self.criterion_
         return objects
 
+    @property
+    def training_device(self):
+        """The :class:`torch.device` of the fit in progress (or of the last one): where
+        ``module_``, ``criterion_`` and the training data are. Set when :meth:`fit_loop`
+        starts; the hooks it calls create their tensors there."""
+        return self._device
+
+    @property
+    def training_context(self):
+        """This process's place in the fit in progress (or the last one), a
+        :class:`~skrank.nn.DistributedContext`: ``rank`` and ``world_size`` (0 and 1 unless
+        the fit is data-parallel) and ``active`` (several processes train together). Set when
+        :meth:`fit_loop` starts; :func:`~skrank.nn.current_context` gives it before."""
+        return self._context
+
     # ------------------------------------------------------------------ inference
-    def _inference_device(self):
+    def inference_device(self):
+        """The device predictions run on: the training device when this machine has it, else
+        the CPU (a model fitted on a GPU and loaded on a machine without one).
+
+        Returns
+        -------
+        device : torch.device
+        """
         return available_device(self.device_)
 
-    def forward(self, X, chunk_size=None):
-        """``module_`` applied to ``X`` in evaluation mode, in chunks: a float32 tensor.
+    def forward(self, X, chunk_size=None, *, as_numpy=False):
+        """``module_`` applied to ``X`` in evaluation mode, in chunks, without gradients.
 
         Parameters
         ----------
@@ -847,13 +970,15 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
             Validated inputs.
         chunk_size : int or None, default=None
             Rows per chunk; None uses ``max(batch_size, 1024)``.
+        as_numpy : bool, default=False
+            Return a numpy array (on the host) instead of a tensor.
 
         Returns
         -------
-        outputs : torch.Tensor of shape (n_samples, n_outputs)
-            On the model's device (the CPU for a GPU model loaded on a CPU-only machine).
+        outputs : torch.Tensor or ndarray of shape (n_samples, n_outputs), float32
+            A tensor on :meth:`inference_device` (an array with ``as_numpy``).
         """
-        device = self._inference_device()
+        device = self.inference_device()
         network = self.network_.to(device)
         network.eval()
         chunk_size = chunk_size or max(self.batch_size, 1024)
@@ -867,15 +992,11 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
                     outputs = chunk.new_empty((X.shape[0], *chunk.shape[1:]))
                 outputs[start : start + chunk.shape[0]] = chunk
                 start += chunk.shape[0]
-        return outputs
+        return outputs.cpu().numpy() if as_numpy else outputs
 
     def _reads_sparse_rows(self):
         """Whether the network reads :class:`~skrank.nn.SparseRows` (``accepts_sparse_rows``)."""
         return bool(getattr(self.network_, "accepts_sparse_rows", False))
-
-    def _forward_in_chunks(self, X):
-        """:meth:`forward` as a numpy array."""
-        return self.forward(X).cpu().numpy()
 
     # ------------------------------------------------------------------ persistence
     def rebuild_module(self, name):

@@ -12,7 +12,18 @@ _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "leaky_relu":
 
 
 def layer_sizes(hidden_layer_sizes):
-    """``hidden_layer_sizes`` as a tuple: an int is one hidden layer, as in scikit-learn."""
+    """``hidden_layer_sizes`` as a tuple: an int is one hidden layer, as in scikit-learn.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : int or sequence of int
+        A parameter in the form of :class:`MLP`'s.
+
+    Returns
+    -------
+    sizes : tuple of int
+        ``()`` for no hidden layer.
+    """
     if isinstance(hidden_layer_sizes, Integral) and not isinstance(hidden_layer_sizes, bool):
         return (hidden_layer_sizes,)
     return tuple(hidden_layer_sizes)
@@ -119,10 +130,29 @@ def _linear(in_features, out_features, sparse):
 
 
 def module_output_dim(module, n_features, device):
-    """Run a two-row dummy batch through ``module`` and check its output is 2-D.
+    """The output width of ``module``, from a two-row batch of zeros run through it.
 
-    Returns the output dimension; raises ``ValueError`` if the module does not map
-    ``(batch, n_features)`` to ``(batch, n_outputs)``.
+    Checks a network given by the user before training: the error says what shape it
+    returned.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network (left in its training or evaluation mode).
+    n_features : int
+        Width of its input.
+    device : torch.device
+        Where the module is.
+
+    Returns
+    -------
+    n_outputs : int
+
+    Raises
+    ------
+    ValueError
+        If the module fails on the batch or does not map ``(batch, n_features)`` to
+        ``(batch, n_outputs)``.
     """
     was_training = module.training
     module.eval()

@@ -13,13 +13,21 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..utils._optional import install_hint
+
 #: Weights beyond this size are written to a file beside the graph (ONNX files hold 2 GiB).
 EXTERNAL_DATA_BYTES = 2**30
 
 
 class UnitRows(torch.nn.Module):
     """``module``'s output rows scaled to unit L2 norm (zero rows stay zero), as
-    ``SOPRCEmbedder.transform`` scales them."""
+    ``SOPRCEmbedder.transform`` scales them: the network of an embedding to export.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The embedding network.
+    """
 
     def __init__(self, module):
         super().__init__()
@@ -32,24 +40,54 @@ class UnitRows(torch.nn.Module):
 
 
 def dense_float32(X):
-    """``X`` (an array or a sparse matrix) as a dense float32 array, as an ONNX graph reads it."""
+    """``X`` (an array or a sparse matrix) as a dense float32 array, as an ONNX graph reads it.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+    Returns
+    -------
+    X_dense : ndarray of float32 of shape (n_samples, n_features)
+    """
     return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float32)
 
 
 def check_onnx_installed(method):
-    """Raise an ImportError naming the ``onnx`` extra when the exporter's packages are
-    missing."""
+    """Raise an ImportError naming the ``onnx`` extra when the exporter's packages are missing.
+
+    Parameters
+    ----------
+    method : str
+        The caller, named in the error (e.g. ``"SOPRCEmbedder.export_onnx"``).
+    """
     missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
     if missing:
         raise ImportError(
-            f"{method} needs the packages {' and '.join(missing)} (torch's ONNX exporter): "
-            "pip install 'skrank[onnx]', which also installs onnxruntime to run the graph."
+            f"{method} needs the packages {' and '.join(missing)} (torch's ONNX exporter), and "
+            f"onnxruntime to run the graph: {install_hint('onnx onnxscript onnxruntime', 'onnx')}."
         )
 
 
 def export_module(module, n_features, path, output_names, opset_version=None):
     """Write ``module`` (on the CPU, in evaluation mode) as an ONNX graph with the input ``X``
     of shape (n_samples, n_features), float32, and the outputs ``output_names``.
+
+    The number of rows of the graph's input is dynamic. Call :func:`check_onnx_installed`
+    first for an error that names your method.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network; it is moved to the CPU and put in evaluation mode.
+    n_features : int
+        Width of the input.
+    path : str or os.PathLike
+        The file to write.
+    output_names : sequence of str
+        Names of the module's outputs, in order.
+    opset_version : int or None, default=None
+        The ONNX operator set; None: the exporter's default.
 
     Returns
     -------

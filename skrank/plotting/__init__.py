@@ -1,4 +1,4 @@
-"""Plots following scikit-learn's Display API (matplotlib: ``pip install "skrank[plot]"``).
+"""Plots following scikit-learn's Display API (matplotlib: the ``plot`` extra).
 
 - :class:`MeanPrecisionRecallDisplay`: mean precision-recall curve of a retrieval over
   embeddings, several estimators on one axis.

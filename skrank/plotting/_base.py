@@ -4,6 +4,7 @@ that draw one curve on unit axes."""
 
 from ..metrics._scorer import final_estimator
 from ..utils._docstrings import fill_docs, fill_shared_docs
+from ..utils._optional import install_hint
 
 _AX = "Axes to draw on; None creates a figure and axes."
 _PLOT_KWARGS = "Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the curve."
@@ -56,8 +57,7 @@ def import_pyplot():
         import matplotlib.pyplot as plt
     except ImportError as error:
         raise ImportError(
-            'skrank.plotting needs matplotlib: pip install "skrank[plot]" (or pip install '
-            "matplotlib)."
+            f"skrank.plotting needs matplotlib: {install_hint('matplotlib', 'plot')}."
         ) from error
     return plt
 

@@ -10,8 +10,9 @@ of ``alpha="auto"``, the item reservoir) reads only those rows (:class:`DaskRows
 draws are those of the in-memory fit, made from the labels alone, so a fit on a dask array equals
 the in-memory fit on the same data up to the order of floating-point sums.
 
-dask is optional (``pip install "skrank[dask]"``): it is imported only when a function here needs
-it, and an input is recognised as a dask array without importing dask.
+dask is optional (the ``dask`` extra: ``pip install ".[dask]"`` in a skrank checkout): it is
+imported only when a function here needs it, and an input is recognised as a dask array without
+importing dask.
 """
 
 import numpy as np

@@ -49,6 +49,20 @@ PAIR_INPUT_DOCS = {
         "must be present.",
     ),
 }
+#: The Parameters section of the methods that take given pairs.
+PAIR_INPUT_DOCS["pairs_parameters"] = {"Parameters": [PAIR_INPUT_DOCS["pairs"]]}
+#: The Parameters section of the methods that take pairs as two arrays of rows, or given pairs.
+PAIR_INPUT_DOCS["pair_rows_parameters"] = {
+    "Parameters": [
+        (
+            "X1",
+            "array-like of shape (n_pairs, n_features), (n_pairs, 2, n_features) or (n_pairs, 2)",
+            "First items of the pairs; or, when ``X2`` is None, the pairs: their two items, or "
+            "with ``items`` set their row indices in ``items``.",
+        ),
+        ("X2", "array-like of shape (n_pairs, n_features) or None", "Second items of the pairs."),
+    ]
+}
 #: The Parameters section of the methods that take class-labelled items or given pairs.
 PAIR_INPUT_DOCS["evaluation_parameters"] = {
     "Parameters": [

@@ -12,6 +12,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
+from ..metrics import mean_auprc_score
+from ..utils._deprecation import MOVED_IN, REMOVED_IN
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import parameters_for, store_parameters
@@ -65,7 +67,14 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     the similar pairs and the objective over the dissimilar ones. ``pairs`` is an array of shape
     (n_pairs, 2, n_features) (a dask array chunked along the pairs for pairs larger than memory),
     or an (n_pairs, 2) array of row indices into ``items``. ``score(pairs, y)`` is then the ROC
-    AUC of the pairs' negated distances, and ``decision_function(pairs)`` the negated distances.
+    AUC of the pairs' negated distances, and ``decision_function(pairs)`` and
+    ``pair_score(pairs)`` the negated distances.
+
+    **Scoring.** ``score(X, y)`` is the mean AUPRC of retrieval in the learned metric (every
+    held-out item a query, ranking the others by distance), as ``SOPRCEmbedder.score``: what
+    ``GridSearchCV`` compares by default, and a proxy of nearest-neighbour accuracy. The
+    paper's figure of merit, which prefers low-rank metrics that spread the classes apart, is
+    :meth:`figure_of_merit`.
 
     The similar-pair constraint is computed exactly from the within-class scatter in
     ``O(n d^2)``; the dissimilar-pair objective is averaged over all negative pairs (in blocks of
@@ -110,8 +119,8 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Maximum number of solver iterations (each a projected gradient or a minorize-maximize
         step, alternately).
     tol : float, default=1e-5
-        Stop when the duality gap (an upper bound on the distance to the optimal objective) is at
-        most ``tol`` times the objective.
+        Stopping tolerance: stop when the duality gap (an upper bound on the distance to the
+        optimal objective) is at most ``tol`` times the objective (``converged_``).
     init : {"identity", "covariance"} or array-like, default="identity"
         Starting metric: the Euclidean one, the inverse covariance of the training data
         (pseudo-inverse if singular), or a symmetric positive semi-definite matrix of shape
@@ -124,15 +133,26 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         one; ``1e-8`` is the paper's criterion. Along a direction with no within-class spread
         (constant features within classes, more features than items) in which classes differ,
         MMC without the ridge is unbounded; the ridge bounds it (a warning is raised).
-    min_rank : int, float or None, default=0.5
+    min_rank : int, float, "full" or None, default=0.5
         Rank control ``k``: the eigenvalues of the whitened metric are capped at ``1 / k``, so
-        the learned metric has rank at least ``k``. A float in (0, 1] is a fraction of the
-        number of features (rounded up); None (or 1) removes the cap (the paper's criterion).
-        ``min_rank=1.0`` gives ``A = S_r^{-1}``, with no optimisation left.
+        the learned metric has rank at least ``k``. An int is a number of directions, a float
+        in (0, 1) a fraction of the number of features (rounded up), as ``PCA``'s
+        ``n_components``; ``"full"`` is every feature, ``A = S_r^{-1}``, with no optimisation
+        left. None (or 1: rank at least one) removes the cap (the paper's criterion). The float
+        ``1.0``, the former spelling of ``"full"``, is deprecated (from 0.3 a float must lie in
+        (0, 1)).
     verbose : bool or int, default=False
         Print the objective and duality gap during fitting.
     random_state : int, RandomState instance or None, default=None
         Seed of the pair or tuple sampler.
+    n_threads : int or None, default=1
+        BLAS threads of ``fit`` (set through ``threadpoolctl.threadpool_limits`` for the fit
+        only). None leaves BLAS as the caller set it: the library's default (all cores), or
+        the limit of an enclosing ``with threadpool_limits(n):``. One thread is the default:
+        the solver's products are small or memory-bound, and on the digits and MNIST (PCA)
+        fits of ``benchmarks/bench_mmc_threads.py``, on a shared 2-CPU machine, one thread was
+        1.5 to 7 times faster than all cores (see :ref:`threads`). The other methods
+        (``transform``, ``score``, ...) run as the caller set BLAS.
     items : array-like of shape (n_items, n_features) or None, default=None
         Item table for pairs given as row indices: with it, ``fit``, ``score``,
         ``decision_function``, ``pair_distance`` and ``objective_and_constraint`` take an
@@ -155,10 +175,14 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         after each iteration.
     duality_gap_ : float
         Final duality gap: the training objective is within this of the optimum.
+    A_ : ndarray of shape (`n_features_in_`, `n_features_in_`)
+        The learned positive semi-definite matrix ``A = L^T L`` of ``d_A`` (computed from
+        ``components_``; ``get_mahalanobis_matrix()``, metric-learn's name, returns it too).
     n_iter_ : int
         Number of solver iterations.
     converged_ : bool
-        Whether the relative duality gap reached ``tol``.
+        Whether the stopping test of ``tol`` (the relative duality gap) stopped the solver
+        before ``max_iter``.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -179,9 +203,13 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
     Cost per iteration: ``O(n_- r + n^2 d)`` with ``n_-`` negative pairs for ``negatives="all"``
     (dense BLAS blocks), ``O(B K^2 d + n d^2)`` for ``B`` tuples; plus an eigendecomposition of a
-    ``d x d`` matrix. Typically 10 to 30 iterations. The fit runs BLAS on one thread (its matrix
-    products are small or memory-bound; multi-threaded BLAS was 3 to 20 times slower on a shared
-    2-core machine).
+    ``d x d`` matrix. Typically 10 to 30 iterations.
+
+    Threads: ``fit`` runs BLAS on ``n_threads`` threads (one by default); the other methods,
+    and ``fit`` with ``n_threads=None``, on as many as the caller allows: set them with
+    ``threadpoolctl.threadpool_limits(limits=n)`` around the call (or the environment variable
+    ``OMP_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` before Python starts). ``score`` ranks with
+    torch: ``torch.set_num_threads`` sets its threads.
 
     See Also
     --------
@@ -206,11 +234,11 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     >>> mmc = MMC().fit(X, y)
     >>> mmc.converged_
     True
-    >>> round(mmc.score(X, y), 2)
-    3.86
+    >>> round(mmc.score(X, y), 3)  # mean AUPRC of retrieval in the learned metric
+    0.917
     >>> paper = MMC(scatter_ridge=1e-8, min_rank=None).fit(X, y)  # the paper's criterion
-    >>> round(paper.score(X, y), 2)
-    6.31
+    >>> round(paper.figure_of_merit(X, y), 2), round(mmc.figure_of_merit(X, y), 2)
+    (6.31, 3.86)
     >>> mmc.transform(X[:2]).shape
     (2, 4)
     """
@@ -230,11 +258,13 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         "min_rank": [
             Interval(Integral, 1, None, closed="left"),
             Interval(Real, 0, 1, closed="right"),
+            StrOptions({"full"}),
             None,
         ],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "items": ["array-like", None],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -252,6 +282,7 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         verbose=False,
         random_state=None,
         items=None,
+        n_threads=1,
     ):
         store_parameters(self, locals())
 
@@ -364,6 +395,16 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         """``min_rank`` as a number of directions (None when uncapped)."""
         if self.min_rank is None:
             return None
+        if isinstance(self.min_rank, str):  # "full"
+            return n_features
+        if not isinstance(self.min_rank, Integral) and self.min_rank == 1:
+            warnings.warn(
+                f"min_rank={self.min_rank!r} (every feature) is deprecated in skrank {MOVED_IN}: "
+                "pass min_rank='full' (an int is a number of directions, so min_rank=1 is no "
+                f"cap). From skrank {REMOVED_IN} a float min_rank is a fraction in (0, 1).",
+                FutureWarning,
+                stacklevel=4,
+            )
         if isinstance(self.min_rank, Integral):
             if self.min_rank > n_features:
                 raise ValueError(
@@ -398,15 +439,35 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             X = validate_data(self, X, reset=False)
         return check_finite_product(X, self.components_.T, input_name=input_name)
 
+    @property
+    def A_(self):
+        """The learned positive semi-definite matrix ``A = L^T L`` (from ``components_``)."""
+        check_is_fitted(self, "components_")
+        return self.components_.T @ self.components_
+
     def get_mahalanobis_matrix(self):
-        """The learned positive semi-definite matrix ``A = L^T L``.
+        """The learned positive semi-definite matrix ``A = L^T L``: ``A_``, by metric-learn's name.
 
         Returns
         -------
         A : ndarray of shape (n_features, n_features)
         """
-        check_is_fitted(self)
-        return self.components_.T @ self.components_
+        return self.A_
+
+    def pair_score(self, X1, X2=None):
+        """Score of each pair, larger for more alike: the negated learned distance.
+
+        The pair score of every skrank pair learner (:meth:`PointwiseROCSimilarity.pair_score
+        <skrank.PointwiseROCSimilarity.pair_score>` is the learned similarity), and
+        ``-pair_distance``: it takes pairs as :meth:`pair_distance` does.
+
+        {pair_rows_parameters}
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+        """
+        return -self.pair_distance(X1, X2)
 
     def pair_distance(self, X1, X2=None):
         """Learned distance between the two items of each pair.
@@ -416,13 +477,7 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         ``items``). For all distances between two sets use
         ``sklearn.metrics.pairwise_distances(mmc.transform(X1), mmc.transform(X2))``.
 
-        Parameters
-        ----------
-        X1 : array-like of shape (n_pairs, n_features), (n_pairs, 2, n_features) or (n_pairs, 2)
-            First items of the pairs; or, when ``X2`` is None, the pairs: their two items, or
-            with ``items`` set their row indices in ``items``.
-        X2 : array-like of shape (n_pairs, n_features) or None, default=None
-            Second items of the pairs.
+        {pair_rows_parameters}
 
         Returns
         -------
@@ -454,9 +509,7 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     def decision_function(self, pairs):
         """Negated learned distance of each pair: larger means more alike.
 
-        Parameters
-        ----------
-        {pairs}
+        {pairs_parameters}
 
         Returns
         -------
@@ -501,15 +554,17 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         return float(objective), float(constraint)
 
     def score(self, X, y):
-        """Figure of merit over all pairs of labelled items, or ROC AUC over given pairs.
+        """Mean AUPRC of retrieval in the learned metric, or ROC AUC over given pairs.
 
-        For class-labelled items ``(X, y)``: ``mean d_A over dissimilar pairs / sqrt(mean d_A^2
-        over similar pairs)``, the training objective divided by the square root of the
-        constraint, scale-invariant; ``0`` if all dissimilar pairs are at distance zero,
-        ``inf`` if only the similar ones are. For given pairs (a 3-D array, or index pairs
-        with ``items`` set): the ROC AUC of :meth:`decision_function` (the negated distances)
-        against ``y``, the probability that a similar pair is closer than a dissimilar one
-        (MMC has no decision threshold).
+        For class-labelled items ``(X, y)``: every item is a query against the others, ranked
+        by learned distance (Euclidean in :meth:`transform`'s space); its positives are the
+        items of its class. The score is the mean over queries of their AUPRC
+        (:func:`skrank.metrics.mean_auprc_score`, as ``SOPRCEmbedder.score``): on held-out
+        items, how well nearest neighbours in the metric share a class. For given pairs (a 3-D
+        array, or index pairs with ``items`` set): the ROC AUC of :meth:`decision_function`
+        (the negated distances) against ``y``, the probability that a similar pair is closer
+        than a dissimilar one (MMC has no decision threshold). The paper's figure of merit is
+        :meth:`figure_of_merit`.
 
         {evaluation_parameters}
 
@@ -521,6 +576,24 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             distances = self._pair_distances(X, "X")
             is_similar, _ = check_pair_labels(y, distances.shape[0])
             return float(roc_auc_score(is_similar, -distances))
+        return mean_auprc_score(self.transform(X), y, metric=self.retrieval_metric)
+
+    def figure_of_merit(self, X, y):
+        """The paper's figure of merit over all pairs of labelled items, or of given pairs.
+
+        ``mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar pairs)``: the training
+        objective divided by the square root of the constraint, scale-invariant; ``0`` if all
+        dissimilar pairs are at distance zero, ``inf`` if only the similar ones are. It favours
+        metrics that spread the classes apart (often of low rank), not pure neighbourhoods: to
+        select on it in a grid search, pass
+        ``scoring=lambda model, X, y: model.figure_of_merit(X, y)``.
+
+        {evaluation_parameters}
+
+        Returns
+        -------
+        figure_of_merit : float
+        """
         return float(self._figure_of_merit(X, y)[0])
 
     def _figure_of_merit(self, X, y):

@@ -780,6 +780,7 @@ def fit_mmc(
     verbose=False,
     max_block_entries=None,
     statistics=mmc_statistics,
+    n_threads=1,
 ):
     """Solve MMC on ``(X, y)`` and return the components ``L`` (``A = L^T L``).
 
@@ -834,9 +835,10 @@ def fit_mmc(
         :func:`mmc_statistics` for items in memory,
         :func:`~skrank.similarity._dask.mmc_statistics_dask` for a dask array,
         :func:`given_pair_statistics` for given pairs (``given_pair_statistics_for(init)``).
-
-    BLAS runs on one thread: the solver's matrix products are small or memory-bound, and on a
-    shared 2-core machine multi-threaded OpenBLAS made fits 3 to 20 times slower.
+    n_threads : int or None, default=1
+        BLAS threads of the fit (``threadpoolctl.threadpool_limits``); None leaves BLAS as the
+        caller set it. One is the default: the solver's matrix products are small or
+        memory-bound (``benchmarks/bench_mmc_threads.py``).
 
     Returns
     -------
@@ -844,7 +846,7 @@ def fit_mmc(
         ``unbounded`` tells that without the ridge the problem would be unbounded (the scatter is
         singular along directions in which dissimilar pairs differ).
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=n_threads, user_api="blas"):
         data = statistics(X, y)
         rows = data.rows
         if positives == "nearest":  # local similar pairs: the scatter of target neighbours

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score, pointwise_roc_score
 from ..sampling import sample_negative_pairs, sample_negative_tuples
+from ..utils._deprecation import renamed_method
 from ..utils._docstrings import fill_shared_docs
 from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
 from ..utils._params import store_parameters
@@ -50,13 +51,9 @@ _MAX_VALIDATION_ITEMS = 2_000
 _MAX_VALIDATION_PAIRS = 50_000
 # Number of levels alpha="auto" tries.
 _N_ALPHA_LEVELS = 20
-# The parameters of the methods that take pairs of items, or items or pairs (fill_docs).
-_PAIRS_DOCS = {
-    "pairs_parameters": {"Parameters": [PAIR_INPUT_DOCS["pairs"]]},
-}
 
 
-@fill_shared_docs(methods={**_PAIRS_DOCS, **PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
+@fill_shared_docs(methods={**PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
 class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
     """Bilinear similarity with the largest true-positive rate at a bounded negative risk.
 
@@ -150,8 +147,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         then; ignored for "all").
     solver : {"auto", "kkt", "cvxpy"}, default="auto"
         "kkt" is the exact closed form (:func:`~skrank.similarity.solve_kkt`); "cvxpy" solves the
-        same problem with cvxpy (optional dependency, ``pip install "skrank[solvers]"``, hundreds
-        of times slower). "auto" uses "kkt".
+        same problem with cvxpy (optional dependency, the ``solvers`` extra; hundreds of times
+        slower). "auto" uses "kkt".
     normalize : bool, default=True
         L2-normalise every input row (fit and prediction alike), so that similarities lie in
         [0, 1]. Rows of zero norm are then an error. With False, inputs are used as they are;
@@ -234,6 +231,13 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
     --------
     skrank.similarity.solve_kkt : The closed-form solver.
     skrank.similarity.PairStatistics : The streaming pair statistics.
+
+    Notes
+    -----
+    Threads: the matrix products of ``fit`` and of the other methods run on as many BLAS
+    threads as the caller allows (the library's default: all cores): set them with
+    ``threadpoolctl.threadpool_limits(limits=n)`` around the call (or the environment variable
+    ``OMP_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` before Python starts).
 
     References
     ----------
@@ -739,19 +743,24 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
         return self
 
-    def similarity(self, X1, X2):
-        """Similarity of each pair of rows ``(X1[i], X2[i])``.
+    def pair_score(self, X1, X2=None):
+        """Score of each pair, larger for more alike: the learned similarity.
 
-        Parameters
-        ----------
-        X1, X2 : array-like of shape (n_pairs, n_features)
-            First and second items of the pairs.
+        The pair score of every skrank pair learner (:meth:`MMC.pair_score
+        <skrank.MMC.pair_score>` is the negated learned distance). ``pair_score(X1, X2)``
+        pairs each row of ``X1`` with the same row of ``X2``; ``pair_score(pairs)`` takes
+        pairs as :meth:`predict` does. Unlike :meth:`decision_function`, it is not shifted by
+        ``threshold_``.
+
+        {pair_rows_parameters}
 
         Returns
         -------
         similarity : ndarray of shape (n_pairs,)
             ``(1 + x1^T A_ x2) / 2``, in [0, 1] for normalised inputs.
         """
+        if X2 is None:
+            return self._pair_similarity(X1, "X1")
         self._check_fitted()
         with naming_inputs("X1"):
             X1 = self._normalized(validate_data(self, X1, reset=False, dtype=np.float64), "X1")
@@ -762,6 +771,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
                 f"X1 and X2 must have the same number of rows, got {X1.shape[0]} and {X2.shape[0]}."
             )
         return bilinear_similarity(X1, X2, self.A_)
+
+    similarity = renamed_method("similarity", "pair_score")
 
     def pairwise_similarity(self, X, Y=None):
         """Similarities of all pairs of rows of ``X`` and ``Y`` (``Y = X`` when None).

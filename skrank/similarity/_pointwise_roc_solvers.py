@@ -23,6 +23,7 @@ import numpy as np
 
 from ..exceptions import SolverAccuracyWarning
 from ..utils._docstrings import fill_docs
+from ..utils._optional import install_hint
 from ..utils._validation import power_of_two_scale
 
 __all__ = [
@@ -264,7 +265,7 @@ def _import_cvxpy():
     except ImportError as error:
         raise ImportError(
             'solver="cvxpy" needs the optional dependency cvxpy, which is not installed. '
-            'Install it with `pip install "skrank[solvers]"` or `pip install cvxpy`, or use '
+            f"Install it with {install_hint('cvxpy', 'solvers')}, or use "
             'solver="kkt" (the exact closed form, much faster).'
         ) from error
     return cvxpy
@@ -306,7 +307,7 @@ def solve_cvxpy(P, N, beta, *, solver="CLARABEL", **solver_options):
     Raises
     ------
     ImportError
-        If cvxpy is not installed (install ``skrank[solvers]``).
+        If cvxpy is not installed (the ``solvers`` extra).
     ValueError
         If ``beta < -||N||_F`` (infeasible; the message gives the feasible levels) or the inputs
         are malformed.

@@ -2,7 +2,9 @@
 
 import sys
 
-_INSTALL = 'pip install "skrank[dask]"'
+from ._optional import install_hint
+
+_INSTALL = install_hint('"dask[array]" distributed', "dask")
 
 
 def import_dask(purpose="This"):

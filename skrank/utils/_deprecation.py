@@ -1,7 +1,8 @@
-"""Deprecations: names that moved to other modules, and constructor parameters renamed or
-removed, each served for one release with a ``FutureWarning``."""
+"""Deprecations: names that moved to other modules, methods renamed, and constructor parameters
+renamed or removed, each served for one release with a ``FutureWarning``."""
 
 import importlib
+import inspect
 import warnings
 from dataclasses import dataclass
 
@@ -45,6 +46,42 @@ def moved_attributes(module_name, new_homes):
         return getattr(importlib.import_module(new_home), name)
 
     return __getattr__
+
+
+def renamed_method(old_name, new_name, **keywords):
+    """A method served under its former name for one release.
+
+    Parameters
+    ----------
+    old_name : str
+        The former name (the class attribute this is assigned to).
+    new_name : str
+        The method's name now.
+    **keywords
+        Keyword arguments that the new method needs to do what the old one did.
+
+    Returns
+    -------
+    method : function
+        To assign to the class as ``old_name``: calling it warns with a ``FutureWarning``
+        naming the new method, and calls it with the same arguments and ``keywords``.
+    """
+    call = new_name
+    if keywords:
+        call += f"(..., {', '.join(f'{key}={value!r}' for key, value in keywords.items())})"
+
+    def method(self, *args, **kwargs):
+        warnings.warn(
+            f"{type(self).__name__}.{old_name} was renamed {new_name} in skrank {MOVED_IN}; "
+            f"call {call} instead. The old name will be removed in skrank {REMOVED_IN}.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return getattr(self, new_name)(*args, **kwargs, **keywords)
+
+    method.__name__ = method.__qualname__ = old_name
+    method.__doc__ = f"Deprecated since skrank {MOVED_IN}: use :meth:`{new_name}`."
+    return method
 
 
 @dataclass(frozen=True)
@@ -135,7 +172,8 @@ def migrate_saved_state(cls, state):
     A state saved before a parameter was renamed holds the old name: its value moves to the
     new name (and the fitted attributes renamed with it move alike), the old name is set to
     ``"deprecated"``. A removed parameter saved at its former default becomes
-    ``"deprecated"``; any other saved value stays, and the next fit warns.
+    ``"deprecated"``; any other saved value stays, and the next fit warns. A parameter added
+    since the state was saved takes its default (whose behaviour is the former one).
 
     Parameters
     ----------
@@ -164,6 +202,9 @@ def migrate_saved_state(cls, state):
                     state[new] = state.pop(old)
         elif parameter.renamed_to is None and _same(value, parameter.default):
             state[parameter.name] = DEPRECATED
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if parameter.default is not parameter.empty and name not in state:
+            state[name] = parameter.default
     return state
 
 

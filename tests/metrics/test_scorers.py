@@ -22,6 +22,7 @@ from skrank.metrics import (
     precision_at_k_score,
     recall_at_k_score,
     retrieval_scores,
+    top_k_indices,
     top_k_precision_score,
     top_k_recall_score,
 )
@@ -100,7 +101,7 @@ class PairSimilarity(BaseEstimator):
 
 
 def test_get_scorer_parses_names_and_falls_back_to_sklearn():
-    assert repr(get_scorer("recall@10")) == "skrank.metrics.get_scorer('recall@10')"
+    assert repr(get_scorer("hit_rate@10")) == "skrank.metrics.get_scorer('hit_rate@10')"
     assert get_scorer("tpr@fpr=1e-2").fpr == 0.01
     assert get_scorer("precision@5").k == 5
     X, y = clustered()
@@ -111,7 +112,7 @@ def test_get_scorer_parses_names_and_falls_back_to_sklearn():
 
 @pytest.mark.parametrize(
     "name",
-    ["recall@0", "recall@", "recall@x", "precision@-1", "recall@1.5", "mean_auprc@3", "map@5"],
+    ["hit_rate@0", "recall@", "label_recall@x", "precision@-1", "hit_rate@1.5", "map@5"],
 )
 def test_get_scorer_rejects_malformed_ranking_names(name):
     with pytest.raises(ValueError, match="Malformed scorer name"):
@@ -178,7 +179,7 @@ def test_retrieval_scorers_rank_by_the_similarity_of_a_similarity_learner(pipeli
     )
     mean_auprc, recall_at_1 = _brute_force_retrieval(similarity, y[40:])
     assert get_scorer("mean_auprc")(model, X[40:], y[40:]) == pytest.approx(mean_auprc)
-    assert get_scorer("recall@1")(model, X[40:], y[40:]) == pytest.approx(recall_at_1)
+    assert get_scorer("hit_rate@1")(model, X[40:], y[40:]) == pytest.approx(recall_at_1)
     assert get_scorer("mean_auprc")(model, X[40:], y[40:]) != pytest.approx(
         mean_auprc_score(X[40:], y[40:])  # not the input space's cosine ranking
     )
@@ -219,8 +220,34 @@ def test_at_r_scorers_and_device_through_make_retrieval_scorer():
 def test_top_k_scorers_on_an_embedder_are_retrieval_metrics():
     X, y = clustered()
     embedder = CosineEmbedder().fit(X, y)
-    assert get_scorer("recall@3")(embedder, X, y) == recall_at_k_score(X, y, 3)
+    assert get_scorer("hit_rate@3")(embedder, X, y) == recall_at_k_score(X, y, 3)
     assert get_scorer("precision@3")(embedder, X, y) == precision_at_k_score(X, y, 3)
+
+
+def test_hit_rate_and_label_recall_say_which_recall_they_are():
+    X, y = clustered()
+    embedder = CosineEmbedder().fit(X, y)
+    classifier = CentroidClassifier().fit(X, y)
+    Y = np.eye(4, dtype=int)[y]
+    Y[::2, (y[::2] + 1) % 4] = 1  # half the examples have two labels
+    multilabel = CentroidClassifier().fit(X, Y.argmax(axis=1))
+    top_2 = top_k_indices(multilabel.decision_function(X), 2)
+    hits = np.take_along_axis(Y, top_2, axis=1)
+    # Over labels: hit rate counts an example once a true label is in its top k, label recall
+    # the share of its true labels found there (they differ for multilabel targets).
+    assert get_scorer("hit_rate@2")(multilabel, X, Y) == pytest.approx(np.mean(hits.any(1)))
+    label_recall = np.mean(hits.sum(1) / Y.sum(1))
+    assert get_scorer("label_recall@2")(multilabel, X, Y) == pytest.approx(label_recall)
+    assert label_recall != pytest.approx(np.mean(hits.any(1)))
+    # Over retrieval (an embedder): the share of queries with a positive among their k best.
+    assert get_scorer("hit_rate@2")(embedder, X, y) == recall_at_k_score(X, y, 2)
+    with pytest.raises(ValueError, match=r"needs a classifier.*For an embedder, 'hit_rate@2'"):
+        get_scorer("label_recall@2")(embedder, X, y)
+    # The former name warns and keeps its two meanings for one release.
+    with pytest.warns(FutureWarning, match=r"'recall@2' is deprecated .* 'hit_rate@2' .*"):
+        former = get_scorer("recall@2")
+    assert former(embedder, X, y) == get_scorer("hit_rate@2")(embedder, X, y)
+    assert former(classifier, X, y) == get_scorer("label_recall@2")(classifier, X, y)
 
 
 def test_make_retrieval_scorer():
@@ -243,7 +270,7 @@ def test_top_k_scorers_on_a_classifier_are_label_metrics(model_class, k):
     scores = CentroidClassifier.decision_function(model, X)
     expected_recall = top_k_recall_score(y, scores, k, labels=model.classes_)
     expected_precision = top_k_precision_score(y, scores, k, labels=model.classes_)
-    assert get_scorer(f"recall@{k}")(model, X, y) == pytest.approx(expected_recall)
+    assert get_scorer(f"label_recall@{k}")(model, X, y) == pytest.approx(expected_recall)
     assert get_scorer(f"precision@{k}")(model, X, y) == pytest.approx(expected_precision)
 
 
@@ -261,7 +288,7 @@ def test_top_k_scorer_with_multilabel_indicator_targets(as_sparse):
     model = MultilabelScores().fit(X, Y)
     expected = top_k_recall_score(Y, model.decision_function(X), 2)
     targets = sparse.csr_matrix(Y) if as_sparse else Y
-    assert get_scorer("recall@2")(model, X, targets) == pytest.approx(expected)
+    assert get_scorer("label_recall@2")(model, X, targets) == pytest.approx(expected)
 
 
 def test_classifier_scorer_errors():
@@ -279,11 +306,11 @@ def test_classifier_scorer_errors():
             return super().decision_function(X)[:, 1]
 
     with pytest.raises(ValueError, match=r"decision_function\(X\) must be 2-D"):
-        get_scorer("recall@1")(BinaryScores().fit(X, y % 2), X, y % 2)
+        get_scorer("label_recall@1")(BinaryScores().fit(X, y % 2), X, y % 2)
     with pytest.raises(ValueError, match=r"scores of shape \(n_samples, 4\); got \(60, 2\)"):
-        get_scorer("recall@1")(CentroidClassifier().fit(X, y).set_centroids(2), X, y)
+        get_scorer("label_recall@1")(CentroidClassifier().fit(X, y).set_centroids(2), X, y)
     with pytest.raises(TypeError, match="no extra arguments"):
-        get_scorer("recall@1")(model, X, y, sample_weight=np.ones(len(y)))
+        get_scorer("label_recall@1")(model, X, y, sample_weight=np.ones(len(y)))
 
 
 class OnlyTopK(BaseEstimator):
@@ -304,11 +331,11 @@ def test_classifier_with_only_predict_top_k():
     X, y = clustered()
     model = OnlyTopK().fit(X, y)
     expected = np.mean(np.isin(y, model.classes_[::-1][:2]))
-    assert get_scorer("recall@2")(model, X, y) == pytest.approx(expected)
+    assert get_scorer("label_recall@2")(model, X, y) == pytest.approx(expected)
     with pytest.raises(ValueError, match="it is a classifier"):
         get_scorer("mean_auprc")(model, X, y)
     with pytest.raises(ValueError, match=r"must return an array of shape \(n_samples, 2\)"):
-        get_scorer("recall@2")(OnlyTopK(width=3).fit(X, y), X, y)
+        get_scorer("label_recall@2")(OnlyTopK(width=3).fit(X, y), X, y)
 
 
 def test_top_k_scorer_uses_predict_top_k_of_a_pipeline_final_step():
@@ -316,7 +343,7 @@ def test_top_k_scorer_uses_predict_top_k_of_a_pipeline_final_step():
     model = make_pipeline(StandardScaler(), TopKCentroidClassifier()).fit(X, y)
     reference = CentroidClassifier().fit(model[0].transform(X), y)
     expected = top_k_recall_score(y, reference.decision_function(model[0].transform(X)), k=2)
-    assert get_scorer("recall@2")(model, X, y) == pytest.approx(expected)
+    assert get_scorer("label_recall@2")(model, X, y) == pytest.approx(expected)
     only_top_k = make_pipeline(StandardScaler(), OnlyTopK()).fit(X, y)
     assert get_scorer("precision@1")(only_top_k, X, y) == pytest.approx(
         get_scorer("precision@1")(only_top_k[-1], only_top_k[0].transform(X), y)
@@ -332,7 +359,7 @@ def test_classifier_with_non_finite_scores():
 
     X, y = clustered()
     with pytest.raises(ValueError, match="decision_function.*NaN"):
-        get_scorer("recall@1")(NaNScores().fit(X, y), X, y)
+        get_scorer("label_recall@1")(NaNScores().fit(X, y), X, y)
 
 
 # ---------------------------------------------------------------- pair ROC
@@ -377,7 +404,7 @@ def test_scorers_in_grid_search_with_a_transformer():
     search = GridSearchCV(
         make_pipeline(StandardScaler(), PCA()),
         {"pca__n_components": [1, 4]},
-        scoring={"map": get_scorer("mean_auprc"), "r5": get_scorer("recall@5")},
+        scoring={"map": get_scorer("mean_auprc"), "r5": get_scorer("hit_rate@5")},
         refit="map",
         cv=cv,
         error_score="raise",
@@ -393,7 +420,7 @@ def test_scorers_in_grid_search_with_a_transformer():
     assert search.best_params_ == {"pca__n_components": 4}
 
 
-@pytest.mark.parametrize("name", ["mean_auprc", "recall@3", "precision@2", "tpr@fpr=0.05"])
+@pytest.mark.parametrize("name", ["mean_auprc", "hit_rate@3", "precision@2", "tpr@fpr=0.05"])
 def test_scorers_are_picklable(name):
     X, y = clustered()
     scorer = get_scorer(name, metric="cosine")

@@ -96,10 +96,10 @@ def test_learns_multiclass_with_string_labels_and_consistent_predictions():
     np.testing.assert_array_equal(top_labels, clf.classes_[order])
     np.testing.assert_allclose(top_scores, np.take_along_axis(scores, order, 1), atol=1e-6)
     np.testing.assert_array_equal(clf.predict(X[:40]), top_labels[:, 0])
-    # score is Recall@score_k: top-3 accuracy here
+    # score is Precision@score_k: a third of the top-3 accuracy here (one true label each)
     clf.set_params(score_k=3)
     hits = [label in row for label, row in zip(labels, clf.predict_top_k(X, 3), strict=True)]
-    assert clf.score(X, labels) == pytest.approx(np.mean(hits))
+    assert clf.score(X, labels) == pytest.approx(np.mean(hits) / 3)
 
 
 def test_top_1_mining_beats_negative_sampling_on_hard_negatives():
@@ -168,10 +168,13 @@ def test_multilabel_targets(sparse_targets):
     np.testing.assert_array_equal(predicted.sum(axis=1), 3)
     top = clf.predict_top_k(X, 3)
     np.testing.assert_array_equal(np.sort(top, axis=1), np.nonzero(predicted)[1].reshape(-1, 3))
-    # Recall@3: true labels among the 3 best / number of true labels
-    expected = np.mean([Y[i, top[i]].sum() / Y[i].sum() for i in range(len(Y))])
-    assert clf.score(X, targets) == pytest.approx(expected)
-    assert expected > 0.8
+    # score is Precision@3: true labels among the 3 best / 3
+    found = np.array([Y[i, top[i]].sum() for i in range(len(Y))])
+    assert clf.score(X, targets) == pytest.approx(np.mean(found / 3))
+    # Recall@3, the scorer label_recall@3: true labels among the 3 best / number of true labels
+    recall = np.mean(found / Y.sum(axis=1))
+    assert get_scorer("label_recall@3")(clf, X, targets) == pytest.approx(recall)
+    assert recall > 0.8
 
 
 def test_multilabel_rows_without_labels_are_skipped_with_a_count():
@@ -546,14 +549,14 @@ def test_auto_embedding_dim_counts_the_label_table_optimizer():
 def test_scorers_use_predict_top_k_and_match_score():
     X, Y = multilabel(n_samples=120)
     clf = SNMClassifier(random_state=0, score_k=5, **dict(FAST, max_epochs=5)).fit(X, Y)
-    assert get_scorer("recall@5")(clf, X, Y) == pytest.approx(clf.score(X, Y))
+    assert get_scorer("precision@5")(clf, X, Y) == pytest.approx(clf.score(X, Y))
     top = clf.predict_top_k(X, 3)
     expected = np.mean([Y[i, top[i]].sum() / 3 for i in range(len(Y))])
     assert get_scorer("precision@3")(clf, X, Y) == pytest.approx(expected)
     search = GridSearchCV(
         SNMClassifier(**dict(FAST, max_epochs=2)),
         {"negative_weights": ["topk", "uniform"]},
-        scoring=get_scorer("recall@3"),
+        scoring=get_scorer("label_recall@3"),
         cv=2,
     )
     X, y = clustered(n_samples=200, n_labels=10)

@@ -16,6 +16,7 @@ from torch import nn
 from skrank.exceptions import DivergenceWarning
 from skrank.nn import (
     MLP,
+    TORCH_PARAMETER_CONSTRAINTS,
     BaseTorchEstimator,
     Callback,
     Checkpoint,
@@ -23,17 +24,17 @@ from skrank.nn import (
     LRScheduler,
     TrainingInputs,
     WeightAveraging,
+    module_output_dim,
     resolve_device,
 )
 from skrank.nn import _engine as engine_module
-from skrank.nn._modules import module_output_dim
 from skrank.utils._params import store_parameters
 
 
 class LinearTorchRegressor(RegressorMixin, BaseTorchEstimator):
     """Least squares on the engine: initialize_module, get_loss and validation_score only."""
 
-    _parameter_constraints = dict(BaseTorchEstimator._torch_parameter_constraints)
+    _parameter_constraints = dict(TORCH_PARAMETER_CONSTRAINTS)
 
     def __init__(
         self,
@@ -62,7 +63,7 @@ class LinearTorchRegressor(RegressorMixin, BaseTorchEstimator):
     def fit(self, X, y):
         self._validate_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", y_numeric=True)
-        X_train, y_train, validation = self._split_validation(X, y)
+        X_train, y_train, validation = self.split_validation(X, y)
         return self.fit_loop(X_train, y_train.astype(np.float32), validation)
 
     def initialize_module(self, n_features):
@@ -73,12 +74,12 @@ class LinearTorchRegressor(RegressorMixin, BaseTorchEstimator):
         return (residual.square() * batch.valid).sum() / batch.valid.sum()
 
     def validation_score(self, X_val, y_val):
-        return -np.mean((self._forward_in_chunks(X_val).ravel() - y_val) ** 2)
+        return -np.mean((self.forward(X_val, as_numpy=True).ravel() - y_val) ** 2)
 
     def predict(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False)
-        return self._forward_in_chunks(X).ravel()
+        return self.forward(X, as_numpy=True).ravel()
 
 
 def _regression(n=200, d=5, seed=0):
@@ -258,6 +259,48 @@ def test_warm_start_continues_training():
     cold = LinearTorchRegressor(max_epochs=2, warm_start=False, random_state=0).fit(X, y)
     cold.fit(X, y)
     assert len(cold.history_) == 2
+
+
+class LeastSquaresStart(LinearTorchRegressor):
+    """Starts its weights at the least-squares solution of the training data it is shown."""
+
+    def initialize_weights(self, X, y):
+        self.seen = (X.copy(), y.copy(), self.training_device, self.module_.weight.device)
+        solution = np.linalg.lstsq(np.c_[X, np.ones(len(X))], y, rcond=None)[0]
+        with torch.no_grad():
+            self.module_.weight.copy_(torch.as_tensor(solution[None, :-1]))
+            self.module_.bias.fill_(float(solution[-1]))
+
+
+def test_initialize_weights_starts_a_new_module_from_the_training_part():
+    X, y = _regression()
+    model = LeastSquaresStart(max_epochs=1, learning_rate=1e-9, validation_fraction=0.25,
+                              random_state=0).fit(X, y)  # fmt: skip
+    X_seen, y_seen, device, weight_device = model.seen
+    X_train, y_train, (X_val, _) = model.split_validation(X, y)
+    np.testing.assert_array_equal(X_seen, X_train)  # the training part, without validation
+    np.testing.assert_allclose(y_seen, y_train.astype(np.float32))
+    assert device == torch.device("cpu") and weight_device == torch.device("cpu")
+    # Trained for one epoch at a vanishing rate: the model is the start the hook set.
+    assert np.sqrt(np.mean((model.predict(X) - y) ** 2)) < 0.02
+    model.seen = None
+    model.set_params(warm_start=True).fit(X, y)
+    assert model.seen is None  # a warm start continues the previous weights
+
+
+def test_helpers_under_their_former_private_names_warn_and_work():
+    X, y = _regression()
+    model = LinearTorchRegressor(max_epochs=1, random_state=0).fit(X, y)
+    with pytest.warns(FutureWarning, match=r"_forward_in_chunks was renamed forward .*"
+                      r"call forward\(\.\.\., as_numpy=True\)"):  # fmt: skip
+        outputs = model._forward_in_chunks(X)
+    np.testing.assert_array_equal(outputs, model.forward(X, as_numpy=True))
+    with pytest.warns(FutureWarning, match="_split_validation was renamed split_validation"):
+        assert model._split_validation(X, y)[2] is None
+    with pytest.warns(FutureWarning, match="_inference_device was renamed inference_device"):
+        assert model._inference_device() == torch.device("cpu")
+    assert model.training_device == torch.device("cpu")
+    assert (model.training_context.rank, model.training_context.world_size) == (0, 1)
 
 
 @pytest.mark.parametrize("estimator_params", [{}, {"lr_milestones": [2], "tol": 1e-9}])
@@ -489,7 +532,7 @@ def test_early_stopping_keeps_the_best_validation_weights():
     best = int(np.argmax(scores))
     assert len(scores) - 1 - best == model.n_iter_no_change
     # the kept weights are those of the best epoch
-    _, _, (X_val, y_val) = model._split_validation(X, y)
+    _, _, (X_val, y_val) = model.split_validation(X, y)
     assert model.validation_score(X_val, y_val) == pytest.approx(scores[best], rel=1e-6)
     # ... and, restored, they are held once: by the estimator, not also by the callback
     (stopper,) = [c for c in model.callbacks_ if isinstance(c, EarlyStopping)]
@@ -668,7 +711,7 @@ def test_model_saved_on_gpu_loads_on_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     restored = pickle.loads(pickle.dumps(model))
     assert calls and all(location == "cpu" for location in calls)
-    assert restored._inference_device() == torch.device("cpu")
+    assert restored.inference_device() == torch.device("cpu")
     np.testing.assert_array_equal(model.predict(X), restored.predict(X))
 
 

@@ -203,7 +203,7 @@ def test_parameters_for_forwards_shared_names_and_overrides():
             MMC(),
             fit_mmc,
             {"diagonal", "negatives", "n_samples", "positives", "n_neighbors", "init", "max_iter"}
-            | {"tol", "scatter_ridge", "min_rank", "random_state", "verbose"},
+            | {"tol", "scatter_ridge", "min_rank", "random_state", "verbose", "n_threads"},
         ),
     ],
 )

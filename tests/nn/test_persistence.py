@@ -403,7 +403,7 @@ def test_model_fitted_on_a_gpu_loads_on_a_cpu(fitted, monkeypatch):
     data = sio.dumps(model)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     restored = sio.loads(data, trusted=sio.get_untrusted_types(data=data))
-    assert restored._inference_device() == torch.device("cpu")
+    assert restored.inference_device() == torch.device("cpu")
     assert all(t.device.type == "cpu" for t in restored.module_.state_dict().values())
     np.testing.assert_array_equal(model.decision_function(X), restored.decision_function(X))
 
@@ -504,5 +504,5 @@ def test_onnx_export_names_the_extra_when_packages_are_missing(fitted, monkeypat
 
     model, _ = fitted["SOPRCEmbedder"]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match=r"skrank\[onnx\]"):
+    with pytest.raises(ImportError, match=r'pip install "\.\[onnx\]"'):
         model.export_onnx(tmp_path / "model.onnx")

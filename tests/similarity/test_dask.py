@@ -218,7 +218,7 @@ def test_dask_distributed_client():
 
 def test_missing_dask_raises_an_import_error_naming_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
-    with pytest.raises(ImportError, match=r'pip install "skrank\[dask\]"'):
+    with pytest.raises(ImportError, match=r'pip install "\.\[dask\]"'):
         import_dask("Fitting on a dask array")
     monkeypatch.setitem(sys.modules, "dask.array", None)
     assert not is_dask_array(np.zeros((2, 2)))

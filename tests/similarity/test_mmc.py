@@ -98,16 +98,16 @@ def test_score_is_the_figure_of_merit_over_all_pairs():
     assert objective == pytest.approx(np.mean(np.sqrt(dissimilar)), rel=1e-10)
     assert constraint == pytest.approx(np.mean(similar), rel=1e-10)
     assert constraint <= 1 + 1e-9
-    assert mmc.score(X, y) == pytest.approx(expected, rel=1e-10)
+    assert mmc.figure_of_merit(X, y) == pytest.approx(expected, rel=1e-10)
     # The optimum has the constraint active: the training objective is the figure of merit.
-    assert mmc.score(X, y) == pytest.approx(mmc.objective_[-1], rel=1e-6)
+    assert mmc.figure_of_merit(X, y) == pytest.approx(mmc.objective_[-1], rel=1e-6)
 
 
 def test_learned_metric_ignores_noise_features_and_helps_knn():
     X, y = _noisy_classes()
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
     mmc = MMC(**PAPER).fit(X_train, y_train)
-    assert mmc.score(X_test, y_test) > 1.2 * figure_of_merit(X_test, y_test)[0]
+    assert mmc.figure_of_merit(X_test, y_test) > 1.2 * figure_of_merit(X_test, y_test)[0]
     weights = np.abs(mmc.get_mahalanobis_matrix()).sum(axis=0)
     assert weights[:2].min() > 10 * weights[2:].max()
     euclidean = KNeighborsClassifier().fit(X_train, y_train).score(X_test, y_test)
@@ -118,10 +118,10 @@ def test_learned_metric_ignores_noise_features_and_helps_knn():
 @pytest.mark.parametrize("negatives", ["pairs", "tuples"])
 def test_sampled_negatives_approach_all_pairs(negatives):
     X, y = _noisy_classes(seed=1, n=300)
-    exact = MMC().fit(X, y).score(X, y)
+    exact = MMC().fit(X, y).figure_of_merit(X, y)
     sampled = MMC(negatives=negatives, n_samples=300, random_state=0).fit(X, y)
     assert sampled.converged_
-    assert exact * 0.97 <= sampled.score(X, y) <= exact * (1 + 1e-9)
+    assert exact * 0.97 <= sampled.figure_of_merit(X, y) <= exact * (1 + 1e-9)
     again = MMC(negatives=negatives, n_samples=300, random_state=0).fit(X, y)
     np.testing.assert_array_equal(again.components_, sampled.components_)
     other = MMC(negatives=negatives, n_samples=300, random_state=1).fit(X, y)
@@ -134,7 +134,7 @@ def test_diagonal_metric():
     A = mmc.get_mahalanobis_matrix()
     np.testing.assert_array_equal(A, np.diag(np.diag(A)))
     assert mmc.converged_
-    assert mmc.score(X, y) <= MMC(**PAPER).fit(X, y).score(X, y) * (1 + 1e-6)
+    assert mmc.figure_of_merit(X, y) <= MMC(**PAPER).fit(X, y).figure_of_merit(X, y) * (1 + 1e-6)
 
 
 def test_not_converged_warns():
@@ -228,7 +228,7 @@ def test_min_rank_bounds_the_rank_and_fractions_round_up():
     X, y = _noisy_classes(seed=6, n=150)
     paper = MMC(**PAPER).fit(X, y)
     assert np.linalg.matrix_rank(paper.get_mahalanobis_matrix(), tol=1e-8) < 4
-    for min_rank, expected in ((4, 4), (0.5, 4), (0.3, 3), (1.0, 8)):
+    for min_rank, expected in ((4, 4), (0.5, 4), (0.3, 3), (8, 8), ("full", 8)):
         mmc = MMC(min_rank=min_rank, scatter_ridge=1e-8).fit(X, y)
         assert mmc.converged_
         eigenvalues = np.linalg.eigvalsh(mmc.get_mahalanobis_matrix())
@@ -239,8 +239,35 @@ def test_min_rank_bounds_the_rank_and_fractions_round_up():
 
 def test_full_rank_cap_and_large_ridge_give_the_euclidean_metric():
     X, y = _noisy_classes(seed=7, n=90)
-    A = MMC(min_rank=1.0, scatter_ridge=1e8).fit(X, y).get_mahalanobis_matrix()
+    A = MMC(min_rank="full", scatter_ridge=1e8).fit(X, y).A_
     np.testing.assert_allclose(A / A[0, 0], np.eye(X.shape[1]), atol=1e-6)
+
+
+def test_a_float_min_rank_of_one_is_deprecated_and_means_every_feature():
+    X, y = _noisy_classes(seed=7, n=90)
+    full = MMC(min_rank="full").fit(X, y)
+    np.testing.assert_array_equal(MMC(min_rank=X.shape[1]).fit(X, y).components_, full.components_)
+    with pytest.warns(FutureWarning, match=r"min_rank=1.0 \(every feature\) .* min_rank='full'"):
+        deprecated = MMC(min_rank=1.0).fit(X, y)
+    np.testing.assert_array_equal(deprecated.components_, full.components_)
+    # The int 1 is a number of directions: rank at least one, no cap.
+    np.testing.assert_array_equal(
+        MMC(min_rank=1).fit(X, y).components_, MMC(min_rank=None).fit(X, y).components_
+    )
+
+
+def test_learned_matrix_and_pair_scores_as_the_other_pair_learner_names_them():
+    X, y = load_iris(return_X_y=True)
+    mmc = MMC().fit(X, y)
+    np.testing.assert_allclose(mmc.A_, mmc.components_.T @ mmc.components_)
+    np.testing.assert_array_equal(mmc.get_mahalanobis_matrix(), mmc.A_)
+    differences = X[:10] - X[10:20]
+    expected = np.sqrt(np.einsum("ij,jk,ik->i", differences, mmc.A_, differences))
+    np.testing.assert_allclose(mmc.pair_score(X[:10], X[10:20]), -expected)
+    pairs = np.stack([X[:10], X[10:20]], axis=1)
+    np.testing.assert_allclose(mmc.pair_score(pairs), -expected)
+    np.testing.assert_allclose(mmc.decision_function(pairs), -expected)
+    assert not hasattr(MMC(), "A_")
 
 
 def test_defaults_do_not_lose_to_euclidean_knn_where_the_paper_does():
@@ -263,3 +290,36 @@ def load_digits_pca():
 
     X, y = load_digits(return_X_y=True)
     return PCA(20, random_state=0).fit_transform(X[:800]), y[:800]
+
+
+def test_fit_runs_blas_on_n_threads_and_none_keeps_the_callers_limit(monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits  # noqa: PLC0415
+
+    import skrank.similarity._mmc_solver as solver  # noqa: PLC0415
+
+    def blas_threads():
+        """Threads of each BLAS library whose count can be set (some builds have one only)."""
+        return {
+            info["filepath"]: info["num_threads"]
+            for info in threadpool_info()
+            if info["user_api"] == "blas" and info["filepath"] in settable
+        }
+
+    with threadpool_limits(limits=3, user_api="blas"):
+        settable = {info["filepath"] for info in threadpool_info() if info["num_threads"] == 3}
+    assert settable
+    seen = []
+    solve = solver._fit_on_statistics
+
+    def recording(*args, **kwargs):
+        seen.append(set(blas_threads().values()))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(solver, "_fit_on_statistics", recording)
+    X, y = load_iris(return_X_y=True)
+    with threadpool_limits(limits=3, user_api="blas"):
+        reference = MMC().fit(X, y)
+        for n_threads in (2, None):
+            fitted = MMC(n_threads=n_threads).fit(X, y)
+            np.testing.assert_allclose(fitted.components_, reference.components_, atol=1e-10)
+    assert seen == [{1}, {2}, {3}]

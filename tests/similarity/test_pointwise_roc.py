@@ -301,11 +301,16 @@ def test_similarity_methods_match_loops():
     loop = np.array([[(1 + a @ A @ b) / 2 for b in Z[:7]] for a in Z])
     np.testing.assert_allclose(model.pairwise_similarity(X, X[:7]), loop)
     np.testing.assert_allclose(model.pairwise_similarity(X)[:, :7], loop)
-    np.testing.assert_allclose(model.similarity(X[:7], X[7:14]), np.diag(loop[7:14]))
+    np.testing.assert_allclose(model.pair_score(X[:7], X[7:14]), np.diag(loop[7:14]))
     pairs = np.stack([X[:7], X[7:14]], axis=1)
     np.testing.assert_allclose(
         model.decision_function(pairs), np.diag(loop[7:14]) - model.threshold_
     )
+    np.testing.assert_allclose(model.pair_score(pairs), np.diag(loop[7:14]))
+    with pytest.warns(FutureWarning, match="similarity was renamed pair_score"):
+        np.testing.assert_array_equal(
+            model.similarity(X[:7], X[7:14]), model.pair_score(X[:7], X[7:14])
+        )
     assert 0 <= loop.min() and loop.max() <= 1
 
 
@@ -460,7 +465,7 @@ def test_zero_vectors_with_normalize():
         PointwiseROCSimilarity().fit(X, y)
     model = PointwiseROCSimilarity(normalize=False).fit(X, y)
     with pytest.raises(ValueError, match="all-zero rows"):
-        PointwiseROCSimilarity().fit(X[10:], y[10:]).similarity(X[:5], X[5:10])
+        PointwiseROCSimilarity().fit(X[10:], y[10:]).pair_score(X[:5], X[5:10])
     assert np.isfinite(model.pairwise_similarity(X)).all()
 
 
@@ -485,14 +490,14 @@ def test_wrong_number_of_features_after_fit():
     for call in [
         lambda: model.pairwise_similarity(X[:, :3]),
         lambda: model.pairwise_similarity(X, X[:, :3]),
-        lambda: model.similarity(X[:, :3], X[:, :3]),
+        lambda: model.pair_score(X[:, :3], X[:, :3]),
         lambda: model.calibrate_threshold(X[:, :3], y),
         lambda: model.partial_fit(X[:, :3], y),
     ]:
         with pytest.raises(ValueError, match="3 features"):
             call()
     with pytest.raises(ValueError, match="same number of rows"):
-        model.similarity(X[:5], X[:6])
+        model.pair_score(X[:5], X[:6])
 
 
 @pytest.mark.parametrize("n_samples", [None, 0])

@@ -280,8 +280,18 @@ ENGINE_METHODS = dict.fromkeys(
         "train_step",
         "training_state",
         "validation_score",
+        "inference_device",
+        "initialize_weights",
+        "optimizers_for",
+        "set_classes",
+        "shared_random_state",
+        "warm_starting",
     ],
     _ENGINE_STEPS,
+)
+ENGINE_METHODS["split_validation"] = (
+    "called by fit on the validated X and y (the estimators hold out a validation part by "
+    "default); fit is checked on every kind"
 )
 ONNX_METHODS = {
     "export_onnx": "writes the fitted network to a file; takes no arrays",
@@ -324,6 +334,8 @@ def _call_mmc(inputs, tmp_path):
     model.transform(inputs.X(FEATURES))
     model.pair_distance(inputs.X(FEATURES[:12]), inputs.X(FEATURES[12:]))
     model.pair_distance(inputs.array(PAIRS))
+    model.pair_score(inputs.X(FEATURES[:12]), inputs.X(FEATURES[12:]))
+    model.figure_of_merit(inputs.X(FEATURES), inputs.y(LABELS))
     model.decision_function(inputs.array(PAIRS))
     model.objective_and_constraint(inputs.X(FEATURES), inputs.y(LABELS))
     model.score(inputs.X(FEATURES), inputs.y(LABELS))
@@ -339,7 +351,9 @@ def _call_pointwise_roc(inputs, tmp_path):
     model.fit(inputs.X(FEATURES), inputs.y(LABELS))
     model.partial_fit(inputs.X(FEATURES), inputs.y(LABELS))
     model.calibrate_threshold(inputs.X(FEATURES), inputs.y(LABELS))
-    model.similarity(inputs.X(FEATURES[:12]), inputs.X(FEATURES[12:]))
+    with pytest.warns(FutureWarning, match="renamed pair_score"):  # the deprecated name
+        model.similarity(inputs.X(FEATURES[:12]), inputs.X(FEATURES[12:]))
+    model.pair_score(inputs.X(FEATURES[:12]), inputs.X(FEATURES[12:]))
     model.pairwise_similarity(inputs.X(FEATURES), inputs.X(FEATURES[:4]))
     model.decision_function(inputs.array(PAIRS))
     model.predict(inputs.array(PAIRS))
@@ -643,6 +657,34 @@ def _call_sparse_linear(inputs, tmp_path):
     )
 
 
+def _call_row_subset(inputs, tmp_path):
+    subset = nn.RowSubset(inputs.X(FEATURES), inputs.array([3, 1, 4, 1]))
+    subset.take(inputs.array([0, 2]))
+    np.asarray(subset)
+
+
+def _call_dense_float32(inputs, tmp_path):
+    nn.dense_float32(inputs.X(FEATURES))
+
+
+def _call_input_inspection(function):
+    def call(inputs, tmp_path):
+        function(inputs.X(FEATURES))
+
+    return call
+
+
+def _call_unit_rows(inputs, tmp_path):
+    nn.UnitRows(torch.nn.Linear(D, 3))(inputs.tensor(FEATURES))
+
+
+def _call_gather(function):
+    def call(inputs, tmp_path):
+        function(inputs.tensor(FEATURES), nn.DistributedContext(0, 1))
+
+    return call
+
+
 _TAKES_NO_ARRAYS = "takes no arrays"
 _RECORD = (
     "a record of the arrays it is given (a named tuple or a frozen dataclass): computes nothing"
@@ -676,6 +718,14 @@ EXEMPT = {
     "skrank.losses.owl_weights": "computes weights from their parameters, " + _TAKES_NO_ARRAYS,
     "skrank.multilabel.RowSparseOptimizer": (
         "an optimiser: updating the table it is given in place is what it is for"
+    ),
+    "skrank.nn.DistributedContext": _RECORD,
+    "skrank.nn.check_onnx_installed": "checks that packages are installed, " + _TAKES_NO_ARRAYS,
+    "skrank.nn.current_context": "reads the process group of a device, " + _TAKES_NO_ARRAYS,
+    "skrank.nn.export_module": "writes a module to a file, " + _TAKES_NO_ARRAYS,
+    "skrank.nn.layer_sizes": "normalises a layer-size parameter, " + _TAKES_NO_ARRAYS,
+    "skrank.nn.module_output_dim": (
+        "runs a module on a batch of zeros it makes itself, " + _TAKES_NO_ARRAYS
     ),
     "skrank.nn.BaseTorchEstimator": (
         "the abstract base of the torch estimators: its methods are checked through "
@@ -727,6 +777,8 @@ ENTRY_POINTS = {
             "fit",
             "transform",
             "pair_distance",
+            "pair_score",
+            "figure_of_merit",
             "decision_function",
             "objective_and_constraint",
             "score",
@@ -744,6 +796,7 @@ ENTRY_POINTS = {
             "partial_fit",
             "calibrate_threshold",
             "similarity",
+            "pair_score",
             "pairwise_similarity",
             "decision_function",
             "predict",
@@ -851,6 +904,15 @@ ENTRY_POINTS = {
             "reset_parameters": "draws the layer's own weights, " + _TAKES_NO_ARRAYS,
         },
     ),
+    "skrank.nn.RowSubset": Entry(_call_row_subset, kinds=DENSE_ONLY, methods=("take",)),
+    "skrank.nn.UnitRows": Entry(_call_unit_rows, kinds=TENSORS, methods=("forward",)),
+    "skrank.nn.dense_float32": Entry(_call_dense_float32, kinds=ARRAYS_ONLY),
+    "skrank.nn.gather_summing_gradient": Entry(
+        _call_gather(nn.gather_summing_gradient), kinds=TENSORS
+    ),
+    "skrank.nn.gather_with_gradient": Entry(_call_gather(nn.gather_with_gradient), kinds=TENSORS),
+    "skrank.nn.input_dtypes": Entry(_call_input_inspection(nn.input_dtypes), kinds=ARRAYS_ONLY),
+    "skrank.nn.memory_mapped": Entry(_call_input_inspection(nn.memory_mapped), kinds=ARRAYS_ONLY),
     "skrank.nn.TrainingInputs": Entry(
         _call_training_inputs, kinds=ARRAYS_ONLY, methods=("rows", "chunks", "batch")
     ),

@@ -2,12 +2,22 @@
 
 import matplotlib
 import pytest
+from hypothesis import settings
 from threadpoolctl import threadpool_limits
 
 from skrank.utils._threads import torch_threads
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+# Property tests: the same examples on every run and no time limit per example (the machines
+# running the suite are shared); "fuzz" draws many new ones (pytest -m fuzz
+# --hypothesis-profile=fuzz), keeping the failures it finds in .hypothesis/ to replay them.
+settings.register_profile(
+    "default-run", max_examples=150, deadline=None, derandomize=True, database=None
+)
+settings.register_profile("fuzz", max_examples=20_000, deadline=None)
+settings.load_profile("default-run")
 
 
 @pytest.fixture

@@ -13,10 +13,13 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from .._compat import HasMethods, Interval, validate_params
-from ._io import is_path, open_binary
+from ._io import DECOMPRESSION_ERRORS, file_name, is_path, open_binary
 
 _NUMERIC_TYPES = frozenset({"numeric", "real", "integer"})
-_QUOTED_NAME = re.compile(r"""(['"])((?:\\.|(?!\1).)*)\1""")
+# A quote, then escaped characters or characters other than the quote and a backslash, then the
+# same quote.
+_QUOTED_NAME = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNQUOTED_NAME = re.compile(r"[^\s{]+")
 _ENTRY = r"[^\s,]+\s+[^\s,]+"
 _SPARSE_BODY = re.compile(rf"\s*(?:{_ENTRY}\s*(?:,\s*{_ENTRY}\s*)*)?")
@@ -57,6 +60,16 @@ def load_sparse_arff(file, *, label_names=None, n_labels=None):
     declared value is 0, such as ``{0,1}`` (a sparse row omits an attribute at its first value).
     Lines starting with ``%`` are comments; names may be quoted.
 
+    What is read, exactly: UTF-8 text (a byte order mark is dropped), lines ending in ``\\n``,
+    ``\\r\\n`` or ``\\r``, each stripped of surrounding whitespace; empty lines and comments are
+    skipped. The header's lines start with ``@relation``, ``@attribute`` or ``@data`` (in any
+    case); a name is quoted (``'...'`` or ``"..."``, a backslash escaping the next character) or
+    runs to the first whitespace or ``{``; attribute names are distinct. Each line after
+    ``@data`` is a row: ``{index value, ...}`` with attribute indices increasing, or one value
+    per attribute separated by commas; values may be quoted, ``?`` (missing) is refused. Numbers
+    are read as Python's ``int`` and ``float`` read them; values are finite, a nominal
+    attribute's are among its declared ones and a label's are 0 or 1. Zeros are not stored.
+
     Parameters
     ----------
     file : str, path-like or file object
@@ -79,8 +92,9 @@ def load_sparse_arff(file, *, label_names=None, n_labels=None):
     Raises
     ------
     ValueError
-        On a malformed or unsupported file, with the line number; on a label value other than 0
-        or 1; on label names that are not attributes.
+        On a malformed or unsupported file (damaged gzip compression included), on a label
+        value other than 0 or 1, on label names that are not attributes: the message names the
+        file and, for a fault of one line, the line.
 
     Examples
     --------
@@ -104,14 +118,21 @@ def load_sparse_arff(file, *, label_names=None, n_labels=None):
     >>> bunch.target_names
     array(['sky'], dtype=object)
     """
-    with _open_text(file) as text:
-        numbered_lines = enumerate(text, start=1)
-        relation, attributes = _parse_header(numbered_lines)
-        label_columns = _label_attribute_indices(attributes, label_names, n_labels)
-        entries = _parse_data(numbered_lines, len(attributes))
-    is_label = np.zeros(len(attributes), dtype=bool)
-    is_label[label_columns] = True
-    _check_entries(entries, attributes, is_label)
+    name = file_name(file, "the ARFF file")
+    try:
+        with _open_text(file) as text:
+            numbered_lines = _numbered_lines(text)
+            relation, attributes = _parse_header(numbered_lines)
+            label_columns = _label_attribute_indices(attributes, label_names, n_labels)
+            entries = _parse_data(numbered_lines, len(attributes))
+        is_label = np.zeros(len(attributes), dtype=bool)
+        is_label[label_columns] = True
+        _check_entries(entries, attributes, is_label)
+    except _FormatProblem as problem:
+        where = name if problem.line_number is None else f"{name}, line {problem.line_number}"
+        raise ValueError(f"{where}: {problem}") from None
+    except DECOMPRESSION_ERRORS as error:
+        raise ValueError(f"{name}: damaged gzip compression ({error}).") from error
     feature_columns = np.flatnonzero(~is_label)
     names = np.array([attribute.name for attribute in attributes], dtype=object)
     return Bunch(
@@ -129,15 +150,34 @@ def _open_text(file):
         yield file
         return
     with open_binary(file) as stream:
-        text = io.TextIOWrapper(stream, encoding="utf-8")
+        # Bytes that are not UTF-8 are kept as lone surrogates, found line by line below; a
+        # byte order mark is dropped.
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape")
         try:
             yield text
         finally:
             text.detach()
 
 
+class _FormatProblem(Exception):
+    """A fault of the file, at a line (1-based) or of the whole file (``line_number`` None)."""
+
+    def __init__(self, message, line_number=None):
+        super().__init__(message)
+        self.line_number = line_number
+
+
 def _syntax_error(line_number, message):
-    return ValueError(f"ARFF line {line_number}: {message}")
+    return _FormatProblem(message, line_number)
+
+
+def _numbered_lines(text):
+    """``(line number, line)`` of each line, refusing a line that is not text (bytes that are
+    not UTF-8, or a lone surrogate)."""
+    for line_number, line in enumerate(text, start=1):
+        if _SURROGATE.search(line):
+            raise _syntax_error(line_number, "the line is not UTF-8 text")
+        yield line_number, line
 
 
 def _parse_header(numbered_lines):
@@ -164,7 +204,7 @@ def _parse_header(numbered_lines):
             raise _syntax_error(
                 line_number, f"expected @relation, @attribute or @data, got {line[:40]!r}"
             )
-    raise ValueError("ARFF file has no @data section.")
+    raise _FormatProblem("no @data section (the line before the data rows).")
 
 
 def _split_name(text, line_number):
@@ -219,7 +259,7 @@ def _label_attribute_indices(attributes, label_names, n_labels):
     n_attributes = len(attributes)
     if n_labels is not None:
         if n_labels > n_attributes:
-            raise ValueError(
+            raise _FormatProblem(
                 f"n_labels={n_labels} exceeds the number of attributes, {n_attributes}."
             )
         return np.arange(n_attributes - n_labels, n_attributes)
@@ -229,7 +269,7 @@ def _label_attribute_indices(attributes, label_names, n_labels):
     position = {attribute.name: index for index, attribute in enumerate(attributes)}
     missing = [name for name in label_names if name not in position]
     if missing:
-        raise ValueError(
+        raise _FormatProblem(
             f"{len(missing)} label name(s) are not attributes of the ARFF file, e.g. {missing[:3]}."
         )
     return np.array([position[name] for name in label_names], dtype=np.int64)
@@ -267,6 +307,8 @@ def _parse_sparse_row(line, line_number):
     tokens = body.replace(",", " ").split()
     try:
         row_indices = np.array(tokens[0::2], dtype=np.int64)
+    except OverflowError:
+        raise _syntax_error(line_number, f"attribute index out of range in {line[:40]!r}") from None
     except ValueError:
         raise _syntax_error(
             line_number, f"attribute indices must be integers in {line[:40]!r}"

@@ -13,7 +13,8 @@ from sklearn.utils import check_random_state
 
 from .._compat import Interval, StrOptions, validate_params
 from ..exceptions import ExtremeFormatError
-from ._io import is_path, open_binary
+from ..utils._validation import canonical_csr
+from ._io import DECOMPRESSION_ERRORS, file_name, is_path, open_binary
 from ._synthetic import _draw_zipf
 
 # The data sets of Table 1 of Reddi et al. (2019): features, labels, average labels per row and
@@ -281,16 +282,28 @@ def _draw_background(n_features, size, rng):
 
 # ---------------------------------------------------------------------- repository text format
 _HEADER = re.compile(rb"^\s*(\d+)\s+(\d+)\s+(\d+)\s*$")
+# scikit-learn's svmlight parser holds a feature index in a C int.
+_MAX_EXTREME_SIZE = np.iinfo(np.int32).max
 
 
 def load_extreme_file(file, *, dtype=np.float64):
     """Read a data file of the Extreme Classification Repository.
 
     The format: a header line ``n_points n_features n_labels``, then one line per row,
-    ``l1,l2,... f:v f:v ...`` with 0-based label and feature indices, feature indices sorted
-    and distinct; a row without labels starts with a space. The rows are parsed by
-    scikit-learn's svmlight reader (compiled, no Python loop per row; memory ``O(nnz)``);
-    gzip-compressed files are read as well.
+    ``l1,l2,... f:v f:v ...`` with 0-based label and feature indices, feature indices
+    increasing; a row without labels starts with a space. The rows are parsed by scikit-learn's
+    svmlight reader (compiled, no Python loop per row; memory ``O(nnz)``); gzip-compressed files
+    are read as well.
+
+    What is read, exactly: the header holds three non-negative integers (ASCII digits), the
+    numbers of features and labels at most ``2**31 - 1``. On the other lines, ``#`` starts a
+    comment, tokens are separated by ASCII whitespace (so ``\\r\\n`` line ends are read too),
+    and lines without tokens are skipped. A row's first token, unless it holds a ``:``, is its
+    comma-separated labels: numbers with an integer value in ``[0, n_labels)``, distinct. Every
+    other token is a feature ``index:value``: an integer index in ``[0, n_features)``,
+    increasing along the row, and a value finite in ``dtype`` (explicit zeros are dropped).
+    Numbers are read as Python's ``int`` and ``float`` read them. The file holds ``n_points``
+    rows.
 
     Parameters
     ----------
@@ -309,9 +322,11 @@ def load_extreme_file(file, *, dtype=np.float64):
     Raises
     ------
     ExtremeFormatError
-        For an empty file, a malformed header, a malformed line, a feature or label index out of
-        the header's range, unsorted or duplicate feature indices, a duplicate label, or a
-        number of rows other than the header's; the message names the file and the line.
+        For an empty file, a malformed header, a malformed row (a token that is neither
+        labels nor a feature, a label or feature index out of the header's range, unsorted or
+        duplicate feature indices, a duplicate label, a value that is not finite), or a number
+        of rows other than the header's; the message names the file and the line (a file object
+        that cannot seek names the row instead of the line).
 
     Examples
     --------
@@ -326,30 +341,26 @@ def load_extreme_file(file, *, dtype=np.float64):
     array([[1, 0, 1],
            [0, 0, 0]], dtype=int8)
     """
-    name = _file_name(file)
+    name = file_name(file)
     start = None if is_path(file) or not file.seekable() else file.tell()
-    with open_binary(file) as stream:
-        header = stream.readline()
-        match = _HEADER.match(header)
-        if not header:
-            raise ExtremeFormatError(f"{name} is empty: expected a header line.")
-        if match is None:
-            raise ExtremeFormatError(
-                f"{name}, line 1: expected the header 'n_points n_features n_labels', got "
-                f"{header[:80]!r}."
-            )
-        n_points, n_features, n_labels = (int(v) for v in match.groups())
-        try:
-            X, label_sets = load_svmlight_file(
-                stream, n_features=n_features, dtype=dtype, multilabel=True, zero_based=True
-            )
-        except ValueError as error:
-            raise _located_error(file, name, start, n_features, error) from error
-    X.eliminate_zeros()
-    if X.shape[0] != n_points:
-        raise ExtremeFormatError(
-            f"{name}: the header announces {n_points} rows but the file has {X.shape[0]}."
-        )
+    dtype = np.dtype(dtype)
+    try:
+        with open_binary(file) as stream:
+            sizes = _read_header(stream.readline(), name)
+            try:
+                X, label_sets, query_ids = load_svmlight_file(
+                    stream,
+                    n_features=max(sizes[1], 1),  # the parser needs one; a 0 is checked below
+                    dtype=dtype,
+                    multilabel=True,
+                    zero_based=True,
+                    query_id=True,
+                )
+            except (ValueError, OverflowError) as error:
+                raise _located_error(file, name, start, sizes, dtype, str(error)) from error
+    except DECOMPRESSION_ERRORS as error:
+        raise ExtremeFormatError(f"{name}: damaged gzip compression ({error}).") from error
+    n_points, n_features, n_labels = sizes
     lengths = np.fromiter(map(len, label_sets), dtype=np.int64, count=len(label_sets))
     labels = np.fromiter(
         (label for labels in label_sets for label in labels),
@@ -357,14 +368,24 @@ def load_extreme_file(file, *, dtype=np.float64):
         count=int(lengths.sum()),
     )
     del label_sets
-    entry_rows = np.repeat(np.arange(n_points), lengths)
+    entry_rows = np.repeat(np.arange(X.shape[0]), lengths)
     invalid = (labels < 0) | (labels >= n_labels) | (labels != np.round(labels))
-    if invalid.any():
-        first = int(np.argmax(invalid))
+    order = np.lexsort((labels, entry_rows))
+    invalid[order[1:]] |= (np.diff(labels[order]) == 0) & (np.diff(entry_rows[order]) == 0)
+    bad_entries = ~np.isfinite(X.data) | (X.indices >= n_features)
+    bad_rows = np.concatenate(
+        [entry_rows[invalid], X.indptr.searchsorted(np.flatnonzero(bad_entries), side="right") - 1]
+    )
+    # svmlight reads a row's first feature "qid:..." as a query id, which this format has not.
+    if bad_rows.size or query_ids.size:
+        where = f"row {bad_rows.min() + 1}" if bad_rows.size else "a feature 'qid:...'"
+        raise _located_error(file, name, start, sizes, dtype, f"{where} is malformed.")
+    if X.shape[0] != n_points:
         raise ExtremeFormatError(
-            f"{name}, line {entry_rows[first] + 2}: label {labels[first]:g} is not an integer "
-            f"in [0, {n_labels}) (n_labels of the header)."
+            f"{name}, line 1: the header announces {n_points} rows but the file has {X.shape[0]}."
         )
+    X = X[:, :n_features] if n_features < X.shape[1] else X
+    X.eliminate_zeros()
     Y = sp.csr_matrix(
         (
             np.ones(labels.size, dtype=np.int8),
@@ -374,53 +395,81 @@ def load_extreme_file(file, *, dtype=np.float64):
         shape=(n_points, n_labels),
     )
     Y.sort_indices()
-    repeated = np.flatnonzero((np.diff(Y.indices) == 0) & (np.diff(entry_rows) == 0))
-    if repeated.size:
-        entry = repeated[0]
-        raise ExtremeFormatError(
-            f"{name}, line {entry_rows[entry] + 2}: label {Y.indices[entry]} appears twice."
-        )
     return X, Y
 
 
-def _located_error(file, name, start, n_features, error):
+def _read_header(header, name):
+    """``(n_points, n_features, n_labels)`` of the header line, or an ExtremeFormatError."""
+    if not header:
+        raise ExtremeFormatError(f"{name} is empty: expected a header line.")
+    match = _HEADER.match(header)
+    if match is None:
+        raise ExtremeFormatError(
+            f"{name}, line 1: expected the header 'n_points n_features n_labels', got "
+            f"{header[:80]!r}."
+        )
+    sizes = tuple(int(v) for v in match.groups())
+    if max(sizes[1:]) > _MAX_EXTREME_SIZE:
+        raise ExtremeFormatError(
+            f"{name}, line 1: the header announces {sizes[1]} features and {sizes[2]} labels; "
+            f"at most {_MAX_EXTREME_SIZE} of each can be read."
+        )
+    return sizes
+
+
+def _located_error(file, name, start, sizes, dtype, fallback):
     """The first malformed line of the file, as an ExtremeFormatError; read again line by line,
-    on the error path only (a stream that cannot be read twice gets the parser's message)."""
+    on the error path only (a stream that cannot be read twice gets ``fallback``)."""
     if is_path(file) or start is not None:
         if start is not None:
             file.seek(start)
         with open_binary(file) as stream:
             for number, line in enumerate(stream, start=1):
-                problem = _line_problem(line, n_features) if number > 1 else None
+                problem = _line_problem(line, *sizes[1:], dtype) if number > 1 else None
                 if problem:
                     return ExtremeFormatError(f"{name}, line {number}: {problem}")
-    return ExtremeFormatError(f"{name}: {error}")
+    return ExtremeFormatError(f"{name}: {fallback}")
 
 
-def _line_problem(line, n_features):
-    text = line.split(b"#", 1)[0]
-    if not text.strip():
+def _line_problem(line, n_features, n_labels, dtype):
+    """What makes a line of the file's body malformed, or None: the rules of
+    :func:`load_extreme_file`, checked token by token."""
+    tokens = line.split(b"#", 1)[0].split()
+    if not tokens:
         return None
-    if text[:1].isspace():
-        labels, features = b"", text.split()
-    else:
-        labels, *features = text.split()
-    for label in filter(None, labels.split(b",")) if labels else ():
-        if not label.isdigit():
-            return f"label {label.decode(errors='replace')!r} is not a non-negative integer."
-    if labels and b"" in labels.split(b","):
-        return f"empty label in {labels.decode(errors='replace')!r}."
+    label_tokens, features = (
+        ([], tokens) if b":" in tokens[0] else (tokens[0].split(b","), tokens[1:])
+    )
+    seen = set()
+    for token in label_tokens:
+        shown = token.decode(errors="replace")
+        try:
+            label = float(token)
+        except ValueError:
+            return f"label {shown!r} is not a number."
+        if not (0 <= label < n_labels and label == round(label)):
+            return f"label {shown} is not an integer in [0, {n_labels}) (n_labels of the header)."
+        if label in seen:
+            return f"label {shown} appears twice."
+        seen.add(label)
     previous = -1
     for token in features:
+        shown = token.decode(errors="replace")
         index, colon, value = token.partition(b":")
-        if not colon or not index.isdigit():
-            return f"feature {token.decode(errors='replace')!r} is not 'index:value'."
         try:
-            float(value)
+            index = int(index) if colon else None
         except ValueError:
-            return f"feature {token.decode(errors='replace')!r} has no numeric value."
-        index = int(index)
-        if index >= n_features:
+            index = None
+        if index is None:
+            return f"feature {shown!r} is not 'index:value'."
+        try:
+            value = float(value)
+        except ValueError:
+            return f"feature {shown!r} has no numeric value."
+        with np.errstate(over="ignore"):
+            if not np.isfinite(dtype.type(value)):
+                return f"feature {shown!r} has a value that is not finite in {dtype}."
+        if not 0 <= index < n_features:
             return f"feature index {index} is out of range [0, {n_features}) (the header's)."
         if index == previous:
             return f"feature {index} appears twice."
@@ -446,16 +495,12 @@ def dump_extreme_file(X, Y, file):
     file : str, path-like or binary file-like
         Destination (a path, or an object opened in binary mode).
     """
-    X = sp.csr_matrix(X, dtype=np.float64)
-    Y = sp.csr_matrix(Y)
+    X = canonical_csr(X, dtype=np.float64)
+    Y = canonical_csr(Y, drop_zeros=True)
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows and Y has {Y.shape[0]}; they must agree.")
-    Y.eliminate_zeros()
     if Y.nnz and not np.all(Y.data == 1):
         raise ValueError("Y must be a 0/1 label indicator.")
-    X.sum_duplicates()
-    X.sort_indices()
-    Y.sort_indices()
     header = f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}\n".encode()
     if is_path(file):
         with open(file, "wb") as stream:
@@ -512,7 +557,7 @@ def load_extreme_split(file):
     rows : ndarray of shape (n_rows, n_splits), int64
         0-based row numbers, one column per split.
     """
-    name = _file_name(file)
+    name = file_name(file)
     with open_binary(file) as stream:
         text = stream.read()
     if not text.strip():
@@ -524,7 +569,3 @@ def load_extreme_split(file):
     if rows.min() < 1:
         raise ExtremeFormatError(f"{name}: row numbers are 1-based; found {rows.min()}.")
     return rows - 1
-
-
-def _file_name(file):
-    return str(file) if is_path(file) else getattr(file, "name", "the file")

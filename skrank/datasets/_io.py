@@ -3,15 +3,24 @@
 import gzip
 import io
 import os
+import zlib
 from contextlib import contextmanager
 from importlib import resources
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# What reading a damaged gzip file raises: a bad header or checksum, a truncated stream, a
+# corrupted block.
+DECOMPRESSION_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
 def is_path(file):
     """Whether ``file`` names a file (``str`` or path-like) rather than being a file object."""
     return isinstance(file, (str, os.PathLike))
+
+
+def file_name(file, unnamed="the file"):
+    """How error messages name ``file``: its path, the name of a file object, or ``unnamed``."""
+    return str(file) if is_path(file) else str(getattr(file, "name", unnamed))
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from scipy import sparse
 
 from ..utils._docstrings import fill_docs
 from ..utils._labels import values_outside_zero_one
+from ..utils._validation import canonical_csr
 from ._labels import (
     TOP_K_LABEL_DOCS,
     check_top_k_labels,
@@ -79,7 +80,7 @@ def label_propensities(y, *, A=0.55, B=1.5):
                 f"{name} must be a positive finite number; got {name}={value!r} (the defaults "
                 "are A=0.55, B=1.5)."
             )
-    y = sparse.csr_matrix(y)
+    y = canonical_csr(y)
     n_samples = y.shape[0]
     if n_samples < 3:
         # C = (log N - 1) (B + 1) ** A is not positive below: propensities above 1, or inf.
@@ -139,9 +140,7 @@ def _indicator(targets, n_labels):
         return sparse.csr_matrix(
             (np.ones(n), targets, np.arange(n + 1)), shape=(n, n_labels), dtype=np.float64
         )
-    indicator = sparse.csr_matrix(targets, dtype=np.float64)
-    indicator.eliminate_zeros()
-    return indicator
+    return canonical_csr(targets, dtype=np.float64, drop_zeros=True)
 
 
 @fill_docs(TOP_K_LABEL_DOCS)

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 
 from ..utils._docstrings import fill_docs
 from ..utils._labels import values_outside_zero_one
-from ..utils._validation import check_ndim, naming_inputs
+from ..utils._validation import canonical_csr, check_ndim, naming_inputs
 from ._search import top_k_indices
 from ._validation import check_k, check_same_length
 
@@ -98,9 +98,7 @@ def _default_labels(y_true, n_columns):
 
 def _check_indicator(y_true, n_columns):
     if sparse.issparse(y_true):
-        y_true = sparse.csr_matrix(y_true, dtype=np.float64, copy=True)
-        y_true.sum_duplicates()
-        y_true.eliminate_zeros()
+        y_true = canonical_csr(y_true, dtype=np.float64, drop_zeros=True)
     else:
         y_true = check_array(y_true, dtype=None, input_name="y_true")
     if values_outside_zero_one(y_true) is not None:

@@ -11,7 +11,7 @@ from sklearn.utils.validation import column_or_1d
 
 from ..nn import RowSubset, memory_mapped
 from ..utils._labels import check_class_counts, encode_labels, values_outside_zero_one
-from ..utils._validation import naming_inputs
+from ..utils._validation import canonical_csr, naming_inputs
 
 
 def encode_targets(y):
@@ -48,8 +48,7 @@ def encode_targets(y):
                 "pass y > 0."
             )
         multilabel_output = (sp.issparse(y), y.dtype.str)  # a string: saved models hold no type
-        positives = sp.csr_matrix(y, dtype=np.int8, copy=True)
-        positives.eliminate_zeros()
+        positives = canonical_csr(y, dtype=np.int8, drop_zeros=True)
         classes = np.arange(positives.shape[1])
     elif target_type in ("binary", "multiclass"):
         classes, codes = encode_labels(column_or_1d(y, warn=True))

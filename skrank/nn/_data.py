@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..utils._validation import canonical_csr
 from ._device import indexed_device
 from ._sparse import SparseRows
 
@@ -179,9 +180,10 @@ class TrainingInputs:
             self._mapped = X if isinstance(X, RowSubset) else RowSubset(X, np.arange(X.shape[0]))
             self.resident = False
         elif sp.issparse(X):
-            self._init_sparse(sp.csr_matrix(X, dtype=np.float32))
+            self._init_sparse(canonical_csr(X, dtype=np.float32, drop_zeros=True))
         else:
-            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap.
+            # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap;
+            # a wrapped array of the caller's is only read (batches are gathered copies).
             rows = torch.from_numpy(np.require(X, dtype=np.float32, requirements=["C", "W"]))
             self.resident = _fits_on(self.device, rows.numel() * 4)
             if self.resident:
@@ -191,8 +193,6 @@ class TrainingInputs:
         self.index_device = self.device if self.resident else torch.device("cpu")
 
     def _init_sparse(self, csr):
-        csr.sum_duplicates()
-        csr.eliminate_zeros()
         lengths = np.diff(csr.indptr)
         width = max(int(lengths.max(initial=0)), 1)
         padded_entries = self.n_samples * width

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..utils._validation import canonical_csr
 from ._batches import make_generator
 
 __all__ = ["NegativeLabelSampler", "draw_positive_labels", "sample_distinct_labels"]
@@ -123,9 +124,7 @@ def sample_distinct_labels(n_labels, size, random_state=None):
 def _positive_lists(positives):
     """(indptr, indices) of each example's positive labels, from 1-D labels or a sparse matrix."""
     if sp.issparse(positives):
-        positives = sp.csr_matrix(positives)
-        positives.eliminate_zeros()
-        positives.sort_indices()
+        positives = canonical_csr(positives, drop_zeros=True)
         return positives.indptr, positives.indices.astype(np.int64, copy=False)
     positives = np.asarray(positives)
     if positives.ndim != 1 or positives.dtype.kind not in "iu":

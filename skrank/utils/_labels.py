@@ -5,7 +5,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils.validation import check_array, column_or_1d
 
-from ._validation import check_label_vector
+from ._validation import canonical_csr, check_label_vector
 
 #: The ``y`` entry of the fit docstrings of the estimators that learn from class labels and
 #: pairs (what :func:`encode_labels` takes and :func:`check_class_counts` needs by default).
@@ -147,13 +147,13 @@ def values_outside_zero_one(indicator):
     Parameters
     ----------
     indicator : array-like or scipy.sparse matrix of shape (n_samples, n_labels)
-        The matrix (its stored values, if sparse).
+        The matrix (its stored values once duplicate entries are summed, if sparse).
 
     Returns
     -------
     values : list or None
     """
-    values = indicator.data if sparse.issparse(indicator) else np.asarray(indicator)
+    values = canonical_csr(indicator).data if sparse.issparse(indicator) else np.asarray(indicator)
     if ((values == 0) | (values == 1)).all():  # no sort on the common, valid input
         return None
     return np.unique(values).tolist()

@@ -154,6 +154,52 @@ def _rows_scaled_to_unit(X):
     return _ldexp_in_halves(X, -exponent), exponent
 
 
+def canonical_csr(X, *, dtype=None, drop_zeros=False):
+    """``X`` as a CSR matrix in canonical format, never writing into the arrays of ``X``.
+
+    scipy's ``csr_matrix(X, dtype=...)`` shares the index arrays of a CSR ``X`` (and its values
+    when the dtype is unchanged), and ``sum_duplicates``, ``sort_indices`` and
+    ``eliminate_zeros`` write in place: on such a view they reorder the caller's indices (under
+    values converted elsewhere) or fail on read-only buffers. Here a matrix that needs any of
+    them is copied first; one that needs none is returned without a copy, its arrays possibly
+    shared with ``X`` (to be read, never written).
+
+    Parameters
+    ----------
+    X : sparse matrix or array-like of shape (n_rows, n_columns)
+        The input, left unchanged.
+    dtype : numpy dtype or None, default=None
+        Dtype of the values; None keeps that of ``X``.
+    drop_zeros : bool, default=False
+        Whether to remove explicit zeros too.
+
+    Returns
+    -------
+    csr : scipy.sparse.csr_matrix
+        Sorted indices and no duplicate entries (and no explicit zeros with ``drop_zeros``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from skrank.utils._validation import canonical_csr
+    >>> X = sp.csr_matrix((np.array([2.0, 1.0, 0.0]), [1, 0, 1], [0, 3]), shape=(1, 2))
+    >>> canonical_csr(X, dtype=np.float32, drop_zeros=True).toarray()
+    array([[1., 2.]], dtype=float32)
+    >>> X.indices  # unchanged: the duplicates were summed on a copy
+    array([1, 0, 1], dtype=int32)
+    """
+    csr = sparse.csr_matrix(X, dtype=dtype)
+    needs_zeros_dropped = drop_zeros and csr.nnz and not csr.data.all()
+    if csr.has_canonical_format and not needs_zeros_dropped:
+        return csr
+    csr = csr.copy()
+    csr.sum_duplicates()
+    if drop_zeros:
+        csr.eliminate_zeros()
+    return csr
+
+
 def check_float32_range(X, *, estimator, input_name="X", fitting=True):
     """Raise a ValueError unless a torch estimator can compute on ``X`` in float32.
 

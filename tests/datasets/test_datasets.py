@@ -233,6 +233,49 @@ def test_load_sparse_arff_errors_name_the_line(text, match):
 
 
 @pytest.mark.parametrize(
+    "data, match",
+    [
+        pytest.param(
+            HEADER.encode() + b"{99999999999999999999 1}\n",
+            r"line 5: attribute index out of range",
+            id="huge-index",
+        ),
+        pytest.param(
+            HEADER.encode() + b"{0 1}\n{0 \xff1}\n",
+            r"line 6: the line is not UTF-8 text",
+            id="not-utf8",
+        ),
+        pytest.param(
+            b"@relation r\n@attribute 'a\\' numeric\n@data\n",
+            r"line 2: unterminated quote",
+            id="escaped-closing-quote",
+        ),
+        pytest.param(
+            gzip.compress(HEADER.encode() + b"{0 1}\n")[:-3],
+            r": damaged gzip compression",
+            id="truncated-gzip",
+        ),
+    ],
+)
+def test_load_sparse_arff_hostile_bytes_raise_value_error_naming_the_file(data, match, tmp_path):
+    path = tmp_path / "hostile.arff"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=match) as error:
+        load_sparse_arff(path, n_labels=0)
+    assert error.type is ValueError  # not UnicodeDecodeError or another subclass
+    assert str(path) in str(error.value)
+
+
+def test_load_sparse_arff_drops_a_byte_order_mark():
+    text = (HEADER + "{0 1}\n").encode()
+    with_mark = load_sparse_arff(io.BytesIO(b"\xef\xbb\xbf" + text), n_labels=1)
+    without = load_sparse_arff(io.BytesIO(text), n_labels=1)
+    assert with_mark.feature_names == without.feature_names == ["a"]
+    assert with_mark.relation == without.relation
+    np.testing.assert_array_equal(with_mark.data.toarray(), without.data.toarray())
+
+
+@pytest.mark.parametrize(
     "kwargs, error, match",
     [
         ({}, ValueError, "exactly one of label_names and n_labels"),

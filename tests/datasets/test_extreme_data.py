@@ -6,6 +6,7 @@ import io
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skrank.datasets import (
     dump_extreme_file,
@@ -59,6 +60,26 @@ def test_reads_the_documented_format_and_gzip(tmp_path):
     assert (X_gz != X).nnz == 0 and (Y_gz != Y).nnz == 0
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+def test_dump_leaves_a_float32_tfidf_matrix_unchanged(read_only):
+    # TfidfVectorizer returns float32 CSR with unsorted indices: float64 values converted from
+    # them must not be written under the caller's indices sorted in place.
+    documents = ["the cat sat on the mat", "a dog ate my homework", "zebra apple cat dog the"]
+    X = TfidfVectorizer(dtype=np.float32).fit_transform(documents)
+    assert not X.has_sorted_indices
+    before = X.toarray(), X.indices.copy(), X.data.copy()
+    if read_only:
+        for array in (X.data, X.indices, X.indptr):
+            array.setflags(write=False)
+    buffer = io.BytesIO()
+    dump_extreme_file(X, sp.csr_matrix(np.eye(3, dtype=np.int8)), buffer)
+    np.testing.assert_array_equal(X.indices, before[1])
+    np.testing.assert_array_equal(X.data, before[2])
+    buffer.seek(0)
+    X_read, _ = load_extreme_file(buffer)
+    np.testing.assert_array_equal(X_read.toarray(), before[0])
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -74,6 +95,13 @@ def test_reads_the_documented_format_and_gzip(tmp_path):
         (b"2 6 4\n0 1:1\n1,1 2:1\n", "line 3: label 1 appears twice"),
         (b"1 6 4\n0 1:x\n", "line 2: feature '1:x' has no numeric value"),
         (b"1 6 4\n0 a:1\n", "line 2: feature 'a:1' is not 'index:value'"),
+        (b"1 6 4\n0 qid:3 1:1\n", "line 2: feature 'qid:3' is not 'index:value'"),
+        (b"1 6 4\n0 1:nan\n", "line 2: feature '1:nan' has a value that is not finite"),
+        (b"1 6 4\n0 1:-inf\n", "line 2: feature '1:-inf' has a value that is not finite"),
+        (b"1 6 4\n0 99999999999999999999:1\n", "line 2: feature index 99999999999999999999 is"),
+        (b"1 99999999999999999999 4\n0 1:1\n", "line 1: the header announces 9+ features"),
+        (b"2 6 4\n# a comment\n0 1:1\n7 2:1\n", "line 4: label 7 is not an integer"),
+        (b"2 6 4\n\n0 1:1\n1,1 2:1\n", "line 4: label 1 appears twice"),
     ],
 )
 def test_malformed_files_raise_naming_file_and_line(text, message, tmp_path):
@@ -85,6 +113,34 @@ def test_malformed_files_raise_naming_file_and_line(text, message, tmp_path):
     # A file object: the same line found by reading it again.
     with pytest.raises(ExtremeFormatError, match=message):
         load_extreme_file(io.BytesIO(text))
+
+
+def test_a_value_beyond_float32_is_not_finite_in_float32():
+    text = b"1 6 4\n0 1:1e39\n"
+    with pytest.raises(ExtremeFormatError, match="line 2: .* not finite in float32"):
+        load_extreme_file(io.BytesIO(text), dtype=np.float32)
+    X, _ = load_extreme_file(io.BytesIO(text), dtype=np.float64)
+    assert X[0, 1] == 1e39
+
+
+@pytest.mark.parametrize("cut", ["truncated", "checksum"])
+def test_damaged_gzip_compression_is_a_format_error_naming_the_file(cut, tmp_path):
+    compressed = gzip.compress(b"1 6 4\n0 1:1\n")
+    if cut == "truncated":
+        compressed = compressed[:-3]
+    else:
+        compressed = compressed[:-8] + bytes(4) + compressed[-4:]
+    path = tmp_path / "damaged.txt.gz"
+    path.write_bytes(compressed)
+    with pytest.raises(ExtremeFormatError, match="damaged gzip compression") as error:
+        load_extreme_file(path)
+    assert str(path) in str(error.value)
+
+
+def test_a_header_with_zero_features_reads():
+    X, Y = load_extreme_file(io.BytesIO(b"1 0 2\n1\n"))
+    assert X.shape == (1, 0) and X.nnz == 0
+    np.testing.assert_array_equal(Y.toarray(), [[0, 1]])
 
 
 def test_split_files(tmp_path):

@@ -339,7 +339,7 @@ _SNM_TAKEN = {
     "hidden_layer_sizes": (),
     "activation": "relu",
     "dropout": 0.0,
-    "input_dropout": 0.2,
+    "input_dropout": "auto",
     "scores": "cosine",
     "score_scale": 10.0,
     "learn_score_scale": True,

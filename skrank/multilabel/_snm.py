@@ -249,7 +249,7 @@ default="auto"
         Cells probed by the ``"ivf"`` search (None for the others).
     neighbor_weight_ : float
         The weight of the neighbours' votes used (``"auto"`` resolved).
-    neighbor_embeddings_ : ndarray of shape (n_training_rows, n_components_), float32 or None
+    neighbor_embeddings_ : ndarray of shape (n_training_rows, `n_components_`), float32 or None
         Unit input embeddings of the training rows whose labels vote at prediction (None when
         ``neighbor_weight_`` is 0).
     centroid_weight_ : float

@@ -770,9 +770,12 @@ def budget_curve(args, seeds, splits, results):
                 )
                 curve.save()
                 continue
-        scores, seconds = _loop_at_budgets(factory, grid[0], splits["test"], seeds, budgets)
-        epoch_seconds.append(seconds[end] / end)
-        curve.add(name, grid[0], scores, seconds)
+        if args.tuned_only:
+            scores, seconds = {}, {}
+        else:
+            scores, seconds = _loop_at_budgets(factory, grid[0], splits["test"], seeds, budgets)
+            epoch_seconds.append(seconds[end] / end)
+            curve.add(name, grid[0], scores, seconds)
         if args.quick or args.no_tuning or len(grid) == 1:
             continue
         validation = []
@@ -786,7 +789,7 @@ def budget_curve(args, seeds, splits, results):
                 + [f"{score[0, 0]:.4f}", f"{score[0, 1]:.4f}", f"{fit_seconds:.1f}"]
             )
         best = int(np.argmax(validation))
-        if best != 0:
+        if best != 0 or args.tuned_only:
             scores, seconds = _loop_at_budgets(factory, grid[best], splits["test"], seeds, [end])
         else:
             scores, seconds = {end: scores[end]}, {end: seconds[end]}
@@ -961,6 +964,12 @@ def main(argv=None):
     )
     parser.add_argument(
         "--no-tuning", action="store_true", help="--part budget: the peers at their defaults only"
+    )
+    parser.add_argument(
+        "--tuned-only",
+        action="store_true",
+        help="--part budget: the peers' grids and tuned rows only (their defaults' rows come "
+        "from an earlier run)",
     )
     parser.add_argument(
         "--epoch-seconds",

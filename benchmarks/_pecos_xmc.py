@@ -11,10 +11,11 @@ import scipy.sparse as sp
 from _harness import PeakMemory, gib, timed, timed_cpu
 
 
-def train_and_predict(directory, k):
+def train_and_predict(directory, k, threads=-1):
     """Train on ``X_train``, ``Y_train`` (scipy ``.npz`` of ``directory``) as the PECOS README's
     quick start does (PIFA label embedding, hierarchical clustering, ``XLinearModel.train``)
-    and predict the top ``k`` labels of ``X_test``.
+    and predict the top ``k`` labels of ``X_test``, on ``threads`` threads (-1: PECOS's default,
+    every CPU; it does not read ``OMP_NUM_THREADS``).
 
     Returns the label indices (best first, -1 where fewer than ``k``), the fit's wall and CPU
     seconds, the prediction's seconds, and the peak resident memory from the start of the fit
@@ -30,13 +31,15 @@ def train_and_predict(directory, k):
     )
 
     def fit():
-        label_features = LabelEmbeddingFactory.create(Y_train, X_train, method="pifa")
-        cluster_chain = Indexer.gen(label_features)
-        return XLinearModel.train(X_train, Y_train, C=cluster_chain)
+        label_features = LabelEmbeddingFactory.create(
+            Y_train, X_train, method="pifa", threads=threads
+        )
+        cluster_chain = Indexer.gen(label_features, threads=threads)
+        return XLinearModel.train(X_train, Y_train, C=cluster_chain, threads=threads)
 
     with PeakMemory() as memory:
         model, fit_seconds, fit_cpu_seconds = timed_cpu(fit)
-        scores, predict_seconds = timed(lambda: model.predict(X_test, only_topk=k).tocsr())
+        scores, predict_seconds = timed(lambda: model.predict(X_test, only_topk=k, threads=threads).tocsr())
     top = np.full((X_test.shape[0], k), -1, dtype=np.int64)
     for i in range(X_test.shape[0]):  # at most k entries a row, already computed
         row = slice(scores.indptr[i], scores.indptr[i + 1])

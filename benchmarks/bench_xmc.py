@@ -96,7 +96,7 @@ METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", 
 METHODS += ("centroid", "linear")
 REAL = ("debtags", "bibtex", "corel5k")
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
-# Threads of every method: OMP_NUM_THREADS (torch, PECOS and BLAS read it; omikuji and napkinXC
+# Threads of every method: OMP_NUM_THREADS (torch and BLAS read it; PECOS, omikuji and napkinXC
 # are given it), else each library's default.
 THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
 # Generated rows: the preset, and the sizes scaled to a 2-core machine.
@@ -250,7 +250,7 @@ def run_pecos(directory, seed):
     found = run_in_child(
         HERE / "_pecos_xmc.py",
         "train_and_predict",
-        {"directory": str(peer_directory(directory)), "k": K},
+        {"directory": str(peer_directory(directory)), "k": K, "threads": THREADS or -1},
         python=PECOS_PYTHON,
         source=None,
     )

@@ -120,7 +120,13 @@ def blended_top_k(embeddings, label_vectors, candidates, votes, weight, scale, k
         check_invariants=False,
     ).coalesce()  # sorted by (row, label); sums duplicates
     pair_rows, pair_labels = union.indices()
-    scores = (embeddings[pair_rows] * label_vectors(pair_labels)).sum(dim=1)
+    # The pairs' vectors in blocks of a 256th of the working memory (4 MiB by default), as the
+    # neighbours' similarities: gathered at once, they would be a prediction's largest arrays.
+    block = max(1, working_memory_bytes() // (256 * 4 * embeddings.shape[1]))
+    parts = [slice(start, start + block) for start in range(0, pair_rows.shape[0], block)]
+    scores = torch.cat(
+        [(embeddings[pair_rows[p]] * label_vectors(pair_labels[p])).sum(dim=1) for p in parts]
+    )
     blended = (1 - weight) * scores + weight * scale * union.values()
     # Rows of variable length to a padded (n, width) block, labels increasing along each row.
     counts = torch.bincount(pair_rows, minlength=n)

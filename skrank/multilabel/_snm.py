@@ -715,8 +715,10 @@ float32 or None
         ``X_sample`` (``"auto"`` falls back to the exact search below a recall of 0.99)."""
         self._search_seed = int(self.shared_random_state().randint(np.iinfo(np.int32).max))
         method = self._settings.search
-        if self.search == "auto" and (
-            self.centroid_weight_ > 0 or not _label_search.faiss_available()
+        if (
+            self.search == "auto"
+            and method != "exact"
+            and (self.centroid_weight_ > 0 or not _label_search.faiss_available())
         ):
             method = "exact"
         self._search = None

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 from helpers import assert_predictions_follow, brute_force_top_k
+from sklearn import config_context
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.model_selection import GridSearchCV, train_test_split
@@ -743,7 +744,8 @@ def brute_force_votes(queries, keys, Y_keys, n_neighbors):
     return votes
 
 
-def test_blended_top_k_matches_a_full_sort_of_the_dense_blend_with_ties():
+@pytest.mark.parametrize("working_memory", [1024, 1e-5])  # 1e-5 MiB: one pair per block
+def test_blended_top_k_matches_a_full_sort_of_the_dense_blend_with_ties(working_memory):
     rng = np.random.RandomState(0)
     n, n_labels, dim, k = 9, 13, 3, 4
     embeddings = torch.tensor(rng.randint(-2, 3, size=(n, dim)), dtype=torch.float32)
@@ -758,15 +760,29 @@ def test_blended_top_k_matches_a_full_sort_of_the_dense_blend_with_ties():
     expected_votes = brute_force_votes(embeddings.numpy(), keys, Y_keys, 3)
     np.testing.assert_allclose(votes.to_dense().numpy(), expected_votes, atol=1e-6)
     scores = (embeddings @ table.T).numpy()
+    blocks = []  # the number of labels of each call of label_vectors
     for weight in (0.0, 0.5, 1.0):
         dense = (1 - weight) * scores + weight * 2.0 * votes.to_dense().numpy()
         np.testing.assert_allclose(
             blend_dense(torch.tensor(scores), votes, weight, 2.0).numpy(), dense, atol=1e-6
         )
         candidates = torch.tensor(brute_force_top_k(scores, k))
-        top_scores, top_labels = blended_top_k(
-            embeddings, lambda labels: table[labels], candidates, votes, weight, 2.0, k
-        )
+        blocks.clear()
+        with config_context(working_memory=working_memory):
+            top_scores, top_labels = blended_top_k(
+                embeddings,
+                lambda labels: blocks.append(len(labels)) or table[labels],
+                candidates,
+                votes,
+                weight,
+                2.0,
+                k,
+            )
+        # each (row, label) pair of the candidates and the voted labels read once
+        pairs = set(map(tuple, votes.indices().T.tolist()))
+        pairs |= {(row, int(label)) for row in range(n) for label in candidates[row]}
+        assert sum(blocks) == len(pairs)
+        assert len(blocks) == (1 if working_memory == 1024 else len(pairs))
         expected = brute_force_top_k(dense.astype(np.float32), k)
         np.testing.assert_array_equal(top_labels.numpy(), expected)
         np.testing.assert_allclose(

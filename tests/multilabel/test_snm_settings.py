@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from skrank import SNMClassifier
-from skrank.multilabel import _settings
+from skrank.multilabel import _label_search, _settings
 from skrank.multilabel._settings import (
     TrainingData,
     adagrad_label_rate,
@@ -238,4 +238,18 @@ def test_a_fit_stores_what_was_resolved():
     assert clf.input_dropout_ == expected.input_dropout == 0.2
     assert clf.n_negatives_ == expected.n_negatives == 5
     np.testing.assert_array_equal(clf.negative_weights_, expected.negative_weights)
+    assert clf.search_ == "exact"
+
+
+def test_an_exact_search_by_auto_does_not_import_faiss(monkeypatch):
+    """A label set that "auto" searches exactly never asks for faiss (whose libraries would
+    add to the memory of every fit)."""
+
+    def fail():
+        raise AssertionError("faiss_available() was called")
+
+    monkeypatch.setattr(_label_search, "faiss_available", fail)
+    rng = np.random.RandomState(0)
+    clf = SNMClassifier(max_epochs=1, tol=None, random_state=0)
+    clf.fit(rng.normal(size=(60, 8)), rng.randint(0, 5, 60))
     assert clf.search_ == "exact"

@@ -39,7 +39,9 @@ def train_and_predict(directory, k, threads=-1):
 
     with PeakMemory() as memory:
         model, fit_seconds, fit_cpu_seconds = timed_cpu(fit)
-        scores, predict_seconds = timed(lambda: model.predict(X_test, only_topk=k, threads=threads).tocsr())
+        scores, predict_seconds = timed(
+            lambda: model.predict(X_test, only_topk=k, threads=threads).tocsr()
+        )
     top = np.full((X_test.shape[0], k), -1, dtype=np.int64)
     for i in range(X_test.shape[0]):  # at most k entries a row, already computed
         row = slice(scores.indptr[i], scores.indptr[i + 1])

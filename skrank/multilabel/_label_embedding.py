@@ -246,7 +246,12 @@ def start_at_centroids(network, X, positives, encoder_init=None, seed=None):
                 torch.as_tensor(principal_input_directions(X, positives, n_components, seed))
             )
         linear.bias.zero_()
-    rows_per_chunk = chunk_rows(X.shape[0], 4 * (X.shape[1] + n_components))
+    # Blocks of a sixteenth of the working memory: the rows (dense at worst) and their
+    # embeddings gathered once for each of their labels.
+    labels_per_row = positives.nnz / max(1, positives.shape[0])
+    rows_per_chunk = chunk_rows(
+        X.shape[0], 16 * 4 * (X.shape[1] + n_components * (1 + labels_per_row))
+    )
     centroids = label_centroids(network, X, positives, rows_per_chunk)
     seen = torch.from_numpy(np.diff(sp.csc_matrix(positives).indptr) > 0)
     # Labels with examples take their centroid, the others keep their random row (their

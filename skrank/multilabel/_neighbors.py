@@ -43,14 +43,14 @@ def neighbor_votes(queries, keys, key_labels, key_counts, n_neighbors, n_labels)
         The non-zero votes (and explicit zeros for labels of neighbours of weight zero).
     """
     n_neighbors = min(n_neighbors, keys.shape[0])
-    # Blocks of similarities of a sixteenth of the working memory (64 MiB by default, work
-    # included): they come on top of a fitted model, as the blocks of the label scores do.
+    # Blocks of similarities of a 64th of the working memory (16 MiB by default, work
+    # included): they come on top of a fitted model and its voting rows.
     similarities, neighbors = top_k_inner_products(
         F.normalize(queries, dim=1),
         lambda start, stop: keys[start:stop],
         keys.shape[0],
         n_neighbors,
-        block_elements=working_memory_bytes() // 256,
+        block_elements=working_memory_bytes() // 1024,
     )
     weights = similarities.clamp(min=0)
     weights = weights / weights.sum(dim=1, keepdim=True).clamp(min=torch.finfo(weights.dtype).tiny)

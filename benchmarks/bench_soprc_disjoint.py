@@ -770,9 +770,7 @@ def budget_curve(args, seeds, splits, results):
                 )
                 curve.save()
                 continue
-        if args.tuned_only:
-            scores, seconds = {}, {}
-        else:
+        if not args.tuned_only:
             scores, seconds = _loop_at_budgets(factory, grid[0], splits["test"], seeds, budgets)
             epoch_seconds.append(seconds[end] / end)
             curve.add(name, grid[0], scores, seconds)

@@ -84,9 +84,11 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         """The table being optimised."""
         return self.param_groups[0]["params"][0]
 
-    def gather(self, rows):
-        """Rows ``rows`` of the table as a leaf tensor whose gradient the next step applies."""
-        values = self.table.detach()[rows].requires_grad_()
+    def gather(self, rows=None):
+        """Rows ``rows`` of the table (None: the whole table, read in place, with no copy) as a
+        leaf tensor whose gradient the next step applies."""
+        table = self.table.detach()
+        values = (table if rows is None else table[rows]).requires_grad_()
         self._reads.append((rows, values))
         return values
 
@@ -97,10 +99,16 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
     def _read_gradients(self):
         """The rows read since the last step and their gradients, one entry per read, and
-        whether they are distinct rows already (one sparse gradient summed per row)."""
+        whether they are distinct rows already (one sparse gradient summed per row). Rows None:
+        the whole table, when it is the one read."""
         distinct = False
         reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
         self._reads.clear()
+        if len(reads) == 1 and reads[0][0] is None and self.table.grad is None:
+            return reads, True
+        if any(rows is None for rows, _ in reads):
+            every_row = torch.arange(self.table.shape[0], device=self.table.device)
+            reads = [(every_row if rows is None else rows, grad) for rows, grad in reads]
         gradient = self.table.grad
         if gradient is not None:
             if not gradient.is_sparse:
@@ -130,10 +138,12 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         reads, distinct = self._read_gradients()
         if not reads:
             return None
-        # One read (a sparse layer's gradient) needs no copy.
+        # One read (a sparse layer's gradient, or the whole table) needs no copy.
         rows = torch.cat([rows for rows, _ in reads]) if len(reads) > 1 else reads[0][0]
         gradient = torch.cat([grad for _, grad in reads]) if len(reads) > 1 else reads[0][1]
         if self.synchronize and torch.distributed.is_initialized():
+            if rows is None:
+                rows = torch.arange(self.table.shape[0], device=self.table.device)
             world = torch.distributed.get_world_size()
             context = DistributedContext(torch.distributed.get_rank(), world)
             # Reads of fixed shapes gather as they are; on the CPU (the flat layout of sparse
@@ -146,32 +156,36 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             rows, gradient = _summed_per_row(rows, gradient)
             distinct = rows.device.type in _DISTINCT_ROW_DEVICES
         table, lr = self.table, group["lr"]
+        read, write = _row_access(rows)
         if group.get("weight_decay"):  # absent from the state of earlier versions
-            gradient = gradient + group["weight_decay"] * table.index_select(0, rows)
+            gradient = gradient + group["weight_decay"] * read(table)
         state = self.state[table]
-        # Updates of the rows read: gathered copies updated in place, then written back.
+        # Updates of the rows read: gathered copies updated in place, then written back (the
+        # whole table: updated in place).
         if group["method"] == "sgd":
-            table.index_copy_(0, rows, table.index_select(0, rows).sub_(gradient, alpha=lr))
+            if distinct and rows is not None:  # each row once: added in place
+                table.index_add_(0, rows, gradient, alpha=-lr)
+            else:
+                write(table, read(table).sub_(gradient, alpha=lr))
         elif group["method"] == "adagrad":
             if "sum" not in state:
                 state["sum"] = torch.zeros_like(table)
-            total = state["sum"].index_select(0, rows).addcmul_(gradient, gradient)
-            state["sum"].index_copy_(0, rows, total)
-            step = total.sqrt_().add_(group["eps"]).reciprocal_().mul_(gradient)
-            table.index_copy_(0, rows, table.index_select(0, rows).sub_(step, alpha=lr))
+            total = write(state["sum"], read(state["sum"]).addcmul_(gradient, gradient))
+            step = total.sqrt().add_(group["eps"]).reciprocal_().mul_(gradient)
+            write(table, read(table).sub_(step, alpha=lr))
         elif group["method"] == "rowwise_adagrad":
             if "sum" not in state:
                 state["sum"] = table.new_zeros(table.shape[0])
             # The mean square of each row's gradient, with no (rows, dim) temporary.
             mean_square = torch.linalg.vector_norm(gradient, dim=1).square_()
-            total = state["sum"].index_select(0, rows).add_(mean_square.div_(gradient.shape[1]))
-            state["sum"].index_copy_(0, rows, total)
-            scale = total.sqrt_().add_(group["eps"]).reciprocal_().mul_(-lr)
-            if distinct:  # each row once: added in place, without gathering the rows
+            total = write(state["sum"], read(state["sum"]).add_(mean_square.div_(gradient.shape[1])))
+            scale = total.sqrt().add_(group["eps"]).reciprocal_().mul_(-lr)
+            if rows is None:
+                table.add_(gradient.mul_(scale[:, None]))
+            elif distinct:  # each row once: added in place, without gathering the rows
                 table.index_add_(0, rows, gradient.mul_(scale[:, None]))
             else:
-                updated = table.index_select(0, rows).addcmul_(gradient, scale[:, None])
-                table.index_copy_(0, rows, updated)
+                write(table, read(table).addcmul_(gradient, scale[:, None]))
         else:
             if "exp_avg" not in state:
                 state["step"] = 0
@@ -179,21 +193,29 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 state["exp_avg_sq"] = torch.zeros_like(table)
             state["step"] += 1
             beta1, beta2 = group["betas"]
-            average = state["exp_avg"].index_select(0, rows).lerp_(gradient, 1 - beta1)
-            square = (
-                state["exp_avg_sq"]
-                .index_select(0, rows)
-                .mul_(beta2)
-                .addcmul_(gradient, gradient, value=1 - beta2)
-            )
-            state["exp_avg"].index_copy_(0, rows, average)
-            state["exp_avg_sq"].index_copy_(0, rows, square)
+            average = write(state["exp_avg"], read(state["exp_avg"]).lerp_(gradient, 1 - beta1))
+            square = read(state["exp_avg_sq"]).mul_(beta2)
+            square = write(state["exp_avg_sq"], square.addcmul_(gradient, gradient, value=1 - beta2))
             correction1 = 1 - beta1 ** state["step"]
             correction2 = 1 - beta2 ** state["step"]
             step_size = lr * correction2**0.5 / correction1
-            step = average.div_(square.sqrt_().add_(group["eps"]))
-            table.index_copy_(0, rows, table.index_select(0, rows).sub_(step, alpha=step_size))
+            step = average / square.sqrt().add_(group["eps"])
+            write(table, read(table).sub_(step, alpha=step_size))
         return None
+
+
+def _row_access(rows):
+    """``(read, write)`` of the rows ``rows`` of a table: ``read(table)`` is a copy of the rows,
+    ``write(table, values)`` writes them back and returns ``values``; for the whole table
+    (``rows`` None), the table itself, updated in place."""
+    if rows is None:
+        return (lambda table: table), (lambda table, values: values)
+
+    def write(table, values):
+        table.index_copy_(0, rows, values)
+        return values
+
+    return (lambda table: table.index_select(0, rows)), write
 
 
 # Devices where a step updates the distinct rows it read (torch.unique reads a size back to the

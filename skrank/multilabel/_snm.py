@@ -33,7 +33,7 @@ from ..nn import (
     resolve_device,
 )
 from ..sampling import NegativeLabelSampler, ShuffledBatchSampler
-from ..sampling._labels import draw_from_positive_table, positive_table
+from ..sampling._labels import draw_from_positive_table, every_negative_label, positive_table
 from ..utils._deprecation import (
     resolve_deprecated_parameters,
     with_deprecated_constraints,
@@ -635,13 +635,24 @@ float32 or None
         whole = batch.indices if batch.global_indices is None else batch.global_indices
         generator = self._label_sampler.generator
         positives = draw_from_positive_table(table[whole], counts[whole], generator)[batch.part]
-        sampled, mask = self._label_sampler.draw(table[batch.indices])
-        vectors = self.network_.normalize_labels(
-            self._label_optimizer.gather(torch.cat([positives, sampled]))
-        )
         embeddings = self.module_(batch.inputs)
         if isinstance(self.surrogate, str) and self.surrogate in _UNSCALED_SURROGATES:
             embeddings = embeddings / self.network_.log_scale.exp()
+        sampler = self._label_sampler
+        every_label = self._label_optimizer.table.shape[0] == sampler.n_labels
+        if every_label and sampler.n_negatives >= sampler.n_labels - 1:
+            # Every row has a positive label: its negatives are all its other labels. The
+            # step scores the whole table, read in place, and takes the positives' scores
+            # from it.
+            vectors = self.network_.normalize_labels(self._label_optimizer.gather())
+            scores = embeddings @ vectors.T
+            positive_scores = scores.gather(1, positives[:, None])[:, 0]
+            mask = every_negative_label(table[batch.indices], sampler.n_labels)
+            return self.criterion_(positive_scores, scores, mask, valid=batch.valid)
+        sampled, mask = sampler.draw(table[batch.indices])
+        vectors = self.network_.normalize_labels(
+            self._label_optimizer.gather(torch.cat([positives, sampled]))
+        )
         size = positives.shape[0]
         positive_scores = (embeddings * vectors[:size]).sum(dim=1)
         negative_scores = embeddings @ vectors[size:].T

@@ -73,13 +73,25 @@ def _is_positive(positive_sets, labels, n_labels):
     indicator of the rows' positives (``O(n K)``, fewer operations than a search); a smaller one
     searches each row's sorted positives (``O(n m log max|P_i|)``, whatever ``K``)."""
     if 4 * labels.shape[0] >= n_labels:
-        indicator = torch.zeros(
-            (positive_sets.shape[0], n_labels + 1), dtype=torch.bool, device=labels.device
-        )
-        return indicator.scatter_(1, positive_sets, True).index_select(1, labels)
+        return _positive_indicator(positive_sets, n_labels).index_select(1, labels)
     candidates = labels[None, :].expand(positive_sets.shape[0], -1).contiguous()
     position = torch.searchsorted(positive_sets, candidates).clamp(max=positive_sets.shape[1] - 1)
     return positive_sets.gather(1, position) == candidates
+
+
+def _positive_indicator(positive_sets, n_labels):
+    """``(n_samples, n_labels + 1)`` bool: whether each label (and the padding value
+    ``n_labels``) is among each row's positives (rows of :func:`positive_table`)."""
+    indicator = torch.zeros(
+        (positive_sets.shape[0], n_labels + 1), dtype=torch.bool, device=positive_sets.device
+    )
+    return indicator.scatter_(1, positive_sets, True)
+
+
+def every_negative_label(positive_sets, n_labels):
+    """``(n_samples, n_labels)`` bool: whether each label is not among each row's positives
+    (rows of :func:`positive_table`), the negatives of a step that scores every label."""
+    return ~_positive_indicator(positive_sets, n_labels)[:, :n_labels]
 
 
 def sample_distinct_labels(n_labels, size, random_state=None):

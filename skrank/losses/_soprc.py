@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..nn._modules import unit_rows_and_norms, unit_rows_gradient
 from ..utils._validation import check_ndim, check_positive_int
 
 __all__ = [
@@ -878,17 +879,14 @@ class _CosineGram(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, embeddings):
-        norms = torch.linalg.vector_norm(embeddings, dim=1, keepdim=True).clamp_(min=1e-12)
-        unit = embeddings / norms
+        unit, norms = unit_rows_and_norms(embeddings)
         ctx.save_for_backward(unit, norms)
         return unit @ unit.T
 
     @staticmethod
     def backward(ctx, grad_output):
         unit, norms = ctx.saved_tensors
-        grad_unit = (grad_output + grad_output.T) @ unit
-        radial = (grad_unit * unit).sum(dim=1, keepdim=True)
-        return grad_unit.sub_(unit * radial).div_(norms)
+        return unit_rows_gradient((grad_output + grad_output.T) @ unit, unit, norms)
 
 
 class _StaticLayout:

@@ -14,6 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..nn import MLP, SparseRows, TrainingInputs
+from ..nn._modules import unit_rows
 from ..utils._memory import chunk_rows
 
 # Up to this many features the principal directions are the exact eigenvectors of a dense
@@ -151,7 +152,7 @@ class LabelEmbeddingNetwork(nn.Module):
 
     def normalize_labels(self, vectors):
         """Label rows as scored: L2-normalised for cosine scores, unchanged for inner products."""
-        return F.normalize(vectors, dim=-1) if self.cosine else vectors
+        return unit_rows(vectors) if self.cosine else vectors
 
     def label_vectors(self, labels):
         """Embeddings of ``labels`` (a LongTensor) as scored, reading only those rows."""
@@ -393,7 +394,10 @@ def random_input_directions(n_features, n_directions, random_state=None, out=Non
     else:
         generator.seed()
     directions = torch.empty(n_directions, n_features) if out is None else out
-    return directions.normal_(0.0, 1.0 / math.sqrt(n_directions), generator=generator)
+    # Drawn in the order of memory (a transposed view too): several times faster.
+    layout = directions.T if directions.T.is_contiguous() else directions
+    layout.normal_(0.0, 1.0 / math.sqrt(n_directions), generator=generator)
+    return directions
 
 
 def check_graph_outputs(scores, embeddings, n_columns, width):

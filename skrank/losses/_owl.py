@@ -313,6 +313,21 @@ def _ranks_used(weights):
     return int(nonzero.max()) + 1 if nonzero.size else 1
 
 
+def _highest_scores(scores, k):
+    """The ``k`` highest scores of each row of ``scores`` (n, m), best first, as
+    ``torch.topk(scores, k, dim=1).values`` (ties may take their gradient from another column
+    of the same score). On the CPU, numpy's introselect finds them: for a few ranks of a row of
+    hundreds, about twice as fast as ``topk`` with its backward pass."""
+    if scores.device.type != "cpu" or scores.dtype not in (torch.float32, torch.float64):
+        return torch.topk(scores, k, dim=1).values
+    with torch.no_grad():
+        values = scores.detach().numpy()
+        candidates = np.argpartition(values, -k, axis=1)[:, -k:]
+        order = np.argsort(-np.take_along_axis(values, candidates, axis=1), axis=1, kind="stable")
+        columns = torch.from_numpy(np.take_along_axis(candidates, order, axis=1))
+    return scores.gather(1, columns)
+
+
 def _sorted_negatives(negative_scores, weights, mask, n_ranks=None):
     """The highest negative scores of each row, best first, as many as ``weights`` needs.
 
@@ -328,7 +343,7 @@ def _sorted_negatives(negative_scores, weights, mask, n_ranks=None):
     weights = torch.as_tensor(weights, dtype=negative_scores.dtype, device=negative_scores.device)
     n_ranks = min(n_ranks, negative_scores.shape[1])
     if mask is None:
-        top = torch.topk(negative_scores, n_ranks, dim=1).values
+        top = _highest_scores(negative_scores, n_ranks)
         return top, torch.ones_like(top, dtype=torch.bool), weights[:n_ranks]
     if mask.shape != negative_scores.shape:
         raise ValueError(
@@ -336,7 +351,7 @@ def _sorted_negatives(negative_scores, weights, mask, n_ranks=None):
             f"{tuple(negative_scores.shape)}."
         )
     masked = negative_scores.masked_fill(~mask, -math.inf)
-    top = torch.topk(masked, n_ranks, dim=1).values
+    top = _highest_scores(masked, n_ranks)
     valid = torch.isfinite(top)
     return torch.where(valid, top, torch.zeros_like(top)), valid, weights[:n_ranks]
 

@@ -140,9 +140,9 @@ def unit_rows_and_norms(x):
 
 def unit_rows_gradient(grad_unit, unit, norms):
     """The gradient ``(dU - U <dU, U>) / |x|`` of the rows of ``x`` from that of
-    ``U = unit_rows(x)`` (``grad_unit`` is overwritten)."""
-    radial = (grad_unit * unit).sum(dim=1, keepdim=True)
-    return grad_unit.sub_(unit * radial).div_(norms)
+    ``U = unit_rows(x)``."""
+    radial = torch.linalg.vecdot(grad_unit, unit, dim=1)[:, None]
+    return torch.addcmul(grad_unit, unit, radial, value=-1).div_(norms)
 
 
 class _UnitRows(torch.autograd.Function):
@@ -155,7 +155,7 @@ class _UnitRows(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_unit):
         unit, norms = ctx.saved_tensors
-        return unit_rows_gradient(grad_unit.clone(), unit, norms)
+        return unit_rows_gradient(grad_unit, unit, norms)
 
 
 def _linear(in_features, out_features, sparse):

@@ -11,7 +11,6 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.extmath import randomized_svd
 from torch import nn
-from torch.nn import functional as F
 
 from ..nn import MLP, SparseRows, TrainingInputs
 from ..nn._modules import unit_rows

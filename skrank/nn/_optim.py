@@ -178,7 +178,8 @@ class RowSparseOptimizer(torch.optim.Optimizer):
                 state["sum"] = table.new_zeros(table.shape[0])
             # The mean square of each row's gradient, with no (rows, dim) temporary.
             mean_square = torch.linalg.vector_norm(gradient, dim=1).square_()
-            total = write(state["sum"], read(state["sum"]).add_(mean_square.div_(gradient.shape[1])))
+            total = read(state["sum"]).add_(mean_square.div_(gradient.shape[1]))
+            total = write(state["sum"], total)
             scale = total.sqrt().add_(group["eps"]).reciprocal_().mul_(-lr)
             if rows is None:
                 table.add_(gradient.mul_(scale[:, None]))
@@ -195,7 +196,8 @@ class RowSparseOptimizer(torch.optim.Optimizer):
             beta1, beta2 = group["betas"]
             average = write(state["exp_avg"], read(state["exp_avg"]).lerp_(gradient, 1 - beta1))
             square = read(state["exp_avg_sq"]).mul_(beta2)
-            square = write(state["exp_avg_sq"], square.addcmul_(gradient, gradient, value=1 - beta2))
+            square.addcmul_(gradient, gradient, value=1 - beta2)
+            square = write(state["exp_avg_sq"], square)
             correction1 = 1 - beta1 ** state["step"]
             correction2 = 1 - beta2 ** state["step"]
             step_size = lr * correction2**0.5 / correction1

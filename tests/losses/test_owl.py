@@ -273,3 +273,23 @@ def test_module_matches_functional_form_and_round_trips():
         torch.relu(2 + negatives.sort(dim=1, descending=True).values) * torch.tensor(weights)
     ).sum(1)
     torch.testing.assert_close(custom(positive, negatives), manual.mean().float())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_highest_scores_are_topk_with_its_gradient(dtype):
+    """The OWL's ranks (numpy's selection on the CPU, topk for other types) give topk's values
+    and gradient, masked (-inf) entries included."""
+    from skrank.losses._owl import _highest_scores
+
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(40, 57, generator=generator).to(dtype)
+    scores[3, :50] = -math.inf  # fewer finite entries than ranks
+    weights = torch.rand(9, generator=generator).to(dtype)
+    ours = scores.clone().requires_grad_()
+    reference = scores.clone().requires_grad_()
+    got = _highest_scores(ours, 9)
+    expected = torch.topk(reference, 9, dim=1).values
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    torch.where(got.isfinite(), got * weights, 0).sum().backward()
+    torch.where(expected.isfinite(), expected * weights, 0).sum().backward()
+    torch.testing.assert_close(ours.grad, reference.grad, rtol=0, atol=0)

@@ -39,7 +39,11 @@ from skrank.multilabel._neighbors import blend_dense, blended_top_k, neighbor_vo
 from skrank.multilabel._settings import adagrad_label_rate, label_reads_per_epoch
 from skrank.multilabel._targets import UNTRAINED_LABEL_SCORE, one_hot
 from skrank.nn import Batch, Callback, SparseLinear, WeightAveraging
-from skrank.sampling._labels import _draws_for_distinct, positive_table
+from skrank.sampling._labels import (
+    _draws_for_distinct,
+    draw_from_positive_table,
+    positive_table,
+)
 from skrank.utils import _memory as memory_module
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -272,6 +276,68 @@ def test_row_sparse_optimizer_matches_torch_on_the_rows_read():
             (reference(rows) * gradient).sum().backward()
             reference_optimizer.step()
         torch.testing.assert_close(table.detach(), reference.weight.detach())
+
+
+@pytest.mark.parametrize("method", ["adagrad", "rowwise_adagrad", "sparse_adam", "sgd"])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_row_sparse_optimizer_reads_the_whole_table_as_every_row(method, weight_decay):
+    """gather() reads the whole table in place: its steps equal those of reading every row,
+    alone or with another read in the same step."""
+    rng = torch.Generator().manual_seed(0)
+    start = torch.randn(30, 4, generator=rng)
+    extra = torch.tensor([3, 3, 17])
+    tables = []
+    for whole in (True, False):
+        table = torch.nn.Parameter(start.clone())
+        optimizer = RowSparseOptimizer(table, method=method, lr=0.1, weight_decay=weight_decay)
+        gradients = torch.Generator().manual_seed(1)
+        for step in range(4):
+            optimizer.zero_grad()
+            rows = optimizer.gather() if whole else optimizer.gather(torch.arange(30))
+            loss = (rows * torch.randn(30, 4, generator=gradients)).sum()
+            if step % 2:
+                loss = loss + (optimizer.gather(extra) ** 2).sum()
+            loss.backward()
+            optimizer.step()
+        tables.append(table.detach())
+    torch.testing.assert_close(tables[0], tables[1])
+    assert not torch.equal(tables[0], start)
+
+
+def test_a_step_scoring_every_label_is_the_owl_of_explicit_loops():
+    """With n_negatives covering every other label, a step scores the whole label table:
+    its loss is BOWL over each example's own negatives, written as loops."""
+    rng = np.random.RandomState(0)
+    n_labels = 6
+    X = rng.normal(size=(60, 5)).astype(np.float32)
+    Y = (rng.rand(60, n_labels) < 0.3).astype(int)
+    Y[np.arange(60), rng.randint(0, n_labels, 60)] = 1
+    clf = SNMClassifier(
+        n_negatives=n_labels - 1, top_k_negatives=2, n_components=4, max_epochs=1,
+        input_normalization=None, validation_fraction=None, early_stopping=False, tol=None,
+        random_state=0,
+    ).fit(X, Y)  # fmt: skip
+    table, counts = clf.prepare_targets(sp.csr_matrix(Y), "cpu")
+    indices = torch.arange(10, 20)
+    valid = torch.ones(10, dtype=torch.bool)
+    batch = Batch(torch.as_tensor(X[10:20]), indices, valid, None, None, slice(None), None, None)
+    state = clf._label_sampler.generator.get_state()
+    with torch.no_grad():
+        loss = float(clf.get_loss(batch, (table, counts)))
+        generator = torch.Generator().set_state(state)
+        positives = draw_from_positive_table(table[indices], counts[indices], generator)
+        embeddings = clf.module_(batch.inputs).double()
+        vectors = torch.nn.functional.normalize(clf.module_.label_embeddings.weight, dim=1)
+        scores = (embeddings @ vectors.double().T).numpy()
+    weights = clf.criterion_.weights.double().numpy()
+    expected = []
+    for row, positive in zip(range(10, 20), positives.tolist(), strict=True):
+        own = scores[row - 10]
+        negatives = sorted((own[j] for j in range(n_labels) if not Y[row, j]), reverse=True)
+        total = max(0.0, 1 - own[positive])
+        total += sum(w * max(0.0, 1 + s) for w, s in zip(weights, negatives, strict=False))
+        expected.append(total)
+    assert loss == pytest.approx(np.mean(expected), rel=1e-5)
 
 
 def test_binary_targets_follow_the_scikit_learn_convention():

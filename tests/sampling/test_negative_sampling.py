@@ -12,7 +12,7 @@ import torch
 from scipy.stats import chisquare
 
 from skrank.sampling import NegativeLabelSampler, draw_positive_labels, sample_distinct_labels
-from skrank.sampling._labels import _is_positive, positive_table
+from skrank.sampling._labels import _is_positive, every_negative_label, positive_table
 
 
 @pytest.mark.parametrize("n_labels, size", [(10**12, 2000), (50, 49), (50, 10), (7, 7), (7, 0)])
@@ -145,3 +145,15 @@ def test_positive_lookup_matches_a_loop_over_the_rows(n_labels, size):
     labels = torch.as_tensor(rng.permutation(n_labels)[:size])
     expected = np.array([[label in row for label in labels.tolist()] for row in rows])
     np.testing.assert_array_equal(_is_positive(table, labels, n_labels).numpy(), expected)
+
+
+def test_every_negative_label_is_each_rows_complement_of_its_positives():
+    rng = np.random.RandomState(0)
+    n_labels = 12
+    rows = [rng.choice(n_labels, rng.randint(1, 6), replace=False) for _ in range(20)]
+    indicator = sp.lil_matrix((20, n_labels), dtype=np.int8)
+    for i, row in enumerate(rows):
+        indicator[i, row] = 1
+    table, _ = positive_table(indicator.tocsr(), n_labels)
+    expected = np.array([[label not in row for label in range(n_labels)] for row in rows])
+    np.testing.assert_array_equal(every_negative_label(table, n_labels).numpy(), expected)

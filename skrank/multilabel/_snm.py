@@ -77,7 +77,8 @@ class SNMClassifier(ClassifierMixin, BaseTorchEstimator):
     equally (top-16 SNM; the paper's top-1 SNM is ``top_k_negatives=1``);
     ``negative_weights="uniform"`` is plain negative sampling. A step reads and
     updates only the sampled rows of the label table, so its cost does not grow with the number
-    of labels ``K``; predictions are computed in chunks and never hold an ``n x K`` matrix.
+    of labels ``K`` (when ``n_negatives`` covers every other label, it scores the whole table
+    with no draw); predictions are computed in chunks and never hold an ``n x K`` matrix.
 
     The negatives of a mini-batch are one shared sample, each example's own positive labels
     masked; every example still gets ``n_negatives`` negatives drawn uniformly from its

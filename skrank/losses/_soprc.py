@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn._modules import unit_rows_and_norms, unit_rows_gradient
+from ..utils._unit_rows import unit_rows_and_norms, unit_rows_gradient
 from ..utils._validation import check_ndim, check_positive_int
 
 __all__ = [

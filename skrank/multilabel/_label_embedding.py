@@ -13,8 +13,8 @@ from sklearn.utils.extmath import randomized_svd
 from torch import nn
 
 from ..nn import MLP, SparseRows, TrainingInputs
-from ..nn._modules import unit_rows
 from ..utils._memory import chunk_rows
+from ..utils._unit_rows import unit_rows
 
 # Up to this many features the principal directions are the exact eigenvectors of a dense
 # Gram matrix (its eigendecomposition takes seconds), beyond by a randomised SVD.

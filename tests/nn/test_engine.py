@@ -757,23 +757,6 @@ def test_mlp_shapes_and_normalisation():
         MLP(6, activation="swishy")
 
 
-def test_unit_rows_is_normalize_with_its_gradient():
-    from skrank.nn._modules import unit_rows
-
-    generator = torch.Generator().manual_seed(0)
-    rows = torch.randn(7, 4, dtype=torch.float64, generator=generator)
-    rows[2] = 0.0  # a zero row: divided by 1e-12, as normalize does
-    ours, reference = rows.clone().requires_grad_(), rows.clone().requires_grad_()
-    assert torch.autograd.gradcheck(unit_rows, (rows[[0, 1, 3, 4]].clone().requires_grad_(),))
-    torch.testing.assert_close(unit_rows(ours), nn.functional.normalize(reference, dim=1))
-    weights = torch.randn(7, 4, dtype=torch.float64, generator=generator)
-    (unit_rows(ours) * weights).sum().backward()
-    (nn.functional.normalize(reference, dim=1) * weights).sum().backward()
-    torch.testing.assert_close(ours.grad, reference.grad)
-    with torch.no_grad():
-        torch.testing.assert_close(unit_rows(ours), nn.functional.normalize(rows, dim=1))
-
-
 def test_module_output_dim_checks():
     assert module_output_dim(MLP(5, (4,), 3), 5, "cpu") == 3
     with pytest.raises(ValueError, match="2-D tensor"):

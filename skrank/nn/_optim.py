@@ -11,7 +11,8 @@ class RowSparseOptimizer(torch.optim.Optimizer):
 
     Rows are read in either of two ways: through :meth:`gather`, which hands out rows of the
     table as a leaf tensor that records its gradient (the label table of
-    :class:`~skrank.SNMClassifier`, read outside autograd), or by autograd with a sparse
+    :class:`~skrank.SNMClassifier`, read outside autograd; ``gather()`` reads the whole table
+    in place, and the step then updates it in place), or by autograd with a sparse
     gradient (:class:`~skrank.nn.SparseLinear`, an embedding with ``sparse=True``: the
     gradient holds one row per read, uncoalesced). :meth:`step` then updates those rows only
     (rows read several times get the sum of their gradients, once), so a step costs

@@ -640,8 +640,8 @@ float32 or None
         if isinstance(self.surrogate, str) and self.surrogate in _UNSCALED_SURROGATES:
             embeddings = embeddings / self.network_.log_scale.exp()
         sampler = self._label_sampler
-        every_label = self._label_optimizer.table.shape[0] == sampler.n_labels
-        if every_label and sampler.n_negatives >= sampler.n_labels - 1:
+        table_is_sampled = self._label_optimizer.table.shape[0] == sampler.n_labels
+        if table_is_sampled and sampler.n_negatives >= sampler.n_labels - 1:
             # Every row has a positive label: its negatives are all its other labels. The
             # step scores the whole table, read in place, and takes the positives' scores
             # from it.

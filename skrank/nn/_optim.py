@@ -98,14 +98,20 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         self._reads.clear()
         self.table.grad = None
 
+    def _synchronizing(self):
+        """Whether a step applies the reads of every process (``synchronize`` in data-parallel
+        training)."""
+        return self.synchronize and torch.distributed.is_initialized()
+
     def _read_gradients(self):
         """The rows read since the last step and their gradients, one entry per read, and
         whether they are distinct rows already (one sparse gradient summed per row). Rows None:
-        the whole table, when it is the one read."""
+        the whole table, when it is the one read and the step applies no other process's reads."""
         distinct = False
         reads = [(rows, values.grad) for rows, values in self._reads if values.grad is not None]
         self._reads.clear()
-        if len(reads) == 1 and reads[0][0] is None and self.table.grad is None:
+        whole = len(reads) == 1 and reads[0][0] is None and self.table.grad is None
+        if whole and not self._synchronizing():
             return reads, True
         if any(rows is None for rows, _ in reads):
             every_row = torch.arange(self.table.shape[0], device=self.table.device)
@@ -142,9 +148,7 @@ class RowSparseOptimizer(torch.optim.Optimizer):
         # One read (a sparse layer's gradient, or the whole table) needs no copy.
         rows = torch.cat([rows for rows, _ in reads]) if len(reads) > 1 else reads[0][0]
         gradient = torch.cat([grad for _, grad in reads]) if len(reads) > 1 else reads[0][1]
-        if self.synchronize and torch.distributed.is_initialized():
-            if rows is None:
-                rows = torch.arange(self.table.shape[0], device=self.table.device)
+        if self._synchronizing():
             world = torch.distributed.get_world_size()
             context = DistributedContext(torch.distributed.get_rank(), world)
             # Reads of fixed shapes gather as they are; on the CPU (the flat layout of sparse

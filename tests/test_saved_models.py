@@ -72,3 +72,12 @@ def test_saved_model_loads_and_predicts_as_when_saved(name, kind):
     params = model.get_params()
     assert type(clone(model)).__name__ == type(model).__name__
     assert set(params) == set(type(model)().get_params())
+
+
+@pytest.mark.parametrize("kind", ["pkl", "skops"])
+def test_a_state_saved_before_solver_was_stored_gets_the_solver_its_fit_used(kind):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InconsistentVersionWarning)
+        model = _load("PointwiseROCSimilarity", kind)
+    assert b"solver_" not in (FOLDER / f"PointwiseROCSimilarity.{kind}").read_bytes()
+    assert model.solver == "auto" and model.solver_ == "kkt"

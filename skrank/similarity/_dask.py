@@ -16,8 +16,6 @@ importing dask.
 """
 
 import numpy as np
-from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_feature_names,
     _check_n_features,
@@ -26,31 +24,25 @@ from sklearn.utils.validation import (
     column_or_1d,
 )
 
-from ..sampling import count_pairs, sample_negative_pairs, sample_negative_tuples
+from ..sampling import count_pairs, sample_negative_pairs
 from ..utils._dask import import_dask, is_dask_array
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
 from ..utils._validation import power_of_two_scale
+from . import _pair_scores
 from ._mmc_solver import MMCStatistics, fit_mmc
-from ._pair_scores import (
-    CALIBRATION_PAIRS,
-    RESERVOIR_ITEMS,
-    ItemReservoir,
-    negative_pair_similarities,
-    threshold_at_fpr,
-)
+from ._pair_scores import negative_pair_similarities
 from ._pair_statistics import (
     PairStatistics,
     PreparedRows,
     _symmetrize,
-    negative_pair_outer_mean,
 )
 
 __all__ = [
     "DaskRows",
     "fit_mmc_dask",
-    "fit_pointwise_roc_dask",
     "is_dask_array",
+    "item_statistics_dask",
     "mmc_statistics_dask",
 ]
 
@@ -206,17 +198,17 @@ class _Centre:
         return rows - self.mean
 
 
-def negative_pair_similarities_dask(
-    rows, codes, A, *, max_pairs=CALIBRATION_PAIRS, random_state=None
-):
+def negative_pair_similarities_dask(rows, codes, A, *, max_pairs=None, random_state=None):
     """:func:`~skrank.similarity._pair_scores.negative_pair_similarities` on rows read on demand.
 
-    Draws the same pairs from the same ``random_state``; the rows of each chunk of pairs (sized
+    Draws the same pairs from the same ``random_state`` (``max_pairs`` None:
+    ``CALIBRATION_PAIRS``); the rows of each chunk of pairs (sized
     by ``working_memory``) are read in one pass over the blocks holding them, so this takes
     ``48 d max_pairs / working_memory`` passes (one with the default 1 GiB and ``d`` up to
     89). With at most ``max_pairs`` negative pairs (a few hundred items, or one class holding
     nearly all items), all items are read.
     """
+    max_pairs = _pair_scores.CALIBRATION_PAIRS if max_pairs is None else max_pairs
     sample = _sampled_negative_pairs(codes, max_pairs, random_state)
     if sample is None:  # few negative pairs: all of them, exactly
         return negative_pair_similarities(rows[:], codes, A, max_pairs=max_pairs)
@@ -239,60 +231,18 @@ def _sampled_negative_pairs(codes, max_pairs, random_state):
     return sample_negative_pairs(codes, max_pairs, random_state)
 
 
-def fit_pointwise_roc_dask(estimator, X, y):
-    """``PointwiseROCSimilarity.fit`` on a dask array: the same steps and draws, blockwise."""
-    X, y = check_dask_data(estimator, X, y)
-    check_classification_targets(y)
-    item_classes, codes = encode_labels(y)
-    estimator.input_mean_, estimator.input_transform_ = None, None
-    if estimator.preprocessing != "none":
-        mean, matrix = fit_input_transform_dask(X, estimator.preprocessing)
-        estimator.input_mean_, estimator.input_transform_ = mean, matrix
-    rows = DaskRows(X, estimator._normalized)
-    n_features = X.shape[1]
-    rng = check_random_state(estimator.random_state)
-    # The draws of the in-memory fit, in its order: reservoir, negative sample, alpha split.
-    reservoir = ItemReservoir(RESERVOIR_ITEMS, n_features).update(rows, codes, rng)
-    sample = None
-    if estimator.negatives != "all":
-        sampler = (
-            sample_negative_pairs if estimator.negatives == "pairs" else sample_negative_tuples
-        )
-        sample = sampler(codes, estimator.n_samples, random_state=rng)
-    masks = ()
-    if estimator.alpha == "auto":
-        fit_part, validation = estimator._alpha_split(codes, rng)
-        in_fit_part = np.zeros(codes.shape[0], dtype=bool)
-        in_fit_part[fit_part] = True
-        masks = (in_fit_part,)
-    # One pass over the blocks: statistics of all items (and of the fitting part).
-    statistics, *fit_statistics = reduce_blocks(
-        X, _block_statistics, (estimator._normalized,), (codes, *masks)
-    )
-    N = statistics.negative_matrix() if sample is None else negative_pair_outer_mean(rows, sample)
-    statistics.positive_matrix()  # raises a clear error when there are no positive pairs
-    selection = {"alpha_levels_": None, "alpha_scores_": None}
-    held_out = (PairStatistics(n_features), ItemReservoir(RESERVOIR_ITEMS, n_features))
-    if estimator.alpha == "auto":
-        X_val, codes_val = rows[validation], codes[validation]
-        selection = estimator._select_alpha(
-            fit_statistics[0], X_val, codes_val, statistics, rows, codes
-        )
-        held_out = (fit_statistics[0], held_out[1].update(X_val, codes_val, rng))
-    estimator._held_out = held_out
-    fitted = estimator._solve(
-        statistics.positive_matrix(),
-        N,
-        selection.pop("alpha_index", None),
-        negative_risk_matrix=statistics.negative_matrix(),
-    )
-    fitted.update(selection)
-    scores = negative_pair_similarities_dask(
-        rows, codes, fitted["A_"], max_pairs=CALIBRATION_PAIRS, random_state=rng
-    )
-    fitted["threshold_"] = threshold_at_fpr(scores, estimator.threshold_fpr)
-    estimator._store(item_classes, statistics, reservoir, rng, fitted)
-    return estimator
+def item_statistics_dask(rows, codes, parts=()):
+    """:func:`~skrank.similarity._pointwise_roc_fit.item_statistics` of rows of a dask array.
+
+    One pass over the blocks of ``rows`` (:class:`DaskRows`, prepared block by block) gives the
+    statistics of all items and of each part (an array of row indices).
+    """
+    masks = []
+    for part in parts:
+        mask = np.zeros(codes.shape[0], dtype=bool)
+        mask[part] = True
+        masks.append(mask)
+    return reduce_blocks(rows.array, _block_statistics, (rows.prepare,), (codes, *masks))
 
 
 def mmc_statistics_dask(X, y):

@@ -74,9 +74,7 @@ def bilinear_similarity_matrix(X, Y, A):
     return (1.0 + (X @ A) @ Y.T) / 2.0
 
 
-def negative_pair_similarities(
-    X, class_codes, A, *, max_pairs=CALIBRATION_PAIRS, random_state=None
-):
+def negative_pair_similarities(X, class_codes, A, *, max_pairs=None, random_state=None):
     """Similarities of the negative pairs of a labelled sample, all of them or a uniform sample.
 
     Parameters
@@ -87,10 +85,10 @@ def negative_pair_similarities(
         Integer class codes.
     A : ndarray of shape (n_features, n_features)
         The matrix of the similarity.
-    max_pairs : int, default=CALIBRATION_PAIRS
+    max_pairs : int or None, default=None
         With at most this many negative pairs, all of them are scored (in blocks sized from
         scikit-learn's ``working_memory``); otherwise ``max_pairs`` negative pairs drawn
-        uniformly with replacement.
+        uniformly with replacement. None: ``CALIBRATION_PAIRS`` (250,000).
     random_state : int, RandomState instance or None, default=None
         Seed of the pair sample.
 
@@ -98,6 +96,7 @@ def negative_pair_similarities(
     -------
     similarities : ndarray of shape (min(n_negative_pairs, max_pairs),)
     """
+    max_pairs = CALIBRATION_PAIRS if max_pairs is None else max_pairs
     XA = X @ A
     if count_pairs(class_codes)[1] <= max_pairs:
         blocks = []

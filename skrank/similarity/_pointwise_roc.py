@@ -2,29 +2,33 @@
 
 import copy
 import functools
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
-from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..metrics import pairwise_roc_score, pointwise_roc_score
-from ..sampling import sample_negative_pairs, sample_negative_tuples
 from ..utils._deprecation import renamed_method
 from ..utils._docstrings import fill_shared_docs
-from ..utils._labels import CLASS_LABELS_DOCS, check_class_counts, encode_labels
-from ..utils._params import store_parameters
+from ..utils._labels import CLASS_LABELS_DOCS, encode_labels
+from ..utils._params import parameters_for, store_parameters
 from ..utils._persistence import VersionedStateMixin
 from ..utils._validation import check_bilinear_range, naming_inputs, normalize_rows
-from ._dask import fit_input_transform_dask, fit_pointwise_roc_dask, is_dask_array
+from ._dask import (
+    DaskRows,
+    check_dask_data,
+    fit_input_transform_dask,
+    is_dask_array,
+    item_statistics_dask,
+    negative_pair_similarities_dask,
+)
 from ._given_pairs import PAIR_INPUT_DOCS, check_pair_labels, check_pairs, is_pair_input
 from ._pair_scores import (
-    CALIBRATION_PAIRS,
     RESERVOIR_ITEMS,
     ItemReservoir,
     bilinear_similarity,
@@ -34,23 +38,21 @@ from ._pair_scores import (
     threshold_at_fpr,
 )
 from ._pair_statistics import PairStatistics, negative_pair_outer_mean
-from ._pointwise_roc_solvers import (
-    alpha_levels,
-    feasible_alpha_range,
-    fit_input_transform,
-    regularized_positive_matrix,
-    score_alpha_levels,
-    select_alpha,
-    solve_cvxpy,
-    solve_kkt,
+from ._pointwise_roc_fit import (
+    fit_on_items,
+    fit_pointwise_roc,
+    held_out_items,
+    held_out_pairs,
+    reservoir_scores,
 )
+from ._pointwise_roc_solvers import fit_input_transform
 
-# Largest number of validation items whose pairs score the levels of alpha="auto".
-_MAX_VALIDATION_ITEMS = 2_000
-# Largest number of held-out pairs that score the levels of alpha="auto" in a fit on pairs.
-_MAX_VALIDATION_PAIRS = 50_000
-# Number of levels alpha="auto" tries.
-_N_ALPHA_LEVELS = 20
+
+def _with_solver_used(state):
+    """A fitted state saved before ``solver_`` existed, with the solver its fit used."""
+    if "A_" not in state or "solver_" in state:
+        return state
+    return {**state, "solver_": "cvxpy" if state.get("solver") == "cvxpy" else "kkt"}
 
 
 @fill_shared_docs(methods={**PAIR_INPUT_DOCS, **CLASS_LABELS_DOCS})
@@ -174,6 +176,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
     ----------
     alpha_ : float
         The level used: ``alpha``, or the one chosen by ``alpha="auto"``.
+    solver_ : str
+        The solver used: ``"kkt"`` or ``"cvxpy"`` (``solver="auto"`` is ``"kkt"``).
     alpha_levels_ : ndarray of shape (20,) or None
         With ``alpha="auto"``: the levels tried on the held-out items (of the range of the other
         items); else None.
@@ -275,6 +279,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         "items": ["array-like", None],
     }
 
+    _saved_state_updates = (_with_solver_used,)
+
     def __init__(
         self,
         alpha="auto",
@@ -321,30 +327,25 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
                 f'negatives="{self.negatives}" draws n_samples pairs or tuples: set n_samples to '
                 "a positive integer."
             )
-        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
-            return fit_pointwise_roc_dask(self, X, y)
-        X, codes, item_classes = self._training_data(X, y, classes=None, reset=True)
         rng = check_random_state(self.random_state)
-        statistics = PairStatistics(X.shape[1]).update(X, codes)
-        check_class_counts(statistics.class_counts_, needed_by="PointwiseROCSimilarity")
-        reservoir = ItemReservoir(RESERVOIR_ITEMS, X.shape[1]).update(X, codes, rng)
-        N = self._constraint_negative_matrix(statistics, X, codes, rng)
-        selection = {"alpha_levels_": None, "alpha_scores_": None}
-        held_out = (PairStatistics(X.shape[1]), ItemReservoir(RESERVOIR_ITEMS, X.shape[1]))
-        if self.alpha == "auto":
-            fit_statistics, X_val, codes_val = self._split_for_alpha(X, codes, rng)
-            selection = self._select_alpha(fit_statistics, X_val, codes_val, statistics, X, codes)
-            held_out = (fit_statistics, held_out[1].update(X_val, codes_val, rng))
-        self._held_out = held_out  # for partial_fit calls that continue the stream
-        fitted = self._solve(
-            statistics.positive_matrix(),
-            N,
-            selection.pop("alpha_index", None),
-            negative_risk_matrix=statistics.negative_matrix(),
+        if is_dask_array(X):  # larger than memory: statistics by row blocks on dask
+            X, y = check_dask_data(self, X, y)
+            check_classification_targets(y)
+            item_classes, codes = encode_labels(y)
+            self._fit_input_transform(X, fit_input_transform_dask)
+            rows = DaskRows(X, self._normalized)
+            readers = {  # statistics in one pass over the blocks, other rows read on demand
+                "statistics": item_statistics_dask,
+                "negative_similarities": negative_pair_similarities_dask,
+            }
+        else:
+            X, codes, item_classes = self._training_data(X, y, classes=None, reset=True)
+            rows, readers = X, {}
+        result = fit_on_items(
+            rows, codes, **readers, **parameters_for(self, fit_on_items, random_state=rng)
         )
-        fitted.update(selection)
-        fitted["threshold_"] = self._threshold(X, codes, fitted["A_"], rng)
-        self._store(item_classes, statistics, reservoir, rng, fitted)
+        self._store_fit(result.fit)
+        self._store_stream(item_classes, result.statistics, result.reservoir, result.held_out, rng)
         return self
 
     def _fit_pairs(self, X, y):
@@ -356,34 +357,38 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             )
         pairs = check_pairs(self, X, items=self.items, reset=True, input_name="X")
         is_similar, classes = check_pair_labels(y, pairs.n_pairs)
-        self.input_mean_, self.input_transform_ = None, None
-        if self.preprocessing != "none":
-            self.input_mean_, self.input_transform_ = self._pair_input_transform(pairs)
+        self._fit_input_transform(pairs, self._pair_input_transform)
         rows = pairs.prepared_rows(self._prepared_pair_items)
         rng = check_random_state(self.random_state)
-        P = negative_pair_outer_mean(rows, pairs.sample(is_similar))
-        N = negative_pair_outer_mean(rows, pairs.sample(~is_similar))
-        selection = {"alpha_levels_": None, "alpha_scores_": None}
-        if self.alpha == "auto":
-            selection = self._select_alpha_on_pairs(pairs, rows, is_similar, rng)
-        fitted = self._solve(P, N, selection.pop("alpha_index", None))
-        fitted.update(selection)
-        negatives = given_pair_similarities(pairs.subset(~is_similar), rows, fitted["A_"])
-        fitted["threshold_"] = threshold_at_fpr(negatives, self.threshold_fpr)
-        self._held_out = None
-        self._store(None, None, None, rng, fitted, classes)
+        held_out = functools.partial(
+            held_out_pairs,
+            pairs,
+            rows,
+            is_similar,
+            **parameters_for(self, held_out_pairs, random_state=rng),
+        )
+        dissimilar = pairs.subset(~is_similar)
+        fit = fit_pointwise_roc(
+            negative_pair_outer_mean(rows, pairs.sample(is_similar)),
+            negative_pair_outer_mean(rows, pairs.sample(~is_similar)),
+            held_out=held_out,
+            negative_scores=functools.partial(given_pair_similarities, dissimilar, rows),
+            **parameters_for(self, fit_pointwise_roc),
+        )
+        self._store_fit(fit)
+        self._store_stream(None, None, None, None, rng, classes)
         return self
 
-    def _pair_input_transform(self, pairs):
+    def _pair_input_transform(self, pairs, kind):
         """``preprocessing`` fitted on the pairs' items, each counted once per pair."""
         if is_dask_array(getattr(pairs.rows, "array", None)):
-            return fit_input_transform_dask(pairs.rows.array, self.preprocessing)
+            return fit_input_transform_dask(pairs.rows.array, kind)
         weights = None
         if self.items is not None:
             weights = np.bincount(
                 np.concatenate([pairs.first, pairs.second]), minlength=pairs.rows.shape[0]
             )
-        return fit_input_transform(pairs.rows, self.preprocessing, sample_weight=weights)
+        return fit_input_transform(pairs.rows, kind, sample_weight=weights)
 
     def _prepared_pair_items(self, rows):
         return self._normalized(rows, "X", where="holds items of pairs")
@@ -445,6 +450,12 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
                 "partial_fit(X.blocks[i].compute(), ...)."
             )
         first_call = not hasattr(self, "pair_statistics_")
+        if not first_call and self.pair_statistics_ is None:
+            raise ValueError(
+                "partial_fit continues a stream of class-labelled items, and this model was "
+                "fitted on given pairs: call fit(pairs, y) on all the pairs, or fit a new model "
+                "on the items (clone(model).partial_fit(X, y))."
+            )
         X, codes, item_classes = self._training_data(
             X,
             y,
@@ -468,27 +479,24 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             is_held_out = rng.random_sample(X.shape[0]) < self.validation_fraction
             held_out[0].update(X[~is_held_out], codes[~is_held_out])
             held_out[1].update(X[is_held_out], codes[is_held_out], rng)
-        self._held_out = held_out
-        fitted = {}
         if statistics.n_positive_pairs and statistics.n_negative_pairs:
-            selection = {"alpha_levels_": None, "alpha_scores_": None}
-            if self.alpha == "auto":
-                selection = self._select_alpha(
-                    held_out[0],
-                    held_out[1].items,
-                    held_out[1].class_codes,
-                    statistics,
-                    reservoir.items,
-                    reservoir.class_codes,
-                )
-            fitted = self._solve(
+            choose_on = functools.partial(
+                held_out_items,
+                held_out[0],
+                held_out[1].items,
+                held_out[1].class_codes,
+                fallback=(statistics, reservoir.items, reservoir.class_codes),
+                **parameters_for(self, held_out_items),
+            )
+            fit = fit_pointwise_roc(
                 statistics.positive_matrix(),
                 statistics.negative_matrix(),
-                selection.pop("alpha_index", None),
+                held_out=choose_on,
+                negative_scores=functools.partial(reservoir_scores, reservoir, random_state=rng),
+                **parameters_for(self, fit_pointwise_roc),
             )
-            fitted.update(selection)
-            fitted["threshold_"] = self._reservoir_threshold(reservoir, fitted["A_"], rng)
-        self._store(item_classes, statistics, reservoir, rng, fitted)
+            self._store_fit(fit)
+        self._store_stream(item_classes, statistics, reservoir, held_out, rng)
         return self
 
     def _training_data(self, X, y, *, classes, reset, known_classes=None):
@@ -498,11 +506,14 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             y, known_classes=known_classes, declared_classes=classes
         )
         if reset:
-            self.input_mean_, self.input_transform_ = None, None
-            if self.preprocessing != "none":
-                mean, matrix = fit_input_transform(X, self.preprocessing)
-                self.input_mean_, self.input_transform_ = mean, matrix
+            self._fit_input_transform(X, fit_input_transform)
         return self._normalized(X), codes, item_classes
+
+    def _fit_input_transform(self, X, fit_transform):
+        """Fit ``preprocessing`` on ``X`` with ``fit_transform(X, kind)`` (items or pairs)."""
+        self.input_mean_, self.input_transform_ = None, None
+        if self.preprocessing != "none":
+            self.input_mean_, self.input_transform_ = fit_transform(X, self.preprocessing)
 
     def _normalized(self, X, input_name="X", where=None):
         """Inputs as the similarity sees them: preprocessed, then L2-normalised.
@@ -532,178 +543,31 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             )
         return unit
 
-    def _constraint_negative_matrix(self, statistics, X, codes, rng):
-        if self.negatives == "all":
-            return statistics.negative_matrix()
-        sampler = sample_negative_pairs if self.negatives == "pairs" else sample_negative_tuples
-        return negative_pair_outer_mean(X, sampler(codes, self.n_samples, random_state=rng))
+    def _store_fit(self, fit):
+        """Set the fitted attributes of the similarity from a :class:`PointwiseROCFit`."""
+        self.alpha_ = fit.alpha
+        self.solver_ = fit.solver
+        self.A_ = fit.A
+        self.P_ = fit.P
+        self.N_ = fit.N
+        self.beta_ = fit.beta
+        self.lambda_ = fit.lambda_
+        self.gamma_ = fit.gamma_
+        self.active_constraints_ = fit.active_constraints
+        self.positive_risk_ = fit.positive_risk
+        self.negative_risk_ = fit.negative_risk
+        self.alpha_levels_ = fit.alpha_levels
+        self.alpha_scores_ = fit.alpha_scores
+        self.threshold_ = fit.threshold
 
-    def _split_for_alpha(self, X, codes, rng):
-        """``alpha="auto"`` in fit: statistics of the fitting part and the held-out items."""
-        fit_part, validation = self._alpha_split(codes, rng)
-        statistics = PairStatistics(X.shape[1]).update(X[fit_part], codes[fit_part])
-        return statistics, X[validation], codes[validation]
-
-    def _alpha_split(self, codes, rng):
-        """Indices of the fitting part and of the (at most 2,000) held-out items."""
-        try:
-            fit_part, validation = train_test_split(
-                np.arange(codes.shape[0]),
-                test_size=self.validation_fraction,
-                stratify=codes,
-                random_state=rng,
-            )
-        except ValueError:  # a class too small to be split
-            fit_part, validation = train_test_split(
-                np.arange(codes.shape[0]), test_size=self.validation_fraction, random_state=rng
-            )
-        return fit_part, validation[:_MAX_VALIDATION_ITEMS]
-
-    def _select_alpha(self, fit_statistics, X_val, codes_val, statistics, items, item_codes):
-        """``alpha="auto"``: the level with the best held-out TPR at ``threshold_fpr``.
-
-        Falls back to the training pairs (``statistics`` and a sample of their ``items``), with a
-        warning, when the fitting part or the held-out one lacks a positive or a negative pair.
-        """
-        _, counts = np.unique(codes_val, return_counts=True)
-        if not (
-            fit_statistics.n_positive_pairs
-            and fit_statistics.n_negative_pairs
-            and counts.shape[0] > 1
-            and counts.max() > 1
-        ):
-            self._warn_alpha_on_training_pairs("items", "Give more items per class")
-            fit_statistics = statistics
-            X_val, codes_val = items[:_MAX_VALIDATION_ITEMS], item_codes[:_MAX_VALIDATION_ITEMS]
-        P = regularized_positive_matrix(fit_statistics.positive_matrix(), self.identity_weight)
-        levels, scores = select_alpha(
-            P,
-            fit_statistics.negative_matrix(),
-            X_val,
-            codes_val,
-            self.threshold_fpr,
-            tolerance=self.tolerance,
-            n_levels=_N_ALPHA_LEVELS,
-        )
-        return _alpha_selection(levels, scores)
-
-    def _select_alpha_on_pairs(self, pairs, rows, is_similar, rng):
-        """``alpha="auto"`` on given pairs: levels fitted on most pairs, scored on the others.
-
-        The pairs are split as the items are on the label path (stratified by kind,
-        ``validation_fraction`` held out, at most 50,000 of them scoring the levels); the
-        training pairs stand in, with a warning, when a part lacks a kind of pair.
-        """
-        indices = np.arange(pairs.n_pairs)
-        try:
-            fit_part, validation = train_test_split(
-                indices,
-                test_size=self.validation_fraction,
-                stratify=is_similar,
-                random_state=rng,
-            )
-        except ValueError:  # a kind of pair too rare to be split
-            fit_part, validation = train_test_split(
-                indices, test_size=self.validation_fraction, random_state=rng
-            )
-        validation = validation[:_MAX_VALIDATION_PAIRS]
-        if len({*is_similar[fit_part]}) < 2 or len({*is_similar[validation]}) < 2:
-            self._warn_alpha_on_training_pairs("pairs", "Give more pairs of each kind")
-            fit_part, validation = indices, indices[:_MAX_VALIDATION_PAIRS]
-        fit_pairs, fit_similar = pairs.subset(fit_part), is_similar[fit_part]
-        P = negative_pair_outer_mean(rows, fit_pairs.sample(fit_similar))
-        N = negative_pair_outer_mean(rows, fit_pairs.sample(~fit_similar))
-        first, second = pairs.items(validation, rows)
-        validation_similar = is_similar[validation]
-
-        def validation_tpr(A):
-            scores = bilinear_similarity(first, second, A)
-            return pointwise_roc_score(validation_similar, scores, self.threshold_fpr)
-
-        levels, scores = score_alpha_levels(
-            regularized_positive_matrix(P, self.identity_weight),
-            N,
-            validation_tpr,
-            tolerance=self.tolerance,
-            n_levels=_N_ALPHA_LEVELS,
-        )
-        return _alpha_selection(levels, scores)
-
-    def _warn_alpha_on_training_pairs(self, held_out, fix):
-        warnings.warn(
-            f'alpha="auto" holds out validation_fraction={self.validation_fraction} of the '
-            f"{held_out} to choose alpha, and the held-out part or the rest lacks a similar or a "
-            "dissimilar pair: alpha is chosen on the training pairs instead (an optimistic "
-            f"choice). {fix}, or set alpha to a number.",
-            UserWarning,
-            stacklevel=4,
-        )
-
-    def _solve(self, P, N, alpha_index=None, *, negative_risk_matrix=None):
-        """Solve at ``alpha`` (or the level ``alpha_index`` of the range of ``P, N``).
-
-        ``negative_risk_matrix`` is the exact negative matrix for ``negative_risk_`` when ``N``
-        is a sampled estimate; None: ``N``.
-        """
-        alpha = self.alpha
-        if alpha_index is not None:  # the chosen level's place in the range of all the data
-            P_reg = regularized_positive_matrix(P, self.identity_weight)
-            levels = alpha_levels(P_reg, N, self.tolerance, _N_ALPHA_LEVELS)
-            alpha = float(levels[alpha_index])
-        exact_N = N if negative_risk_matrix is None else negative_risk_matrix
-        beta = 2.0 * (alpha + self.tolerance) - 1.0
-        if beta < -np.linalg.norm(N):
-            low, high = feasible_alpha_range(N, self.tolerance)
-            raise ValueError(
-                f"alpha={alpha} is infeasible for this training data: no similarity of the "
-                f"model has a mean negative-pair similarity below alpha + tolerance. With "
-                f"tolerance={self.tolerance}, the feasible alpha are [{low:.6g}, {high:g}]."
-            )
-        solve = solve_cvxpy if self.solver == "cvxpy" else solve_kkt
-        solution = solve(regularized_positive_matrix(P, self.identity_weight), N, beta)
-        A = (solution.A + solution.A.T) / 2
-        active = (("negative_risk",) if solution.risk_active else ()) + (
-            ("norm",) if solution.norm_active else ()
-        )
-        return {
-            "alpha_": float(alpha),
-            "A_": A,
-            "P_": P,
-            "N_": N,
-            "beta_": beta,
-            "lambda_": solution.lambda_,
-            "gamma_": solution.gamma_,
-            "active_constraints_": active,
-            "positive_risk_": (1.0 + float(np.vdot(P, A))) / 2.0,
-            "negative_risk_": (1.0 + float(np.vdot(exact_N, A))) / 2.0,
-        }
-
-    def _threshold(self, X, codes, A, rng):
-        scores = negative_pair_similarities(
-            X, codes, A, max_pairs=CALIBRATION_PAIRS, random_state=rng
-        )
-        return threshold_at_fpr(scores, self.threshold_fpr)
-
-    def _reservoir_threshold(self, reservoir, A, rng):
-        if np.unique(reservoir.class_codes).shape[0] > 1:
-            return self._threshold(reservoir.items, reservoir.class_codes, A, rng)
-        warnings.warn(
-            "The reservoir of items kept for calibrating the threshold holds a single class, so "
-            "threshold_ is unset (None) until calibrate_threshold(X, y) is called with data of "
-            "several classes.",
-            UserWarning,
-            stacklevel=3,
-        )
-        return None
-
-    def _store(self, item_classes, statistics, reservoir, rng, fitted, classes=(0, 1)):
+    def _store_stream(self, item_classes, statistics, reservoir, held_out, rng, classes=(0, 1)):
+        """Set what the data seen were and what a :meth:`partial_fit` continues from."""
         self.item_classes_ = item_classes
         self.pair_statistics_ = statistics
-        self._reservoir = reservoir
-        self._random_state = rng
         self.classes_ = np.asarray(classes)
-        for name, value in fitted.items():
-            setattr(self, name, value)
+        self._reservoir = reservoir
+        self._held_out = held_out
+        self._random_state = rng
 
     def _check_fitted(self):
         check_is_fitted(
@@ -740,7 +604,8 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
             X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
         _, codes = encode_labels(y)
         rng = check_random_state(self.random_state)
-        self.threshold_ = self._threshold(self._normalized(X), codes, self.A_, rng)
+        scores = negative_pair_similarities(self._normalized(X), codes, self.A_, random_state=rng)
+        self.threshold_ = threshold_at_fpr(scores, self.threshold_fpr)
         return self
 
     def pair_score(self, X1, X2=None):
@@ -860,8 +725,3 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-
-def _alpha_selection(levels, scores):
-    """The fitted attributes of ``alpha="auto"`` and the index of the chosen level."""
-    return {"alpha_index": int(np.argmax(scores)), "alpha_levels_": levels, "alpha_scores_": scores}

@@ -43,7 +43,7 @@ def _assert_same_fit(expected, actual, names, atol=1e-10):
 ROC_ATTRIBUTES = [
     "A_", "P_", "N_", "alpha_", "beta_", "lambda_", "gamma_", "active_constraints_",
     "positive_risk_", "negative_risk_", "threshold_", "alpha_levels_", "alpha_scores_",
-    "input_mean_", "input_transform_", "item_classes_", "n_features_in_",
+    "input_mean_", "input_transform_", "item_classes_", "n_features_in_", "solver_",
 ]  # fmt: skip
 
 
@@ -245,8 +245,7 @@ def test_fit_of_an_input_larger_than_the_memory_cap_stays_under_it(tmp_path, mon
     The threshold is calibrated on 10,000 sampled negative pairs instead of 250,000: their rows
     are read in chunks bounded by working_memory, one pass over the file per chunk, and the
     250,000 pairs' own arrays (10 MB of indices, weights and scores) do not depend on n."""
-    monkeypatch.setattr("skrank.similarity._dask.CALIBRATION_PAIRS", 10_000)
-    monkeypatch.setattr("skrank.similarity._pointwise_roc.CALIBRATION_PAIRS", 10_000)
+    monkeypatch.setattr("skrank.similarity._pair_scores.CALIBRATION_PAIRS", 10_000)
     n, d = 80_000, 64
     X, y = _memmapped_classes(tmp_path / "X.npy", n, d, n_classes=10)
     cap = X.nbytes // 4  # 10 MiB

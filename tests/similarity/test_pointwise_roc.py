@@ -13,7 +13,7 @@ from sklearn.metrics import roc_curve
 from sklearn.model_selection import GridSearchCV
 
 from skrank import PointwiseROCSimilarity
-from skrank.similarity import _pointwise_roc, solve_kkt
+from skrank.similarity import _pair_scores, _pointwise_roc, solve_kkt
 from skrank.similarity._pair_scores import (
     ItemReservoir,
     negative_pair_similarities,
@@ -195,7 +195,22 @@ def test_cvxpy_solver_gives_the_same_model():
     cvx = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4, solver="cvxpy").fit(X, y)
     assert np.linalg.norm(cvx.A_ - kkt.A_) / np.linalg.norm(kkt.A_) < 1e-4
     assert cvx.active_constraints_ == kkt.active_constraints_
+    assert (kkt.solver_, cvx.solver_) == ("kkt", "cvxpy")
     np.testing.assert_allclose(cvx.A_, cvx.A_.T)
+
+
+@pytest.mark.parametrize("path", ["items", "partial_fit", "pairs"])
+def test_every_fit_stores_the_solver_it_used(path):
+    X, y = _tiny_data()
+    model = PointwiseROCSimilarity(alpha=0.45, random_state=0)
+    if path == "items":
+        model.fit(X, y)
+    elif path == "partial_fit":
+        model.partial_fit(X[:15], y[:15]).partial_fit(X[15:], y[15:])
+    else:
+        pairs = _pairs(y, True)[:20] + _pairs(y, False)[:20]
+        model.fit(_pair_array(X, pairs), np.repeat([1, -1], 20))
+    assert model.solver == "auto" and model.solver_ == "kkt"
 
 
 def test_cvxpy_solver_missing(monkeypatch):
@@ -269,6 +284,14 @@ def test_partial_fit_after_fit_continues_the_stream():
     )
 
 
+def test_partial_fit_after_a_fit_on_pairs_says_there_is_no_stream():
+    X, y = _tiny_data()
+    pairs = _pairs(y, True)[:10] + _pairs(y, False)[:10]
+    model = PointwiseROCSimilarity(alpha=0.5).fit(_pair_array(X, pairs), np.repeat([1, -1], 10))
+    with pytest.raises(ValueError, match="fitted on given pairs"):
+        model.partial_fit(X, y)
+
+
 def test_partial_fit_classes_and_labels():
     X, y = _tiny_data()
     model = PointwiseROCSimilarity(alpha=0.5)
@@ -330,7 +353,7 @@ def test_threshold_is_the_training_quantile():
 
 
 def test_threshold_from_a_pair_sample_when_pairs_are_many(monkeypatch):
-    monkeypatch.setattr(_pointwise_roc, "CALIBRATION_PAIRS", 2000)
+    monkeypatch.setattr(_pair_scores, "CALIBRATION_PAIRS", 2000)
     X, y = _tiny_data(n=300, d=3)
     model = PointwiseROCSimilarity(
         identity_weight=0.0, alpha=0.4, threshold_fpr=0.1, random_state=0

@@ -13,12 +13,12 @@ import warnings
 import numpy as np
 import torch
 from sklearn.utils.validation import check_array
-from tqdm.auto import tqdm
 
 from ..utils._dask import is_dask_array
 from ..utils._docstrings import fill_docs
 from ..utils._labels import encode_labels
 from ..utils._memory import chunk_rows
+from ..utils._progress import progress_bar
 from ..utils._validation import naming_inputs, normalize_rows, power_of_two_scale
 from ._search import top_k_indices
 from ._torch_retrieval import resolve_metric_device, torch_retrieval_statistics
@@ -251,7 +251,7 @@ def _retrieval_statistics(
     query_precision = None
     if recall_levels is not None:
         query_precision = np.empty((n_samples, len(recall_levels)))
-    for start in tqdm(
+    for start in progress_bar(
         range(0, n_samples, chunk_size), desc="retrieval metrics", unit="block", disable=not verbose
     ):
         rows = slice(start, min(start + chunk_size, n_samples))

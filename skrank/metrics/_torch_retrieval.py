@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ..utils._memory import available_host_bytes, chunk_rows, working_memory_bytes
+from ..utils._progress import progress_bar
 from ..utils._threads import torch_threads
 from . import _ranks, _tiled_ranks
 from ._ranks import Workspace, positive_statistics, rank_scores
@@ -179,7 +179,7 @@ def torch_retrieval_statistics(
     place_t = to_device(place_in_class)
     ks_t = to_device(np.asarray(ks, dtype=np.int64))
     workspace = Workspace()
-    bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
+    bar = progress_bar(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
     try:
         for start in range(0, n_items, chunk_size):
             rows = slice(start, min(start + chunk_size, n_items))
@@ -352,7 +352,7 @@ def tiled_retrieval_statistics(terms, codes, *, ks, chunk_size, device, verbose)
     # small products of a block gain nothing from more, and idle OpenMP threads spinning
     # beside the loop would slow it down).
     # While it runs, torch's intra-op thread count in this process is 1.
-    bar = tqdm(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
+    bar = progress_bar(total=n_items, unit="query", desc="retrieval metrics", disable=not verbose)
     with bar, _THREAD_COUNT_LOCK, torch_threads(1) as n_threads:
         starts = range(0, n_items, block_size)
         if n_threads == 1:

@@ -29,8 +29,8 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from torch.optim import lr_scheduler
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, get_swa_multi_avg_fn
-from tqdm.auto import tqdm
 
+from ..utils._progress import progress_bar
 from ..utils._validation import check_positive_int
 
 _TORCH_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -134,7 +134,7 @@ class ProgressBar(Callback):
     run_attributes = ("_bar",)
 
     def on_train_begin(self, estimator, X, y, validation):
-        self._bar = tqdm(
+        self._bar = progress_bar(
             total=estimator.max_epochs,
             initial=estimator.n_iter_,
             desc=type(estimator).__name__,

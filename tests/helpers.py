@@ -5,6 +5,8 @@ from collections import Counter
 import numpy as np
 import torch
 
+from skrank.sampling import PairSample
+
 # Ops that read a value back to the host: on a GPU each one waits for the device.
 HOST_SYNCING_OPS = {
     "aten::_local_scalar_dense",
@@ -73,3 +75,14 @@ def host_syncs(function):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
         function()
     return Counter(event.name for event in profile.events() if event.name in HOST_SYNCING_OPS)
+
+
+def loop_nearest_pairs(X, y, k, same_class):
+    """Each item with its k nearest items of its class (or of the others), by a pair loop."""
+    pairs = set()
+    for i in range(len(y)):
+        others = [j for j in range(len(y)) if j != i and (y[j] == y[i]) == same_class]
+        others.sort(key=lambda j: np.sum((X[i] - X[j]) ** 2))
+        pairs.update((min(i, j), max(i, j)) for j in others[:k])
+    first, second = np.array(sorted(pairs)).T
+    return PairSample(first, second, np.full(len(pairs), 1.0 / len(pairs)))

@@ -9,7 +9,7 @@ from skrank.sampling import (
     sample_negative_pairs,
     sample_negative_tuples,
 )
-from skrank.similarity import PairStatistics, negative_pair_outer_mean, similar_pair_scatter
+from skrank.similarity import PairStatistics, negative_pair_outer_mean
 
 
 def _tiny_problem(seed=0, n=13, d=4, n_classes=3):
@@ -34,57 +34,6 @@ def test_count_pairs_matches_loop():
     expected = (len(_brute_force_pairs(y, True)), len(_brute_force_pairs(y, False)))
     assert count_pairs(y) == expected
     assert count_pairs(np.array(["a", "b", "a"])) == (1, 2)
-
-
-def test_pair_statistics_match_pair_loops():
-    X, y = _tiny_problem()
-    stats = PairStatistics(X.shape[1]).update(X, y)
-    np.testing.assert_allclose(
-        stats.positive_matrix(), _brute_force_outer_mean(X, _brute_force_pairs(y, True)), atol=1e-12
-    )
-    np.testing.assert_allclose(
-        stats.negative_matrix(),
-        _brute_force_outer_mean(X, _brute_force_pairs(y, False)),
-        atol=1e-12,
-    )
-    assert (stats.n_positive_pairs, stats.n_negative_pairs) == count_pairs(y)
-
-
-def test_pair_statistics_stream_equals_one_pass():
-    X, y = _tiny_problem(n=40)
-    one_pass = PairStatistics(X.shape[1]).update(X, y)
-    streamed = PairStatistics(X.shape[1])
-    # Chunks in which the highest class code appears late exercise the growth of the class arrays.
-    order = np.argsort(y, kind="stable")
-    for chunk in np.array_split(order, 5):
-        streamed.update(X[chunk], y[chunk])
-    np.testing.assert_allclose(streamed.positive_matrix(), one_pass.positive_matrix())
-    np.testing.assert_allclose(streamed.negative_matrix(), one_pass.negative_matrix())
-
-
-def test_pair_statistics_errors():
-    stats = PairStatistics(2)
-    with pytest.raises(ValueError, match="shape"):
-        stats.update(np.ones((3, 3)), np.zeros(3, dtype=int))
-    with pytest.raises(ValueError, match="class_codes"):
-        stats.update(np.ones((3, 2)), np.zeros(2, dtype=int))
-    with pytest.raises(ValueError, match="non-negative"):
-        stats.update(np.ones((2, 2)), np.array([0, -1]))
-    stats.update(np.ones((2, 2)), np.array([0, 0]))
-    with pytest.raises(ValueError, match="one class"):
-        stats.negative_matrix()
-    single = PairStatistics(2).update(np.ones((2, 2)), np.array([0, 1]))
-    with pytest.raises(ValueError, match="positive"):
-        single.positive_matrix()
-
-
-def test_similar_pair_scatter_matches_pair_loop():
-    X, y = _tiny_problem()
-    pairs = _brute_force_pairs(y, True)
-    expected = sum(np.outer(X[i] - X[j], X[i] - X[j]) for i, j in pairs) / len(pairs)
-    scatter, n_positive = similar_pair_scatter(X, y)
-    assert n_positive == len(pairs)
-    np.testing.assert_allclose(scatter, expected, atol=1e-12)
 
 
 def test_sample_negative_pairs_are_negative_and_uniform_over_pairs():
@@ -179,19 +128,6 @@ def test_samplers_are_deterministic_under_random_state():
         a, b = sampler(y, 10, random_state=3), sampler(y, 10, random_state=3)
         np.testing.assert_array_equal(a.first, b.first)
         np.testing.assert_array_equal(a.second, b.second)
-
-
-def test_negative_pair_outer_mean_in_chunks_equals_one_gather():
-    X, y = _tiny_problem(n=30, d=5)
-    sample = sample_negative_pairs(y, 101, random_state=0)
-    one_gather = negative_pair_outer_mean(X, sample)
-    chunked = negative_pair_outer_mean(X, sample, max_gathered=7)  # one pair per chunk
-    np.testing.assert_allclose(chunked, one_gather, atol=1e-14)
-    loop = sum(
-        w * (np.outer(X[i], X[j]) + np.outer(X[j], X[i])) / 2
-        for i, j, w in zip(*sample, strict=False)
-    )
-    np.testing.assert_allclose(one_gather, loop, atol=1e-14)
 
 
 def test_labels_of_mixed_types_are_paired():

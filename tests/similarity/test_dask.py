@@ -9,7 +9,6 @@ import pytest
 from sklearn import clone, config_context
 
 from skrank import MMC, PointwiseROCSimilarity
-from skrank.similarity import PairStatistics
 from skrank.similarity._dask import import_dask, is_dask_array
 
 da = pytest.importorskip("dask.array")
@@ -85,20 +84,6 @@ def test_pointwise_roc_dask_labels_and_single_row_chunks():
         da.from_array(X, chunks=(1, 6)), da.from_array(labels, chunks=50)
     )
     _assert_same_fit(expected, actual, ["A_", "threshold_", "item_classes_"])
-
-
-def test_pair_statistics_merge_equals_one_update():
-    X, y = _data(n=300)
-    whole = PairStatistics(X.shape[1]).update(X, y)
-    merged = PairStatistics(X.shape[1])
-    for part in np.array_split(np.argsort(y, kind="stable"), 5):  # chunks missing classes
-        merged.merge(PairStatistics(X.shape[1]).update(X[part], y[part]))
-    np.testing.assert_array_equal(merged.class_counts_, whole.class_counts_)
-    np.testing.assert_allclose(merged.class_sums_, whole.class_sums_, rtol=1e-13)
-    np.testing.assert_allclose(merged.positive_matrix(), whole.positive_matrix(), atol=1e-12)
-    np.testing.assert_allclose(merged.negative_matrix(), whole.negative_matrix(), atol=1e-12)
-    with pytest.raises(ValueError, match="3 features"):
-        merged.merge(PairStatistics(3))
 
 
 def test_dask_fit_equals_successive_partial_fit_over_its_blocks():

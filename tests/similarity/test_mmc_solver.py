@@ -5,10 +5,11 @@ import itertools
 import cvxpy as cp
 import numpy as np
 import pytest
+from helpers import loop_nearest_pairs
 from scipy import linalg as scipy_linalg
 
 from skrank.sampling import PairSample, sample_negative_pairs, sample_negative_tuples
-from skrank.similarity import dissimilar_pair_scatter, similar_pair_scatter
+from skrank.similarity import similar_pair_scatter
 from skrank.similarity._mmc_solver import (
     AllNegativePairs,
     SampledPairs,
@@ -20,8 +21,6 @@ from skrank.similarity._mmc_solver import (
     maximize_mean_distance,
     project_capped_simplex,
 )
-from skrank.similarity._neighbor_pairs import nearest_pairs
-from skrank.similarity._pair_statistics import pair_difference_scatter
 
 
 def _problem(seed=0, n=30, d=4, n_classes=3):
@@ -226,65 +225,6 @@ def test_sampled_fit_matches_cvxpy_on_the_same_sample(negatives):
     assert figure_of_merit(Z, y)[2] <= 1 + 1e-9
 
 
-def _loop_nearest_pairs(X, y, k, same_class):
-    """Each item with its k nearest items of its class (or of the others), by a pair loop."""
-    pairs = set()
-    for i in range(len(y)):
-        others = [j for j in range(len(y)) if j != i and (y[j] == y[i]) == same_class]
-        others.sort(key=lambda j: np.sum((X[i] - X[j]) ** 2))
-        pairs.update((min(i, j), max(i, j)) for j in others[:k])
-    first, second = np.array(sorted(pairs)).T
-    return PairSample(first, second, np.full(len(pairs), 1.0 / len(pairs)))
-
-
-def _labelled_points(seed=0, n=40, d=3):
-    """Random points in three classes, plus a class of two items and a class of one."""
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, d))
-    y = rng.randint(3, size=n)
-    y[:2] = 3
-    y[2] = 4
-    return X, y
-
-
-@pytest.mark.parametrize("same_class", [True, False])
-@pytest.mark.parametrize("k", [1, 3, 50])
-def test_nearest_pairs_match_a_pair_loop(same_class, k):
-    X, y = _labelled_points()
-    sample = nearest_pairs(X, y, k, same_class=same_class)
-    expected = _loop_nearest_pairs(X, y, k, same_class)
-    np.testing.assert_array_equal(sample.first, expected.first)
-    np.testing.assert_array_equal(sample.second, expected.second)
-    np.testing.assert_allclose(sample.weight, expected.weight)
-
-
-def test_nearest_pairs_with_every_neighbour_are_all_pairs_of_the_kind():
-    X, y = _labelled_points(seed=1)
-    for same_class in (True, False):
-        sample = nearest_pairs(X, y, len(y), same_class=same_class)
-        expected = [
-            (i, j)
-            for i, j in itertools.combinations(range(len(y)), 2)
-            if (y[i] == y[j]) == same_class
-        ]
-        assert list(zip(sample.first.tolist(), sample.second.tolist(), strict=True)) == expected
-
-
-def test_duplicate_items_are_neighbours_of_each_other_not_of_themselves():
-    X = np.array([[0.0], [0.0], [5.0], [1.0]])
-    sample = nearest_pairs(X, [0, 0, 0, 1], n_neighbors=1)
-    pairs = set(zip(sample.first.tolist(), sample.second.tolist(), strict=True))
-    # 0 and 1 are each other's neighbour (one pair); 2 is at the same distance from both.
-    assert (0, 1) in pairs and len(pairs) == 2 and pairs < {(0, 1), (0, 2), (1, 2)}
-
-
-def test_pair_difference_scatter_matches_a_pair_loop():
-    X, y = _labelled_points(seed=2)
-    sample = nearest_pairs(X, y, 2)
-    expected = sum(w * np.outer(X[i] - X[j], X[i] - X[j]) for i, j, w in zip(*sample, strict=True))
-    np.testing.assert_allclose(pair_difference_scatter(X, sample), expected, rtol=1e-12)
-
-
 @pytest.mark.parametrize("diagonal", [False, True])
 @pytest.mark.parametrize("ridge, min_rank", [(1e-8, None), (1.0, 2)])
 def test_nearest_pair_sets_match_cvxpy_with_loop_pairs(diagonal, ridge, min_rank):
@@ -294,8 +234,8 @@ def test_nearest_pair_sets_match_cvxpy_with_loop_pairs(diagonal, ridge, min_rank
     options = dict(diagonal=diagonal, scatter_ridge=ridge, min_rank=min_rank, tol=1e-7)
     fit = fit_mmc(X, y, positives="nearest", negatives="nearest", n_neighbors=3, **options)
     assert fit.converged
-    positive = _loop_nearest_pairs(X, y, 3, same_class=True)
-    negative = _loop_nearest_pairs(X, y, 3, same_class=False)
+    positive = loop_nearest_pairs(X, y, 3, same_class=True)
+    negative = loop_nearest_pairs(X, y, 3, same_class=False)
     differences = X[positive.first] - X[positive.second]
     similar = differences.T @ differences / len(differences)
     Z = X @ fit.components.T
@@ -404,15 +344,6 @@ def test_figure_of_merit_matches_pair_loop():
     assert mean_dissimilar == pytest.approx(np.mean(dissimilar), rel=1e-12)
     assert mean_similar_squared == pytest.approx(np.mean(similar), rel=1e-12)
     assert merit == pytest.approx(np.mean(dissimilar) / np.sqrt(np.mean(similar)), rel=1e-12)
-
-
-def test_dissimilar_pair_scatter_matches_pair_loop():
-    X, y = _problem(seed=9, n=15)
-    sample = _negative_pairs(y)
-    differences = X[sample.first] - X[sample.second]
-    scatter, n_negative = dissimilar_pair_scatter(X, y)
-    assert n_negative == len(sample.first)
-    np.testing.assert_allclose(scatter, differences.T @ differences / n_negative, rtol=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""PointwiseROCSimilarity and its pair scores, against explicit pair loops on tiny data."""
+"""The PointwiseROCSimilarity estimator, against explicit pair loops on tiny data."""
 
 import itertools
 import pickle
@@ -14,11 +14,6 @@ from sklearn.model_selection import GridSearchCV
 
 from skrank import PointwiseROCSimilarity
 from skrank.similarity import _pair_scores, _pointwise_roc, solve_kkt
-from skrank.similarity._pair_scores import (
-    ItemReservoir,
-    negative_pair_similarities,
-    threshold_at_fpr,
-)
 
 
 def _tiny_data(seed=0, n=30, d=4, n_classes=3):
@@ -44,64 +39,8 @@ def _loop_outer_mean(X, pairs):
     return sum(np.outer(X[i], X[j]) + np.outer(X[j], X[i]) for i, j in pairs) / (2 * len(pairs))
 
 
-def _random_symmetric(d, seed=1):
-    M = np.random.RandomState(seed).normal(size=(d, d))
-    return M + M.T
-
-
 def _pair_array(X, pairs):
     return np.stack([np.stack([X[i], X[j]]) for i, j in pairs])
-
-
-# --- pair scores and threshold ------------------------------------------------------------------
-
-
-def test_negative_pair_similarities_all_pairs_match_loop():
-    X, y = _tiny_data()
-    A = _random_symmetric(4)
-    expected = _loop_similarities(X, A, _pairs(y, same=False))
-    scores = negative_pair_similarities(X, y, A, max_pairs=10**6)
-    np.testing.assert_allclose(np.sort(scores), np.sort(expected))
-
-
-def test_negative_pair_similarities_sample_beyond_max_pairs():
-    X, y = _tiny_data()
-    A = _random_symmetric(4)
-    expected = _loop_similarities(X, A, _pairs(y, same=False))
-    scores = negative_pair_similarities(X, y, A, max_pairs=50, random_state=0)
-    assert scores.shape == (50,)
-    assert np.abs(scores[:, None] - expected[None, :]).min(axis=1).max() < 1e-12
-
-
-@pytest.mark.parametrize("fpr", [0.01, 0.1, 0.25, 0.5, 0.99])
-def test_threshold_at_fpr_is_smallest_admissible_score(fpr):
-    scores = np.random.RandomState(0).uniform(size=200).round(2)  # with ties
-    threshold = threshold_at_fpr(scores, fpr)
-    admissible = [s for s in np.unique(scores) if np.mean(scores > s) <= fpr]
-    assert threshold == min(admissible)
-
-
-def test_item_reservoir_is_uniform_across_chunks():
-    n_items, capacity, n_runs = 30, 7, 3000
-    rng = np.random.RandomState(0)
-    counts = np.zeros(n_items)
-    items = np.arange(n_items, dtype=float)[:, None]
-    for _ in range(n_runs):
-        reservoir = ItemReservoir(capacity, 1)
-        for chunk in np.array_split(np.arange(n_items), [3, 5, 17]):
-            reservoir.update(items[chunk], chunk, rng)
-        assert reservoir.n_seen == n_items and reservoir.items.shape == (capacity, 1)
-        np.testing.assert_array_equal(reservoir.items[:, 0], reservoir.class_codes)
-        assert len(np.unique(reservoir.class_codes)) == capacity
-        counts[reservoir.class_codes] += 1
-    expected = n_runs * capacity / n_items
-    # Each count is Binomial(3000, 7/30): sd ~ 23; a fault in replacement shifts some by >> 100.
-    assert np.abs(counts - expected).max() < 5 * np.sqrt(expected)
-
-
-def test_item_reservoir_keeps_everything_below_capacity():
-    reservoir = ItemReservoir(10, 2).update(np.ones((4, 2)), np.arange(4), np.random.RandomState(0))
-    assert reservoir.items.shape == (4, 2) and reservoir.n_seen == 4
 
 
 # --- fitted model against pair loops ------------------------------------------------------------
@@ -619,36 +558,6 @@ def test_preprocessing_equals_fitting_on_transformed_inputs(kind):
     )
     with pytest.raises(ValueError, match="preprocessing='none'"):
         clone(model).partial_fit(X, y)
-
-
-@pytest.mark.parametrize("tolerance", [0.0, 0.03])
-def test_select_alpha_matches_a_loop_of_fits(tolerance):
-    from skrank.metrics import pairwise_roc_score
-    from skrank.similarity import select_alpha
-
-    X, y = _tiny_data(seed=6, n=60)
-    X_fit, y_fit, X_val, y_val = X[:40], y[:40], X[40:], y[40:]
-    reference = PointwiseROCSimilarity(alpha=1.0, identity_weight=0.0).fit(X_fit, y_fit)
-    levels, scores = select_alpha(
-        reference.P_,
-        reference.N_,
-        _normalized(X_val),
-        y_val,
-        0.1,
-        tolerance=tolerance,
-        n_levels=6,
-    )
-    # The levels split evenly the range where the constraint alpha + tolerance matters: from
-    # the lowest feasible level (excluded) to the one where the constraint becomes inactive.
-    lowest = (1 - np.linalg.norm(reference.N_)) / 2 - tolerance
-    inactive = (1 + np.vdot(reference.N_, reference.P_) / np.linalg.norm(reference.P_)) / 2
-    np.testing.assert_allclose(levels, np.linspace(lowest, inactive - tolerance, 7)[1:])
-    assert len(set(np.round(scores, 12))) > 1  # the levels give different models
-    for level, score in zip(levels, scores, strict=True):
-        model = PointwiseROCSimilarity(alpha=level, identity_weight=0.0, tolerance=tolerance)
-        model.fit(X_fit, y_fit)
-        expected = pairwise_roc_score(model.pairwise_similarity(X_val), y_val, 0.1)
-        assert score == pytest.approx(expected)
 
 
 def test_auto_alpha_is_the_best_held_out_level_refitted_on_all_items():

@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from skrank import PointwiseROCSimilarity
 from skrank.exceptions import SolverAccuracyWarning
-from skrank.similarity import PairStatistics, feasible_alpha_range, solve_cvxpy, solve_kkt
+from skrank.metrics import pairwise_roc_score
+from skrank.similarity import (
+    PairStatistics,
+    feasible_alpha_range,
+    select_alpha,
+    solve_cvxpy,
+    solve_kkt,
+)
 
 KKT_ATOL = 1e-10
 
@@ -45,6 +53,13 @@ def _assert_kkt(P, N, beta, solution):
     assert lam >= 0 and gamma >= 0
     assert abs(lam * (np.vdot(N, A) - beta)) <= KKT_ATOL
     assert abs(gamma * (np.vdot(A, A) - 1)) <= KKT_ATOL
+
+
+def _tiny_data(seed=0, n=30, d=4, n_classes=3):
+    rng = np.random.RandomState(seed)
+    y = np.arange(n) % n_classes
+    centres = rng.normal(size=(n_classes, d))
+    return centres[y] + 0.8 * rng.normal(size=(n, d)), y
 
 
 def _relative_difference(A, B):
@@ -280,3 +295,33 @@ def test_inaccurate_status_with_a_large_gap_is_refused_after_a_retry(monkeypatch
     beta = 0.5 * (np.vdot(N, P) / np.linalg.norm(P) - np.linalg.norm(N))
     with pytest.raises(RuntimeError, match=r"certified gap .*; then .*certified gap.*solver='kkt'"):
         solve_cvxpy(P, N, beta)
+
+
+# --- the choice of alpha ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tolerance", [0.0, 0.03])
+def test_select_alpha_matches_a_loop_of_fits(tolerance):
+    X, y = _tiny_data(seed=6, n=60)
+    X_fit, y_fit, X_val, y_val = X[:40], y[:40], X[40:], y[40:]
+    reference = PointwiseROCSimilarity(alpha=1.0, identity_weight=0.0).fit(X_fit, y_fit)
+    levels, scores = select_alpha(
+        reference.P_,
+        reference.N_,
+        X_val / np.linalg.norm(X_val, axis=1, keepdims=True),
+        y_val,
+        0.1,
+        tolerance=tolerance,
+        n_levels=6,
+    )
+    # The levels split evenly the range where the constraint alpha + tolerance matters: from
+    # the lowest feasible level (excluded) to the one where the constraint becomes inactive.
+    lowest = (1 - np.linalg.norm(reference.N_)) / 2 - tolerance
+    inactive = (1 + np.vdot(reference.N_, reference.P_) / np.linalg.norm(reference.P_)) / 2
+    np.testing.assert_allclose(levels, np.linspace(lowest, inactive - tolerance, 7)[1:])
+    assert len(set(np.round(scores, 12))) > 1  # the levels give different models
+    for level, score in zip(levels, scores, strict=True):
+        model = PointwiseROCSimilarity(alpha=level, identity_weight=0.0, tolerance=tolerance)
+        model.fit(X_fit, y_fit)
+        expected = pairwise_roc_score(model.pairwise_similarity(X_val), y_val, 0.1)
+        assert score == pytest.approx(expected)

@@ -1,51 +1,11 @@
-"""Private helpers of skrank.utils, checked against references."""
-
-import builtins
-import os
+"""Input checks (``skrank.utils._validation``), against references."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
-from skrank.utils import _memory, _validation
-from skrank.utils._docstrings import fill_docs, fill_shared_docs
-
-
-def _meminfo_available():
-    with open("/proc/meminfo") as meminfo:
-        for line in meminfo:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="Linux only")
-def test_available_host_bytes_reads_memavailable():
-    # MemAvailable moves between two reads: compare within 256 MiB.
-    assert abs(_memory.available_host_bytes() - _meminfo_available()) < 2**28
-
-
-def test_available_host_bytes_falls_back_to_sysconf(monkeypatch):
-    real_open = builtins.open
-
-    def no_proc(path, *args, **kwargs):
-        if path == "/proc/meminfo":
-            raise OSError("no /proc")
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", no_proc)
-    monkeypatch.setattr(os, "sysconf", {"SC_AVPHYS_PAGES": 3, "SC_PAGE_SIZE": 4096}.__getitem__)
-    assert _memory.available_host_bytes() == 3 * 4096
-
-    def unknown(name):
-        raise ValueError(name)
-
-    monkeypatch.setattr(os, "sysconf", unknown)
-    assert _memory.available_host_bytes() is None
-
-
-# ---------------------------------------------------------------------- _validation
+from skrank.utils import _validation
 
 
 @pytest.mark.parametrize("X", [np.zeros((2, 3)), np.array([[np.inf, 1.0]])])
@@ -130,73 +90,6 @@ def test_check_ndim_accepts_the_right_dimension():
         _validation.check_ndim(np.zeros((2, 3)), 3, "(a, b, c)", input_name="x")
 
 
-# ---------------------------------------------------------------------- _docstrings
-
-_ENTRIES = {
-    "x": ("x", "int", "The x."),
-    "sections": {
-        "Parameters": [("x", "int", "The x."), ("y", "str", "The y.")],
-        "Returns": [("z", "float", "")],
-    },
-}
-
-
-def test_fill_docs_renders_entries_and_whole_sections_with_the_signature_defaults():
-    @fill_docs(_ENTRIES)
-    def f(x, y="a"):
-        """Summary.
-
-        {sections}
-        """
-
-    assert f.__doc__ == (
-        "Summary.\n\n        Parameters\n        ----------\n        x : int\n            The x."
-        '\n        y : str, default="a"\n            The y.\n\n        Returns\n        -------'
-        "\n        z : float\n        "
-    )
-
-
-def test_fill_shared_docs_fills_class_methods_and_checks_the_signature():
-    @fill_shared_docs({"x": ("int", "The x.")}, methods=_ENTRIES)
-    class C:
-        """C.
-
-        Parameters
-        ----------
-        {shared_parameters}
-        """
-
-        def __init__(self, x=3):
-            self.x = x
-
-        @classmethod
-        def make(cls, x=1):
-            """Make.
-
-            {x}
-            """
-
-    assert C.__doc__.endswith("    x : int, default=3\n        The x.\n        ")
-    assert (
-        C.make.__doc__
-        == "Make.\n\n            x : int, default=1\n                The x.\n            "
-    )
-    with pytest.raises(TypeError, match=r"D.__init__ lacks the shared parameters \['x'\]"):
-
-        @fill_shared_docs({"x": ("int", "The x.")})
-        class D:
-            """{shared_parameters}"""
-
-    with pytest.raises(KeyError, match="unknown"):
-
-        @fill_docs(_ENTRIES)
-        def g():
-            """G.
-
-            {unknown}
-            """
-
-
 @pytest.mark.parametrize("value", [1, np.int64(7)])
 def test_check_positive_int_returns_a_python_int(value):
     result = _validation.check_positive_int(value, "n")
@@ -207,14 +100,3 @@ def test_check_positive_int_returns_a_python_int(value):
 def test_check_positive_int_names_the_argument(value):
     with pytest.raises(ValueError, match=rf"^count must be a positive integer, got {value!r}\.$"):
         _validation.check_positive_int(value, "count")
-
-
-@pytest.mark.parametrize("to_matrix", [np.asarray, sp.csr_matrix])
-def test_values_outside_zero_one(to_matrix):
-    from skrank.utils._labels import values_outside_zero_one
-
-    assert values_outside_zero_one(to_matrix([[0, 1], [1, 0]])) is None
-    assert values_outside_zero_one(to_matrix([[0, 1], [0, 0]])) is None
-    assert values_outside_zero_one(to_matrix([[-1, 1], [1, -1]])) == [-1, 1]
-    expected = [1, 2] if to_matrix is sp.csr_matrix else [0, 1, 2]  # sparse: stored values
-    assert values_outside_zero_one(to_matrix([[0, 2], [1, 0]])) == expected

@@ -86,3 +86,12 @@ def loop_nearest_pairs(X, y, k, same_class):
         pairs.update((min(i, j), max(i, j)) for j in others[:k])
     first, second = np.array(sorted(pairs)).T
     return PairSample(first, second, np.full(len(pairs), 1.0 / len(pairs)))
+
+
+def brute_auprc(is_positive, scores):
+    """Mean over positives of #{positives scored >= s} / #{items scored >= s}."""
+    precisions = []
+    for i in np.flatnonzero(is_positive):
+        retrieved = scores >= scores[i]
+        precisions.append(np.sum(retrieved & is_positive) / np.sum(retrieved))
+    return np.mean(precisions)

@@ -1,5 +1,6 @@
 """Helpers shared by test modules (the test modules never import each other)."""
 
+import itertools
 from collections import Counter
 
 import numpy as np
@@ -95,3 +96,17 @@ def brute_auprc(is_positive, scores):
         retrieved = scores >= scores[i]
         precisions.append(np.sum(retrieved & is_positive) / np.sum(retrieved))
     return np.mean(precisions)
+
+
+def tiny_labelled_items(seed=0, n=13, d=4, n_classes=3):
+    """Gaussian items with random class labels, every class present."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    y = rng.randint(n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)
+    return X, y
+
+
+def pairs_by_loop(y, same):
+    """Pairs ``i < j`` of the same class (``same``) or of different classes, by a loop."""
+    return [(i, j) for i, j in itertools.combinations(range(len(y)), 2) if (y[i] == y[j]) == same]

@@ -2,6 +2,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import pairs_by_loop, tiny_labelled_items
 
 from skrank.sampling import (
     count_pairs,
@@ -12,26 +13,9 @@ from skrank.sampling import (
 from skrank.similarity import PairStatistics, negative_pair_outer_mean
 
 
-def _tiny_problem(seed=0, n=13, d=4, n_classes=3):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, d))
-    y = rng.randint(n_classes, size=n)
-    y[:n_classes] = np.arange(n_classes)  # every class present
-    return X, y
-
-
-def _brute_force_pairs(y, same):
-    return [(i, j) for i, j in itertools.combinations(range(len(y)), 2) if (y[i] == y[j]) == same]
-
-
-def _brute_force_outer_mean(X, pairs):
-    total = sum(np.outer(X[i], X[j]) + np.outer(X[j], X[i]) for i, j in pairs)
-    return total / (2 * len(pairs))
-
-
 def test_count_pairs_matches_loop():
-    _, y = _tiny_problem()
-    expected = (len(_brute_force_pairs(y, True)), len(_brute_force_pairs(y, False)))
+    _, y = tiny_labelled_items()
+    expected = (len(pairs_by_loop(y, True)), len(pairs_by_loop(y, False)))
     assert count_pairs(y) == expected
     assert count_pairs(np.array(["a", "b", "a"])) == (1, 2)
 
@@ -62,7 +46,7 @@ def test_sample_negative_pairs_are_negative_and_uniform_over_pairs():
 
 
 def test_sample_negative_tuples_structure_and_unbiasedness():
-    X, y = _tiny_problem(n=15, n_classes=4)
+    X, y = tiny_labelled_items(n=15, n_classes=4)
     sample = sample_negative_tuples(y, n_tuples=3, random_state=0)
     assert sample.first.shape[0] == 3 * 4 * 3 // 2
     assert np.all(y[sample.first] != y[sample.second])
@@ -86,7 +70,7 @@ def test_sample_negative_tuples_structure_and_unbiasedness():
 
 
 def test_sampled_pairs_estimate_is_unbiased():
-    X, y = _tiny_problem(n=15, n_classes=4)
+    X, y = tiny_labelled_items(n=15, n_classes=4)
     exact = PairStatistics(X.shape[1]).update(X, y).negative_matrix()
     rng = np.random.RandomState(2)
     estimates = [
@@ -100,10 +84,10 @@ def test_sampled_pairs_estimate_is_unbiased():
 
 @pytest.mark.parametrize("block", [1, 7, 50, 10_000])
 def test_iter_negative_pairs_covers_every_pair_once(block):
-    X, y = _tiny_problem(n=17)
+    X, y = tiny_labelled_items(n=17)
     blocks = list(iter_negative_pairs(y, max_pairs_per_block=block))
     pairs = [(int(i), int(j)) for b in blocks for i, j in zip(b.first, b.second, strict=False)]
-    assert sorted(pairs) == _brute_force_pairs(y, False)
+    assert sorted(pairs) == pairs_by_loop(y, False)
     np.testing.assert_allclose(sum(b.weight.sum() for b in blocks), 1.0)
     full = [negative_pair_outer_mean(X, b) for b in blocks]
     np.testing.assert_allclose(

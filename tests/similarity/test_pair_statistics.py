@@ -1,10 +1,9 @@
 """The exact pair statistics (``_pair_statistics``): class sums and Gram matrices, scatters and
 outer-product means of pairs, against explicit pair loops."""
 
-import itertools
-
 import numpy as np
 import pytest
+from helpers import pairs_by_loop, tiny_labelled_items
 
 from skrank.sampling import count_pairs, sample_negative_pairs
 from skrank.similarity import (
@@ -17,39 +16,27 @@ from skrank.similarity._neighbor_pairs import nearest_pairs
 from skrank.similarity._pair_statistics import pair_difference_scatter
 
 
-def _tiny_problem(seed=0, n=13, d=4, n_classes=3):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, d))
-    y = rng.randint(n_classes, size=n)
-    y[:n_classes] = np.arange(n_classes)  # every class present
-    return X, y
-
-
-def _brute_force_pairs(y, same):
-    return [(i, j) for i, j in itertools.combinations(range(len(y)), 2) if (y[i] == y[j]) == same]
-
-
 def _brute_force_outer_mean(X, pairs):
     total = sum(np.outer(X[i], X[j]) + np.outer(X[j], X[i]) for i, j in pairs)
     return total / (2 * len(pairs))
 
 
 def test_pair_statistics_match_pair_loops():
-    X, y = _tiny_problem()
+    X, y = tiny_labelled_items()
     stats = PairStatistics(X.shape[1]).update(X, y)
     np.testing.assert_allclose(
-        stats.positive_matrix(), _brute_force_outer_mean(X, _brute_force_pairs(y, True)), atol=1e-12
+        stats.positive_matrix(), _brute_force_outer_mean(X, pairs_by_loop(y, True)), atol=1e-12
     )
     np.testing.assert_allclose(
         stats.negative_matrix(),
-        _brute_force_outer_mean(X, _brute_force_pairs(y, False)),
+        _brute_force_outer_mean(X, pairs_by_loop(y, False)),
         atol=1e-12,
     )
     assert (stats.n_positive_pairs, stats.n_negative_pairs) == count_pairs(y)
 
 
 def test_pair_statistics_stream_equals_one_pass():
-    X, y = _tiny_problem(n=40)
+    X, y = tiny_labelled_items(n=40)
     one_pass = PairStatistics(X.shape[1]).update(X, y)
     streamed = PairStatistics(X.shape[1])
     # Chunks in which the highest class code appears late exercise the growth of the class arrays.
@@ -77,8 +64,8 @@ def test_pair_statistics_errors():
 
 
 def test_similar_pair_scatter_matches_pair_loop():
-    X, y = _tiny_problem()
-    pairs = _brute_force_pairs(y, True)
+    X, y = tiny_labelled_items()
+    pairs = pairs_by_loop(y, True)
     expected = sum(np.outer(X[i] - X[j], X[i] - X[j]) for i, j in pairs) / len(pairs)
     scatter, n_positive = similar_pair_scatter(X, y)
     assert n_positive == len(pairs)
@@ -86,7 +73,7 @@ def test_similar_pair_scatter_matches_pair_loop():
 
 
 def test_pair_statistics_merge_equals_one_update():
-    X, y = _tiny_problem(n=300, d=6, n_classes=4)
+    X, y = tiny_labelled_items(n=300, d=6, n_classes=4)
     whole = PairStatistics(X.shape[1]).update(X, y)
     merged = PairStatistics(X.shape[1])
     for part in np.array_split(np.argsort(y, kind="stable"), 5):  # chunks missing classes
@@ -100,7 +87,7 @@ def test_pair_statistics_merge_equals_one_update():
 
 
 def test_negative_pair_outer_mean_in_chunks_equals_one_gather():
-    X, y = _tiny_problem(n=30, d=5)
+    X, y = tiny_labelled_items(n=30, d=5)
     sample = sample_negative_pairs(y, 101, random_state=0)
     one_gather = negative_pair_outer_mean(X, sample)
     chunked = negative_pair_outer_mean(X, sample, max_gathered=7)  # one pair per chunk
@@ -113,8 +100,8 @@ def test_negative_pair_outer_mean_in_chunks_equals_one_gather():
 
 
 def test_dissimilar_pair_scatter_matches_pair_loop():
-    X, y = _tiny_problem(seed=9, n=15)
-    pairs = _brute_force_pairs(y, False)
+    X, y = tiny_labelled_items(seed=9, n=15)
+    pairs = pairs_by_loop(y, False)
     differences = np.array([X[i] - X[j] for i, j in pairs])
     scatter, n_negative = dissimilar_pair_scatter(X, y)
     assert n_negative == len(pairs)
@@ -122,7 +109,7 @@ def test_dissimilar_pair_scatter_matches_pair_loop():
 
 
 def test_pair_difference_scatter_matches_a_pair_loop():
-    X, y = _tiny_problem(seed=2, n=40, d=3)
+    X, y = tiny_labelled_items(seed=2, n=40, d=3)
     sample = nearest_pairs(X, y, 2)
     expected = sum(w * np.outer(X[i] - X[j], X[i] - X[j]) for i, j, w in zip(*sample, strict=True))
     np.testing.assert_allclose(pair_difference_scatter(X, sample), expected, rtol=1e-12)

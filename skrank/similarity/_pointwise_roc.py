@@ -29,21 +29,19 @@ from ._dask import (
 )
 from ._given_pairs import PAIR_INPUT_DOCS, check_pair_labels, check_pairs, is_pair_input
 from ._pair_scores import (
-    RESERVOIR_ITEMS,
-    ItemReservoir,
     bilinear_similarity,
     bilinear_similarity_matrix,
     given_pair_similarities,
     negative_pair_similarities,
     threshold_at_fpr,
 )
-from ._pair_statistics import PairStatistics, negative_pair_outer_mean
+from ._pair_statistics import negative_pair_outer_mean
 from ._pointwise_roc_fit import (
     fit_on_items,
+    fit_on_stream,
     fit_pointwise_roc,
-    held_out_items,
     held_out_pairs,
-    reservoir_scores,
+    new_stream,
 )
 from ._pointwise_roc_solvers import fit_input_transform
 
@@ -465,38 +463,16 @@ class PointwiseROCSimilarity(VersionedStateMixin, BaseEstimator):
         )
         if first_call:
             rng = check_random_state(self.random_state)
-            statistics = PairStatistics(X.shape[1])
-            reservoir = ItemReservoir(RESERVOIR_ITEMS, X.shape[1])
-            held_out = (PairStatistics(X.shape[1]), ItemReservoir(RESERVOIR_ITEMS, X.shape[1]))
+            stream = new_stream(X.shape[1])
         else:
             rng = self._random_state
-            statistics = copy.deepcopy(self.pair_statistics_)
-            reservoir = copy.deepcopy(self._reservoir)
-            held_out = copy.deepcopy(self._held_out)
-        statistics.update(X, codes)
-        reservoir.update(X, codes, rng)
-        if self.alpha == "auto":  # each item is held out with probability validation_fraction
-            is_held_out = rng.random_sample(X.shape[0]) < self.validation_fraction
-            held_out[0].update(X[~is_held_out], codes[~is_held_out])
-            held_out[1].update(X[is_held_out], codes[is_held_out], rng)
-        if statistics.n_positive_pairs and statistics.n_negative_pairs:
-            choose_on = functools.partial(
-                held_out_items,
-                held_out[0],
-                held_out[1].items,
-                held_out[1].class_codes,
-                fallback=(statistics, reservoir.items, reservoir.class_codes),
-                **parameters_for(self, held_out_items),
-            )
-            fit = fit_pointwise_roc(
-                statistics.positive_matrix(),
-                statistics.negative_matrix(),
-                held_out=choose_on,
-                negative_scores=functools.partial(reservoir_scores, reservoir, random_state=rng),
-                **parameters_for(self, fit_pointwise_roc),
-            )
+            stream = copy.deepcopy((self.pair_statistics_, self._reservoir, self._held_out))
+        fit = fit_on_stream(
+            X, codes, *stream, **parameters_for(self, fit_on_stream, random_state=rng)
+        )
+        if fit is not None:
             self._store_fit(fit)
-        self._store_stream(item_classes, statistics, reservoir, held_out, rng)
+        self._store_stream(item_classes, *stream, rng)
         return self
 
     def _training_data(self, X, y, *, classes, reset, known_classes=None):

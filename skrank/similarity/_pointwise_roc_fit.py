@@ -8,8 +8,9 @@ held-out data, :class:`HeldOut`), solves the problem and calibrates the decision
 returns a :class:`PointwiseROCFit`, which the estimator stores as its fitted attributes. What
 differs between the fits is where ``P``, ``N``, the held-out data and the negative pairs of the
 threshold come from: :func:`fit_on_items` computes them from class-labelled items (in memory, or
-read on demand from a dask array, :mod:`skrank.similarity._dask`), :func:`held_out_items` and
-:func:`held_out_pairs` hold out items or given pairs for ``alpha="auto"``.
+read on demand from a dask array, :mod:`skrank.similarity._dask`), :func:`fit_on_stream` from a
+stream of chunks, :func:`held_out_items` and :func:`held_out_pairs` hold out items or given
+pairs for ``alpha="auto"``.
 """
 
 import functools
@@ -45,10 +46,12 @@ __all__ = [
     "ItemsFit",
     "PointwiseROCFit",
     "fit_on_items",
+    "fit_on_stream",
     "fit_pointwise_roc",
     "held_out_items",
     "held_out_pairs",
     "item_statistics",
+    "new_stream",
     "reservoir_scores",
     "split_items",
 ]
@@ -278,7 +281,8 @@ tolerance, solver
     """
     check_class_counts(np.bincount(codes), needed_by="PointwiseROCSimilarity")
     n_features = rows.shape[1]
-    reservoir = ItemReservoir(RESERVOIR_ITEMS, n_features).update(rows, codes, random_state)
+    _, reservoir, held_out = new_stream(n_features)
+    reservoir.update(rows, codes, random_state)
     sample = None
     if negatives != "all":
         sampler = sample_negative_pairs if negatives == "pairs" else sample_negative_tuples
@@ -289,7 +293,6 @@ tolerance, solver
         parts = (fit_part,)
     whole, *fit_part_statistics = statistics(rows, codes, parts)
     N = whole.negative_matrix() if sample is None else negative_pair_outer_mean(rows, sample)
-    held_out = (PairStatistics(n_features), ItemReservoir(RESERVOIR_ITEMS, n_features))
 
     def choose_on():
         nonlocal held_out
@@ -320,6 +323,83 @@ tolerance, solver
         negative_risk_matrix=whole.negative_matrix(),
     )
     return ItemsFit(fit, whole, reservoir, held_out)
+
+
+def new_stream(n_features):
+    """The state of a stream before its first chunk: statistics, reservoir, held-out part."""
+    held_out = (PairStatistics(n_features), ItemReservoir(RESERVOIR_ITEMS, n_features))
+    return PairStatistics(n_features), ItemReservoir(RESERVOIR_ITEMS, n_features), held_out
+
+
+def fit_on_stream(
+    X,
+    codes,
+    statistics,
+    reservoir,
+    held_out,
+    *,
+    random_state,
+    alpha="auto",
+    validation_fraction=0.2,
+    threshold_fpr=0.05,
+    identity_weight=3.0,
+    tolerance=0.0,
+    solver="auto",
+):
+    """Add a chunk of items to a stream and :func:`fit_pointwise_roc` on all items seen.
+
+    The state (``statistics``, ``reservoir``, ``held_out``: see :func:`new_stream` and
+    :class:`ItemsFit`) is updated in place. With ``alpha="auto"`` each item is held out with
+    probability ``validation_fraction`` (the held-out part keeps a uniform sample of them, the
+    other items' statistics choose the level); the threshold is calibrated on the negative
+    pairs of the reservoir (:func:`reservoir_scores`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The chunk, as the similarity sees it (normalised).
+    codes : ndarray of shape (n_samples,)
+        Its class codes.
+    statistics, reservoir, held_out
+        The stream's state.
+    random_state : numpy.random.RandomState
+        The stream's generator.
+    alpha, validation_fraction, threshold_fpr, identity_weight, tolerance, solver
+        The estimator's parameters.
+
+    Returns
+    -------
+    fit : PointwiseROCFit or None
+        None until the items seen hold a positive and a negative pair.
+    """
+    statistics.update(X, codes)
+    reservoir.update(X, codes, random_state)
+    if alpha == "auto":  # drawn for every chunk, chosen on or not
+        is_held_out = random_state.random_sample(X.shape[0]) < validation_fraction
+        held_out[0].update(X[~is_held_out], codes[~is_held_out])
+        held_out[1].update(X[is_held_out], codes[is_held_out], random_state)
+    if not (statistics.n_positive_pairs and statistics.n_negative_pairs):
+        return None
+    choose_on = functools.partial(
+        held_out_items,
+        held_out[0],
+        held_out[1].items,
+        held_out[1].class_codes,
+        fallback=(statistics, reservoir.items, reservoir.class_codes),
+        validation_fraction=validation_fraction,
+        threshold_fpr=threshold_fpr,
+    )
+    return fit_pointwise_roc(
+        statistics.positive_matrix(),
+        statistics.negative_matrix(),
+        alpha=alpha,
+        held_out=choose_on,
+        negative_scores=functools.partial(reservoir_scores, reservoir, random_state=random_state),
+        threshold_fpr=threshold_fpr,
+        identity_weight=identity_weight,
+        tolerance=tolerance,
+        solver=solver,
+    )
 
 
 def split_items(codes, validation_fraction, random_state):

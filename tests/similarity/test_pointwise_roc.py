@@ -13,7 +13,7 @@ from sklearn.metrics import roc_curve
 from sklearn.model_selection import GridSearchCV
 
 from skrank import PointwiseROCSimilarity
-from skrank.similarity import _pair_scores, _pointwise_roc, solve_kkt
+from skrank.similarity import _pair_scores, _pointwise_roc_fit, solve_kkt
 
 
 def _tiny_data(seed=0, n=30, d=4, n_classes=3):
@@ -195,7 +195,7 @@ def test_partial_fit_reservoir_threshold_reaches_target_fpr():
 
 
 def test_partial_fit_with_a_single_class_reservoir_asks_for_calibration(monkeypatch):
-    monkeypatch.setattr(_pointwise_roc, "RESERVOIR_ITEMS", 1)
+    monkeypatch.setattr(_pointwise_roc_fit, "RESERVOIR_ITEMS", 1)
     X, y = _tiny_data()
     model = PointwiseROCSimilarity(identity_weight=0.0, alpha=0.4)
     with pytest.warns(UserWarning, match="single class"):

@@ -13,10 +13,12 @@ from skrank.similarity._pair_statistics import PairStatistics
 from skrank.similarity._pointwise_roc_fit import (
     HeldOut,
     fit_on_items,
+    fit_on_stream,
     fit_pointwise_roc,
     held_out_items,
     held_out_pairs,
     item_statistics,
+    new_stream,
     split_items,
 )
 from skrank.similarity._pointwise_roc_solvers import alpha_levels
@@ -280,3 +282,40 @@ def test_fit_on_items_with_a_fixed_alpha_draws_no_split():
     )
     assert result.fit.alpha == 0.45 and result.fit.alpha_levels is None
     assert result.held_out[0].n_samples == 0 and result.held_out[1].items.shape[0] == 0
+
+
+def test_a_stream_waits_for_a_pair_of_each_kind_then_fits_all_items_seen():
+    X, codes = _unit_items(n=90)
+    order = np.argsort(codes, kind="stable")  # one class after the other
+    stream = new_stream(4)
+    rng = np.random.RandomState(0)
+    fits = [
+        fit_on_stream(X[part], codes[part], *stream, random_state=rng, alpha=0.45)
+        for part in np.array_split(order, 6)
+    ]
+    assert fits[0] is None and fits[1] is None  # one class so far: no negative pair
+    assert all(fit is not None for fit in fits[2:])
+    statistics, reservoir, held_out = stream
+    assert statistics.n_samples == reservoir.n_seen == 90
+    assert held_out[0].n_samples == 0 and held_out[1].n_seen == 0  # a fixed alpha holds out none
+    whole = fit_on_items(X, codes, random_state=np.random.RandomState(0), alpha=0.45)
+    np.testing.assert_allclose(fits[-1].A, whole.fit.A, atol=1e-12)
+    # 90 items fit in the reservoir: the threshold is the exact quantile of all negative pairs
+    assert fits[-1].threshold == pytest.approx(whole.fit.threshold)
+
+
+def test_a_stream_with_auto_alpha_holds_items_out_at_the_validation_fraction():
+    X, codes = _unit_items(n=600, n_classes=4)
+    stream = new_stream(4)
+    rng = np.random.RandomState(0)
+    for part in np.array_split(np.arange(600), 4):
+        fit = fit_on_stream(
+            X[part], codes[part], *stream, random_state=rng, validation_fraction=0.3
+        )
+    statistics, _, (fit_part, held) = stream
+    assert fit_part.n_samples + held.n_seen == statistics.n_samples == 600
+    assert abs(held.n_seen - 180) < 4 * np.sqrt(600 * 0.3 * 0.7)
+    assert fit.alpha_scores.shape == (20,)
+    P_part = regularized_positive_matrix(fit_part.positive_matrix(), 3.0)
+    levels = alpha_levels(P_part, fit_part.negative_matrix(), 0.0, 20)
+    np.testing.assert_allclose(fit.alpha_levels, levels)

@@ -29,13 +29,14 @@ from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _label_search as label_search_module
 from skrank.multilabel import _settings as settings_module
 from skrank.multilabel import _snm as snm_module
-from skrank.multilabel._blend import Blend, Predictor
+from skrank.multilabel._blend import Blend
 from skrank.multilabel._label_embedding import (
     LabelEmbeddingNetwork,
     principal_input_directions,
     start_at_centroids,
 )
 from skrank.multilabel._neighbors import blend_dense, blended_top_k, neighbor_votes
+from skrank.multilabel._predictor import Predictor
 from skrank.multilabel._settings import adagrad_label_rate, label_reads_per_epoch
 from skrank.multilabel._targets import UNTRAINED_LABEL_SCORE, one_hot
 from skrank.nn import Batch, Callback, SparseLinear, WeightAveraging
@@ -488,6 +489,42 @@ def test_reproducible_picklable_and_validation_history():
     np.testing.assert_array_equal(restored.predict_top_k(X, 3), first.predict_top_k(X, 3))
 
 
+def test_the_fitted_predictor_is_kept_and_built_again_when_a_prediction_setting_changes():
+    X, y = clustered(n_samples=100)
+    clf = SNMClassifier(random_state=0, **dict(FAST, max_epochs=2)).fit(X, y)
+    predictor = clf._predictor()
+    clf.predict(X), clf.decision_function(X), clf.score(X, y)
+    assert clf._predictor() is predictor
+    assert "_fitted_predictor" not in clf.__getstate__()
+    clf.set_params(n_neighbors=3)
+    assert clf._predictor() is not predictor and clf._predictor().blend.n_neighbors == 3
+    clf.set_params(search="exact")  # the search the fit chose: the same predictor
+    assert clf._predictor().settings.search == clf.search_ == "exact"
+    kept = clf._predictor()
+    assert clf._predictor() is kept
+    clf.fit(X, y)
+    assert clf._predictor() is not kept
+
+
+def test_a_state_saved_before_the_prediction_attributes_existed_loads_with_those_of_its_fit():
+    X, y = clustered(n_samples=100)
+    params = dict(FAST, max_epochs=2, input_dropout=0.1, label_optimizer="adagrad")
+    clf = SNMClassifier(neighbor_weight=0.0, centroid_weight=0.0, random_state=0, **params)
+    clf.fit(X, y)
+    state = clf.__getstate__()
+    added = ("trained_labels_", "neighbor_weight_", "centroid_weight_", "neighbor_embeddings_")
+    added += ("_neighbor_labels", "centroids_", "input_dropout_", "label_optimizer_")
+    for name in (*added, "search_probes_", "_search_seed"):
+        del state[name]
+    earlier = SNMClassifier.__new__(SNMClassifier)
+    earlier.__setstate__(state)
+    np.testing.assert_array_equal(earlier.trained_labels_, np.arange(20))
+    assert (earlier.input_dropout_, earlier.label_optimizer_) == (0.1, "adagrad")
+    assert earlier.neighbor_weight_ == earlier.centroid_weight_ == 0.0
+    np.testing.assert_array_equal(earlier.predict_top_k(X, 3), clf.predict_top_k(X, 3))
+    np.testing.assert_array_equal(earlier.decision_function(X), clf.decision_function(X))
+
+
 def test_faiss_search_agrees_with_exact_search_and_pickles():
     pytest.importorskip("faiss")
     X, y = clustered()
@@ -501,10 +538,11 @@ def test_faiss_search_agrees_with_exact_search_and_pickles():
     # validation during training searches exactly; the index is built from the final weights
     params = dict(FAST, max_epochs=2, validation_fraction=0.2)
     fitted = SNMClassifier(search="faiss", **params).fit(X, y)
-    index = fitted._search.index
+    search = fitted._predictor().search
+    index = search.index
     fresh = FaissInnerProductIndex(fitted.module_.label_table().numpy())
     queries = fitted.forward(X).numpy()
-    assert fitted._search.method == fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
+    assert search.method == fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
     np.testing.assert_array_equal(index.search(queries, 3)[1], fresh.search(queries, 3)[1])
 
 
@@ -595,11 +633,9 @@ def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
     clf = SNMClassifier(validation_fraction=None, early_stopping=False, **given).fit(X, y)
     assert (clf.label_optimizer_, clf.label_learning_rate_) == ("rowwise_adagrad", 0.2)
     assert clf._label_optimizer.param_groups[0]["lr"] == 0.2
-    # A warm start keeps the choice; a fit saved before the attribute existed resolves it.
+    # A warm start keeps the choice.
     clf.set_params(warm_start=True, label_optimizer="auto", label_learning_rate=None).fit(X, y)
     assert clf.label_optimizer_ == "rowwise_adagrad"
-    del clf.label_optimizer_
-    assert clf.fit(X, y).label_optimizer_ == "adagrad"
 
 
 def test_scorers_use_predict_top_k_and_match_score():
@@ -934,7 +970,7 @@ def test_neighbor_votes_with_faiss_search_match_the_exact_search():
         exact_labels, exact_scores = clf.predict_top_k(X_test, k, return_scores=True)
         clf.set_params(search="faiss")
         # the premise: HNSW finds the exact top-k of the label scores on these data
-        _, hnsw = clf._search_of("faiss").top_k(embeddings, k)
+        _, hnsw = clf._predictor().search.top_k(embeddings, k)
         np.testing.assert_array_equal(
             np.sort(hnsw, axis=1), np.sort(brute_force_top_k(label_scores, k), axis=1)
         )
@@ -942,8 +978,8 @@ def test_neighbor_votes_with_faiss_search_match_the_exact_search():
         np.testing.assert_array_equal(labels, exact_labels)
         np.testing.assert_allclose(scores, exact_scores, atol=1e-5)
         np.testing.assert_array_equal(labels, brute_force_top_k(dense, k))
+        assert clf._predictor().search.index is not None  # the blend went through the index
         clf.set_params(search="exact")
-    assert clf._search.index is not None  # the blend did go through the faiss index
 
 
 def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():

@@ -214,11 +214,20 @@ def test_blend_weights_to_compare():
     assert (fixed.neighbor_weights, fixed.centroid_weights) == ((0.3,), (2.0,))
 
 
-def test_search_tries_an_index_from_many_labels_on():
-    assert resolve().search == "exact"
-    many = BIBTEX._replace(n_labels=_settings.AUTO_IVF_LABELS)
-    assert resolve(many).search == "ivf"
-    assert resolve(search="faiss").search == "faiss"
+def test_search_tries_an_index_from_many_labels_on(monkeypatch):
+    many = _settings.AUTO_IVF_LABELS
+    assert _settings.search_method("auto", n_labels=many - 1) == "exact"
+    monkeypatch.setattr(_label_search, "faiss_available", lambda: True)
+    assert _settings.search_method("auto", n_labels=many) == "ivf"
+    # the nearest-centroid rule is in no index
+    assert _settings.search_method("auto", n_labels=many, centroid_weight=2.0) == "exact"
+    monkeypatch.setattr(_label_search, "faiss_available", lambda: False)
+    assert _settings.search_method("auto", n_labels=many) == "exact"
+    for given in ("exact", "ivf", "faiss"):
+        assert _settings.search_method(given, n_labels=10, centroid_weight=2.0) == given
+    # after the fit, "auto" is what the fit chose, and a search set since is used as given
+    assert _settings.search_method("auto", fitted="ivf") == "ivf"
+    assert _settings.search_method("faiss", fitted="ivf") == "faiss"
 
 
 def test_a_fit_stores_what_was_resolved():

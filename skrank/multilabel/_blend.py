@@ -21,7 +21,6 @@ from ..sampling._labels import positive_table
 from ..utils._memory import chunk_rows
 from ._centroids import centroid_similarities, input_centroids
 from ._neighbors import blend_dense, blended_top_k, neighbor_votes
-from ._targets import scores_of_every_label, with_untrained_labels
 
 
 class NeighborVotes(NamedTuple):
@@ -168,41 +167,8 @@ class Blend(NamedTuple):
         return torch.cat(top_scores).numpy(), torch.cat(top_labels).numpy()
 
 
-class Predictor(NamedTuple):
-    """A fitted model's predictions: its ``blend`` (:class:`Blend`), its ``network`` (on the
-    device that predicts), the label ``search`` of its table
-    (:class:`~skrank.multilabel._label_search.LabelSearch`), the labels of the table's rows
-    (``trained``) among ``n_classes``."""
-
-    blend: Blend
-    network: object
-    search: object
-    trained: np.ndarray
-    n_classes: int
-
-    def table_top_k(self, embeddings, rows, k):
-        """Scores and table rows (n, k) of the ``k`` best labels of the table, best first."""
-        return self.blend.top_k(embeddings, rows, k, self.search, self.network)
-
-    def top_k(self, embeddings, rows, k):
-        """Scores and labels (indices into the classes, (n, k)) of the ``k`` best labels, best
-        first, the labels without a row of the table last (:func:`~skrank.multilabel._targets.
-        with_untrained_labels`)."""
-        scores, indices = self.table_top_k(embeddings, rows, min(k, len(self.trained)))
-        return with_untrained_labels(scores, indices, self.trained, self.n_classes, k)
-
-    def scores(self, embeddings, rows=None, label_scores=None):
-        """The (n, n_classes) prediction scores of ``embeddings`` (a CPU tensor), in chunks of
-        rows, from the table's ``label_scores`` when given (else computed here)."""
-        table = self.network.label_table() if label_scores is None else None
-        device = next(self.network.parameters()).device
-        chunks = self.blend.scores_in_chunks(embeddings, table, device, rows, label_scores)
-        every_label = [scores_of_every_label(s, self.trained, self.n_classes) for s in chunks]
-        return torch.cat(every_label).numpy()
-
-
 def choose_blend_weights(
-    neighbor_weights, centroid_weights, train, held_out, forward, blend, table, device, k
+    *, neighbor_weights, centroid_weights, train, held_out, forward, blend, table, device, k
 ):
     """The neighbours' and the centroids' weights with the best Precision@``k`` on held-out
     rows (ties: the smaller weight).

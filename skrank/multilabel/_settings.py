@@ -23,6 +23,7 @@ from ..losses import owl_weights
 from ..losses._owl import check_weight_vector
 from ..nn import layer_sizes
 from ..utils._deprecation import DeprecatedParameter
+from . import _label_search
 
 # Sparse X with more features than this trains a sparse input layer (the rows a batch reads);
 # below, the dense layer and its optimiser cost little.
@@ -181,7 +182,6 @@ class Settings(NamedTuple):
     input_learning_rate: float
     neighbor_weights: tuple
     centroid_weights: tuple
-    search: str
 
 
 def resolve_settings(parameters, data):
@@ -216,9 +216,7 @@ def resolve_settings(parameters, data):
         ``centroid_weights``: the candidates of
         the weights chosen on the validation rows (one weight when fixed, or without
         validation rows, or, for the votes, beyond ``AUTO_NEIGHBOR_MAX_ROWS`` training rows).
-        ``search``: ``"auto"`` is ``"ivf"`` from ``AUTO_IVF_LABELS`` labels on, else
-        ``"exact"`` (after training, the fit keeps ``"ivf"`` only where faiss is installed,
-        the nearest-centroid rule is off and the index's recall reaches 0.99).
+        ``search`` is resolved after training, by :func:`search_method`.
     """
     linear = not layer_sizes(parameters["hidden_layer_sizes"])
     normalization = parameters["input_normalization"]
@@ -272,7 +270,6 @@ def resolve_settings(parameters, data):
         else None,
         neighbor_weights=_neighbor_weights(parameters, data),
         centroid_weights=_centroid_weights(parameters, data),
-        search=_search(parameters, data),
     )
 
 
@@ -376,11 +373,37 @@ def _centroid_weights(parameters, data):
     return CENTROID_WEIGHTS
 
 
-def _search(parameters, data):
-    search = parameters["search"]
+def search_method(search, *, fitted=None, n_labels=0, centroid_weight=0.0):
+    """The top-k search of predictions, the parameter ``search`` resolved: the one place that
+    resolves it, at the fit and at each prediction.
+
+    Parameters
+    ----------
+    search : {"auto", "exact", "ivf", "faiss"}
+        The parameter (which may be set after the fit).
+    fitted : {"exact", "ivf", "faiss"} or None, default=None
+        After the fit, ``search_``, what the fit resolved ``"auto"`` into; None at the fit.
+    n_labels : int, default=0
+        At the fit, the rows of the label table.
+    centroid_weight : float, default=0.0
+        At the fit, the weight of the nearest-centroid rule chosen (the rule is in no index).
+
+    Returns
+    -------
+    method : {"exact", "ivf", "faiss"}
+        ``search`` unless ``"auto"``. ``"auto"``: ``fitted`` after the fit; at the fit,
+        ``"ivf"`` from ``AUTO_IVF_LABELS`` labels on, where faiss is installed and the
+        nearest-centroid rule is off, else ``"exact"`` (the fit then keeps ``"ivf"`` only
+        where the index's recall reaches 0.99: :meth:`~skrank.multilabel._label_search.
+        LabelSearch.calibrate`).
+    """
     if search != "auto":
         return search
-    return "ivf" if data.n_labels >= AUTO_IVF_LABELS else "exact"
+    if fitted is not None:
+        return fitted
+    if n_labels < AUTO_IVF_LABELS or centroid_weight > 0:
+        return "exact"
+    return "ivf" if _label_search.faiss_available() else "exact"
 
 
 def _auto_encoder_init(data, n_components, n_negatives):

@@ -3,7 +3,8 @@
 The estimator keeps the parameters, the order of the fit, the engine's hooks and the public
 methods. Its collaborators, each built from arrays: ``_targets`` (target encoding),
 ``_settings`` (every "auto" resolved from the data's shape), ``_blend`` (the prediction blend
-and the choice of its weights), ``_label_search`` (the top-k search of the label table).
+and the choice of its weights), ``_label_search`` (the top-k search of the label table),
+``_predictor`` (the fitted predictor every prediction method reads).
 """
 
 import functools
@@ -43,7 +44,7 @@ from ..utils._memory import check_dense_fits
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from . import _label_search, _settings, _targets
-from ._blend import Blend, NeighborVotes, Predictor, choose_blend_weights, top_k_score
+from ._blend import Blend, NeighborVotes, choose_blend_weights, top_k_score
 from ._centroids import centroids_from_state, centroids_state, input_centroids
 from ._label_embedding import (
     LabelEmbeddingNetwork,
@@ -52,6 +53,7 @@ from ._label_embedding import (
     graph_rows,
     start_at_centroids,
 )
+from ._predictor import PredictionSettings, build_predictor, label_scores_predictor
 
 __all__ = ["SNMClassifier"]
 
@@ -63,6 +65,30 @@ VALIDATION_SCORE_MAX_ROWS = 2048
 _SURROGATE_NAMES = {"hinge", "logistic", "squared_hinge", "exponential", "ramp"}
 # Surrogates applied to the unscaled scores (see the ``score_scale`` entry of the docstring).
 _UNSCALED_SURROGATES = {"squared_hinge", "exponential", "ramp"}
+
+
+def _with_attributes_of_earlier_fits(state):
+    """A fitted state saved before a fitted attribute existed, with the value its fit used:
+    every label in the table, no votes, no centroids, the dropout and the label table's
+    optimiser as given (neither was chosen from the data then), the exact search's settings."""
+    if "classes_" not in state:
+        return state
+    dropout = state.get("input_dropout")
+    if dropout == "auto" or dropout is None:
+        dropout = 0.0 if state.get("sparse_input_") else _settings.DENSE_INPUT_DROPOUT
+    earlier = {
+        "trained_labels_": np.arange(len(state["classes_"])),
+        "neighbor_weight_": 0.0,
+        "centroid_weight_": 0.0,
+        "neighbor_embeddings_": None,
+        "_neighbor_labels": None,
+        "centroids_": None,
+        "input_dropout_": float(dropout),
+        "label_optimizer_": state.get("label_optimizer"),
+        "search_probes_": None,
+        "_search_seed": 0,
+    }
+    return {**earlier, **state}
 
 
 @fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
@@ -278,6 +304,8 @@ float32 or None
 
     _deprecated_parameters = _settings.DEPRECATED_PARAMETERS
 
+    _saved_state_updates = (_with_attributes_of_earlier_fits,)
+
     _parameter_constraints = with_deprecated_constraints(
         {
             **TORCH_PARAMETER_CONSTRAINTS,
@@ -399,6 +427,7 @@ float32 or None
             Fitted estimator.
         """
         parameters = {**self.get_params(deep=False), **resolve_deprecated_parameters(self)}
+        self._fitted_predictor = None
         _label_search.check_search_with_centroids(
             self.search, "centroid_weight", self.centroid_weight
         )
@@ -462,8 +491,6 @@ float32 or None
             self.sparse_input_ = settings.sparse_input
             self.input_dropout_ = settings.input_dropout
             self.input_normalization_ = settings.input_normalization
-        # Fits saved before label_optimizer_ existed resolve it now.
-        if not (continuing and hasattr(self, "label_optimizer_")):
             self.label_optimizer_ = settings.label_optimizer
         for name in ("label_learning_rate", "input_optimizer", "input_learning_rate"):
             setattr(self, f"{name}_", getattr(settings, name))
@@ -487,31 +514,26 @@ float32 or None
     def _table_positives(self, positives, continuing):
         """The columns of ``positives`` that the label table holds, ``trained_labels_``: the
         labels with a positive example (a warm start keeps the previous fit's)."""
-        previous = self._trained_labels() if continuing else None
+        previous = self.trained_labels_ if continuing else None
         self.trained_labels_ = _targets.table_labels(positives, previous)
         if len(self.trained_labels_) == positives.shape[1]:
             return positives
         return positives[:, self.trained_labels_]
-
-    def _trained_labels(self):
-        """``trained_labels_``; every label for fits saved before the attribute existed."""
-        trained = getattr(self, "trained_labels_", None)
-        return np.arange(len(self.classes_)) if trained is None else trained
 
     def _choose_blend_weights(self, X_train, y_train, validation, rows_train, rows_validation):
         """``(neighbor_weight_, centroid_weight_)``: each parameter as given, or for ``"auto"``
         its weight with the best Precision@``score_k`` on the validation rows (see
         :func:`~skrank.multilabel._blend.choose_blend_weights`)."""
         return choose_blend_weights(
-            self._settings.neighbor_weights,
-            self._settings.centroid_weights,
-            (X_train, y_train, rows_train),
-            validation and (*validation, rows_validation),
-            functools.partial(self.forward, as_numpy=True),
-            Blend(self.network_.score_scale, n_neighbors=self.n_neighbors),
-            self.network_.label_table(),
-            self.inference_device(),
-            min(self.score_k, len(self._trained_labels())),
+            neighbor_weights=self._settings.neighbor_weights,
+            centroid_weights=self._settings.centroid_weights,
+            train=(X_train, y_train, rows_train),
+            held_out=validation and (*validation, rows_validation),
+            forward=functools.partial(self.forward, as_numpy=True),
+            blend=Blend(self.network_.score_scale, n_neighbors=self.n_neighbors),
+            table=self.network_.label_table(),
+            device=self.inference_device(),
+            k=min(self.score_k, len(self.trained_labels_)),
         )
 
     def _rebuild_start(self, X, positives):
@@ -524,20 +546,6 @@ float32 or None
             self.initialize_weights(X, positives)
         self.module_ = self.module_.to(device).eval()
         self.optimizers_ = self.initialize_optimizers()  # on the new parameters
-
-    def _blend(self):
-        """The fitted prediction blend (:class:`~skrank.multilabel._blend.Blend`)."""
-        neighbors = None
-        if getattr(self, "neighbor_embeddings_", None) is not None:
-            neighbors = NeighborVotes(self.neighbor_embeddings_, *self._neighbor_labels)
-        return Blend(
-            self.network_.score_scale,
-            getattr(self, "neighbor_weight_", 0.0),
-            getattr(self, "centroid_weight_", 0.0),
-            neighbors,
-            self.n_neighbors,
-            getattr(self, "centroids_", None),
-        )
 
     # ------------------------------------------------------------------ engine steps
     def get_default_callbacks(self):
@@ -553,12 +561,12 @@ float32 or None
     def _network(self, n_features):
         network = LabelEmbeddingNetwork(
             n_features,
-            len(self._trained_labels()),
+            len(self.trained_labels_),
             **parameters_for(
                 self,
                 LabelEmbeddingNetwork,
                 n_components=self.n_components_,
-                input_dropout=getattr(self, "input_dropout_", self.input_dropout),
+                input_dropout=self.input_dropout_,
                 hidden_layer_sizes=layer_sizes(self.hidden_layer_sizes),
                 sparse_input=self.sparse_input_,
             ),
@@ -620,7 +628,7 @@ float32 or None
     def get_batch_sampler(self, y, device, random_state):
         # The negatives and the positive draws of a step come from the training device.
         self._label_sampler = NegativeLabelSampler(
-            len(self._trained_labels()),
+            len(self.trained_labels_),
             self.n_negatives_,
             random_state=random_state,
             device=self.training_device,
@@ -672,8 +680,10 @@ float32 or None
         # The split shuffles the rows: its first rows are a random sample of them.
         X_val, y_val = X_val[:VALIDATION_SCORE_MAX_ROWS], y_val[:VALIDATION_SCORE_MAX_ROWS]
         # Exact search: an approximate index built from mid-training weights would go stale.
-        k = min(self.score_k, len(self._trained_labels()))
-        predictor = self._predictor("exact", blend=False)
+        k = min(self.score_k, len(self.trained_labels_))
+        predictor = label_scores_predictor(
+            self.network_, self.trained_labels_, len(self.classes_), self.inference_device()
+        )
         _, top = predictor.table_top_k(self.forward(X_val, as_numpy=True), None, k)
         return top_k_score(y_val, top, "precision")
 
@@ -686,62 +696,67 @@ float32 or None
             raise ValueError(f"k must be an integer in [1, {n_labels}] (the labels), got {k!r}.")
         return self._predictor().top_k(self.forward(X, as_numpy=True), rows, k)
 
-    def _predictor(self, search=None, blend=True):
-        """The fitted model's :class:`~skrank.multilabel._blend.Predictor`: its blend (with
-        ``blend``, else the label scores alone) and ``search`` (default: the fitted one)."""
-        search = search or self._search_method()
-        fitted = self._blend() if blend else Blend(self.network_.score_scale)
-        if fitted.centroids is not None:
-            _label_search.check_search_with_centroids(
-                search, "centroid_weight_", self.centroid_weight_
-            )
-        network = self.network_.to(self.inference_device())
-        trained = self._trained_labels()
-        return Predictor(fitted, network, self._search_of(search), trained, len(self.classes_))
+    def _predictor(self):
+        """The fitted model's :class:`~skrank.multilabel._predictor.Predictor`, built on first
+        use and again when a prediction-time setting (``search``, ``n_neighbors``, the
+        device) has changed since."""
+        settings = PredictionSettings(
+            _settings.search_method(self.search, fitted=self.search_),
+            self.n_neighbors,
+            self.inference_device(),
+        )
+        predictor = self._fitted_predictor
+        if predictor is None or predictor.settings != settings:
+            predictor = self._fitted_predictor = self._build_predictor(settings)
+        return predictor
 
-    def _search_of(self, method):
-        """The :class:`~skrank.multilabel._label_search.LabelSearch` of ``method`` (its faiss
-        index built on first use and kept: faiss objects do not pickle)."""
-        search = getattr(self, "_search", None)
-        if search is None or search.method != method:
-            search = _label_search.LabelSearch(
-                self.network_.label_table,
-                len(self._trained_labels()),
-                method,
-                getattr(self, "search_probes_", None),
-                getattr(self, "_search_seed", 0),
-                self.inference_device(),
-            )
-            if method != "exact":
-                self._search = search
-        return search
-
-    def _search_method(self):
-        """The search of predictions: ``search_`` as the fit resolved ``"auto"``, else
-        ``search`` (which may be set after the fit)."""
-        return self.search_ if self.search == "auto" else self.search
+    def _build_predictor(self, settings, search=None):
+        """The :class:`~skrank.multilabel._predictor.Predictor` of the fitted arrays for
+        ``settings`` (``search``: a label search of that method already built)."""
+        neighbors = None
+        if self.neighbor_embeddings_ is not None:
+            neighbors = NeighborVotes(self.neighbor_embeddings_, *self._neighbor_labels)
+        return build_predictor(
+            settings,
+            network=self.network_,
+            trained=self.trained_labels_,
+            n_classes=len(self.classes_),
+            neighbor_weight=self.neighbor_weight_,
+            centroid_weight=self.centroid_weight_,
+            neighbors=neighbors,
+            centroids=self.centroids_,
+            n_probe=self.search_probes_,
+            search_seed=self._search_seed,
+            search=search,
+        )
 
     def _prepare_search(self, X_sample):
-        """Resolve ``search`` into ``search_``; for an approximate search, build the index and
-        measure its recall of the exact top ``max(5, score_k)`` on up to 1,000 rows of
-        ``X_sample`` (``"auto"`` falls back to the exact search below a recall of 0.99)."""
+        """Resolve ``search`` into ``search_`` and build the fitted predictor; for an
+        approximate search, build the index and measure its recall of the exact top
+        ``max(5, score_k)`` on up to 1,000 rows of ``X_sample`` (``"auto"`` falls back to the
+        exact search below a recall of 0.99)."""
         self._search_seed = int(self.shared_random_state().randint(np.iinfo(np.int32).max))
-        method = self._settings.search
-        if (
-            self.search == "auto"
-            and method != "exact"
-            and (self.centroid_weight_ > 0 or not _label_search.faiss_available())
-        ):
-            method = "exact"
-        self._search = None
-        search = self._search_of(method)
+        n_trained = len(self.trained_labels_)
+        device = self.inference_device()
+        search = _label_search.LabelSearch(
+            self.network_.to(device).label_table,
+            n_trained,
+            _settings.search_method(
+                self.search, n_labels=n_trained, centroid_weight=self.centroid_weight_
+            ),
+            None,
+            self._search_seed,
+            device,
+        )
         sample = X_sample[_label_search.sample_rows(X_sample.shape[0], self._search_seed)]
-        k = min(max(5, self.score_k), len(self._trained_labels()))
         self.search_recall_ = search.calibrate(
-            lambda: self.forward(sample, as_numpy=True), k, fall_back=self.search == "auto"
+            lambda: self.forward(sample, as_numpy=True),
+            min(max(5, self.score_k), n_trained),
+            fall_back=self.search == "auto",
         )
         self.search_, self.search_probes_ = search.method, search.probes()
-        self._search = search if search.method != "exact" else None
+        settings = PredictionSettings(search.method, self.n_neighbors, device)
+        self._fitted_predictor = self._build_predictor(settings, search)
 
     def _validate_for_prediction(self, X, rows=False):
         """``X`` checked and normalised as the network reads it; with ``rows``, the pair of it
@@ -755,7 +770,7 @@ float32 or None
         normalized = self._normalize_inputs(X, fitting=False)
         if not rows:
             return normalized
-        return normalized, (X if getattr(self, "centroids_", None) is not None else None)
+        return normalized, (X if self.centroids_ is not None else None)
 
     def _normalize_inputs(self, X, fitting):
         """``X`` as the network reads it (``input_normalization_``); at fit, learn the idf."""
@@ -889,7 +904,7 @@ float32 or None
         """
         check_is_fitted(self)
         check_onnx_installed("SNMClassifier.export_onnx")
-        trained = self._trained_labels()
+        trained = self.trained_labels_
         return export_module(
             LabelScores(
                 self.network_,
@@ -942,10 +957,10 @@ float32 or None
         width = self.network_.label_embeddings.embedding_dim
         scores, embeddings = check_graph_outputs(scores, embeddings, len(self.classes_), width)
         rows = None
-        if getattr(self, "centroids_", None) is not None:
+        if self.centroids_ is not None:
             validate = functools.partial(self._validate_for_prediction, rows=True)
             rows = graph_rows(X, len(scores), self.centroid_weight_, lambda X: validate(X)[1])
-        trained = self._trained_labels()
+        trained = self.trained_labels_
         if len(trained) < len(self.classes_):
             scores = scores[:, trained]  # the table's columns; the others are the constant floor
         return self._decision_scores(
@@ -981,17 +996,18 @@ float32 or None
     # ------------------------------------------------------------------ misc
     def __getstate__(self):
         state = super().__getstate__()
-        # Built again on use: the faiss index (faiss objects do not pickle), the label table's
+        # Built again on use: the predictor (faiss indexes do not pickle), the label table's
         # optimiser and the negatives' sampler (a fit builds them), the fit's settings.
-        for name in ("_search", "_faiss_index", "_label_optimizer", "_label_sampler", "_settings"):
+        for name in ("_fitted_predictor", "_label_optimizer", "_label_sampler", "_settings"):
             state.pop(name, None)
         if state.get("centroids_") is not None:
             state["centroids_"] = centroids_state(state["centroids_"])
         return state
 
     def __setstate__(self, state):
+        state = {**state, "_fitted_predictor": None}
         if isinstance(state.get("centroids_"), dict):
-            state = {**state, "centroids_": centroids_from_state(state["centroids_"])}
+            state["centroids_"] = centroids_from_state(state["centroids_"])
         super().__setstate__(state)
 
     def __sklearn_tags__(self):

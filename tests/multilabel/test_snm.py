@@ -1,4 +1,5 @@
-"""SNMClassifier: learning, prediction in chunks, multilabel targets, sparse input, bad input."""
+"""SNMClassifier, the estimator: learning, prediction, multilabel targets, sparse input, the
+blend weights it chooses, saving and bad input (its modules have test files of their own)."""
 
 import pickle
 import re
@@ -9,89 +10,46 @@ import pytest
 import scipy.sparse as sp
 import torch
 from helpers import assert_predictions_follow, brute_force_top_k
-from sklearn import config_context
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
+from snm_data import (
+    FAST,
+    FAST_LINEAR,
+    bag_of_words,
+    brute_force_centroids,
+    brute_force_cosines,
+    brute_force_votes,
+    clustered,
+    extreme,
+    multilabel,
+)
 
 from skrank import SNMClassifier
 from skrank.losses import owl_weights
 from skrank.metrics import (
     FaissInnerProductIndex,
-    FaissIVFIndex,
     get_scorer,
-    top_k_inner_products,
 )
 from skrank.metrics._search import overlap_recall
 from skrank.multilabel import RowSparseOptimizer
 from skrank.multilabel import _label_search as label_search_module
 from skrank.multilabel import _settings as settings_module
 from skrank.multilabel import _snm as snm_module
-from skrank.multilabel._blend import Blend, Predictor
-from skrank.multilabel._label_embedding import (
-    LabelEmbeddingNetwork,
-    principal_input_directions,
-    start_at_centroids,
-)
-from skrank.multilabel._neighbors import blend_dense, blended_top_k, neighbor_votes
+from skrank.multilabel._blend import Blend
+from skrank.multilabel._predictor import Predictor
 from skrank.multilabel._settings import adagrad_label_rate, label_reads_per_epoch
 from skrank.multilabel._targets import UNTRAINED_LABEL_SCORE, one_hot
 from skrank.nn import Batch, Callback, SparseLinear, WeightAveraging
 from skrank.sampling._labels import (
     _draws_for_distinct,
     draw_from_positive_table,
-    positive_table,
 )
 from skrank.utils import _memory as memory_module
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-FAST = dict(
-    n_components=16,
-    hidden_layer_sizes=(32,),
-    n_negatives=8,
-    learning_rate=0.02,
-    batch_size=64,
-    max_epochs=15,
-    device="cpu",
-)
-
-
-def clustered(n_samples=300, n_labels=20, n_features=10, noise=0.3, seed=0):
-    rng = np.random.RandomState(seed)
-    centers = rng.normal(size=(n_labels, n_features))
-    y = np.arange(n_samples) % n_labels
-    return centers[y] + noise * rng.normal(size=(n_samples, n_features)), y
-
-
-def multilabel(n_samples=300, n_labels=15, n_features=12, seed=0):
-    """Each example has 1-3 labels; its features are the sum of its labels' prototypes."""
-    rng = np.random.RandomState(seed)
-    prototypes = rng.normal(size=(n_labels, n_features))
-    Y = np.zeros((n_samples, n_labels), dtype=np.int64)
-    for i in range(n_samples):
-        Y[i, rng.choice(n_labels, rng.randint(1, 4), replace=False)] = 1
-    return Y @ prototypes + 0.1 * rng.normal(size=(n_samples, n_features)), Y
-
-
-@pytest.mark.parametrize("k", [1, 3, 17])
-def test_chunked_top_k_matches_a_stable_full_sort_with_ties(k):
-    rng = np.random.RandomState(0)
-    table = torch.tensor(rng.randint(-2, 3, size=(17, 3)), dtype=torch.float32)  # many ties
-    queries = torch.tensor(rng.randint(-2, 3, size=(23, 3)), dtype=torch.float32)
-    expected = brute_force_top_k((queries @ table.T).numpy(), k)
-    for block_elements in (1, 40, 10**6):  # one row per chunk, a few, everything at once
-        scores, indices = top_k_inner_products(
-            queries, lambda a, b: table[a:b], 17, k, block_elements=block_elements
-        )
-        np.testing.assert_array_equal(indices.numpy(), expected)
-        np.testing.assert_array_equal(
-            scores.numpy(), np.take_along_axis((queries @ table.T).numpy(), expected, axis=1)
-        )
-    with pytest.raises(ValueError, match="k=18"):
-        top_k_inner_products(queries, lambda a, b: table[a:b], 17, 18)
 
 
 def test_learns_multiclass_with_string_labels_and_consistent_predictions():
@@ -488,6 +446,42 @@ def test_reproducible_picklable_and_validation_history():
     np.testing.assert_array_equal(restored.predict_top_k(X, 3), first.predict_top_k(X, 3))
 
 
+def test_the_fitted_predictor_is_kept_and_built_again_when_a_prediction_setting_changes():
+    X, y = clustered(n_samples=100)
+    clf = SNMClassifier(random_state=0, **dict(FAST, max_epochs=2)).fit(X, y)
+    predictor = clf._predictor()
+    clf.predict(X), clf.decision_function(X), clf.score(X, y)
+    assert clf._predictor() is predictor
+    assert "_fitted_predictor" not in clf.__getstate__()
+    clf.set_params(n_neighbors=3)
+    assert clf._predictor() is not predictor and clf._predictor().blend.n_neighbors == 3
+    clf.set_params(search="exact")  # the search the fit chose: the same predictor
+    assert clf._predictor().settings.search == clf.search_ == "exact"
+    kept = clf._predictor()
+    assert clf._predictor() is kept
+    clf.fit(X, y)
+    assert clf._predictor() is not kept
+
+
+def test_a_state_saved_before_the_prediction_attributes_existed_loads_with_those_of_its_fit():
+    X, y = clustered(n_samples=100)
+    params = dict(FAST, max_epochs=2, input_dropout=0.1, label_optimizer="adagrad")
+    clf = SNMClassifier(neighbor_weight=0.0, centroid_weight=0.0, random_state=0, **params)
+    clf.fit(X, y)
+    state = clf.__getstate__()
+    added = ("trained_labels_", "neighbor_weight_", "centroid_weight_", "neighbor_embeddings_")
+    added += ("_neighbor_labels", "centroids_", "input_dropout_", "label_optimizer_")
+    for name in (*added, "search_probes_", "_search_seed"):
+        del state[name]
+    earlier = SNMClassifier.__new__(SNMClassifier)
+    earlier.__setstate__(state)
+    np.testing.assert_array_equal(earlier.trained_labels_, np.arange(20))
+    assert (earlier.input_dropout_, earlier.label_optimizer_) == (0.1, "adagrad")
+    assert earlier.neighbor_weight_ == earlier.centroid_weight_ == 0.0
+    np.testing.assert_array_equal(earlier.predict_top_k(X, 3), clf.predict_top_k(X, 3))
+    np.testing.assert_array_equal(earlier.decision_function(X), clf.decision_function(X))
+
+
 def test_faiss_search_agrees_with_exact_search_and_pickles():
     pytest.importorskip("faiss")
     X, y = clustered()
@@ -501,10 +495,11 @@ def test_faiss_search_agrees_with_exact_search_and_pickles():
     # validation during training searches exactly; the index is built from the final weights
     params = dict(FAST, max_epochs=2, validation_fraction=0.2)
     fitted = SNMClassifier(search="faiss", **params).fit(X, y)
-    index = fitted._search.index
+    search = fitted._predictor().search
+    index = search.index
     fresh = FaissInnerProductIndex(fitted.module_.label_table().numpy())
     queries = fitted.forward(X).numpy()
-    assert fitted._search.method == fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
+    assert search.method == fitted.search_ == "faiss" and 0 < fitted.search_recall_ <= 1
     np.testing.assert_array_equal(index.search(queries, 3)[1], fresh.search(queries, 3)[1])
 
 
@@ -556,25 +551,6 @@ def test_every_label_optimizer_learns_without_warnings(label_optimizer):
         RowSparseOptimizer(clf.module_.label_embeddings.weight, method="adam")
 
 
-def test_label_reads_per_epoch_counts_the_rows_a_fit_reads(monkeypatch):
-    rng = np.random.RandomState(0)
-    X, y = rng.normal(size=(640, 8)), rng.randint(0, 2000, 640)
-    read = []
-    gather = RowSparseOptimizer.gather
-    monkeypatch.setattr(
-        RowSparseOptimizer,
-        "gather",
-        lambda self, rows: read.append(rows.numel()) or gather(self, rows),
-    )
-    clf = SNMClassifier(n_negatives=256, batch_size=64, max_epochs=1, n_components=8,
-                        validation_fraction=None, early_stopping=False, random_state=0)  # fmt: skip
-    clf.fit(X, y)
-    n_labels = len(clf.classes_)
-    expected = label_reads_per_epoch(640, n_labels, 256, 64)
-    # The shared draw takes a few more labels than n_negatives (repeats are masked).
-    assert expected <= sum(read) / n_labels <= 1.1 * expected
-
-
 def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
     rng = np.random.RandomState(0)
     common = dict(n_negatives=64, batch_size=64, max_epochs=1, n_components=8, random_state=0)
@@ -595,11 +571,9 @@ def test_auto_label_optimizer_follows_the_reads_of_a_label_row():
     clf = SNMClassifier(validation_fraction=None, early_stopping=False, **given).fit(X, y)
     assert (clf.label_optimizer_, clf.label_learning_rate_) == ("rowwise_adagrad", 0.2)
     assert clf._label_optimizer.param_groups[0]["lr"] == 0.2
-    # A warm start keeps the choice; a fit saved before the attribute existed resolves it.
+    # A warm start keeps the choice.
     clf.set_params(warm_start=True, label_optimizer="auto", label_learning_rate=None).fit(X, y)
     assert clf.label_optimizer_ == "rowwise_adagrad"
-    del clf.label_optimizer_
-    assert clf.fit(X, y).label_optimizer_ == "adagrad"
 
 
 def test_scorers_use_predict_top_k_and_match_score():
@@ -678,62 +652,6 @@ def test_steep_and_ramp_surrogates_see_unscaled_scores(monkeypatch):
     assert 1.0 < seen["hinge"] <= 7.0 + 1e-3
     for surrogate in ("squared_hinge", "exponential", "ramp"):
         assert seen[surrogate] <= 1.0 + 1e-5
-
-
-def bag_of_words(n_samples=240, n_labels=12, n_features=30, seed=0):
-    """Sparse non-negative counts whose words depend on the label."""
-    rng = np.random.RandomState(seed)
-    y = np.arange(n_samples) % n_labels
-    topics = rng.dirichlet(np.full(n_features, 0.3), size=n_labels)
-    counts = np.array([rng.multinomial(12, 0.5 * topics[label] + 0.5 / n_features) for label in y])
-    return sp.csr_matrix(counts.astype(np.float64)), y
-
-
-def test_principal_input_directions_span_inputs_and_centroids():
-    X, y = bag_of_words(n_samples=60, n_features=30)
-    positives = one_hot(y, 12)
-    inputs = X.toarray() / np.linalg.norm(X.toarray(), axis=1, keepdims=True)
-    centroids = positives.T @ inputs
-    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
-    stacked = np.vstack([centroids, inputs])
-    # enough directions: the input space is kept exactly, extra rows are tiny
-    full = principal_input_directions(X, positives, 40, random_state=0)
-    assert full.shape == (40, 30)
-    np.testing.assert_allclose(full[:30] @ full[:30].T, np.eye(30), atol=1e-10)
-    np.testing.assert_allclose(stacked @ full[:30].T @ full[:30], stacked, atol=1e-10)
-    assert np.abs(full[30:]).max() < 1e-2
-    # fewer: the top right singular vectors of [centroids; inputs] (same subspace)
-    few = principal_input_directions(X, positives, 5, random_state=0)
-    top = np.linalg.svd(stacked)[2][:5]
-    np.testing.assert_allclose(few.T @ few, top.T @ top, atol=5e-3)  # randomised SVD
-
-
-@pytest.mark.parametrize("sparse_input", [False, True])
-def test_the_centroid_start_is_each_labels_mean_embedding_read_in_any_chunks(sparse_input):
-    X, y = bag_of_words()
-    X = sp.csr_matrix(X, dtype=np.float32)
-    positives = np.eye(12, dtype=np.float32)[y]
-    positives[::3, 0] = 1.0  # rows of two labels
-    positives = sp.csr_matrix(positives)
-    tables = []
-    for working_memory in (1024, 1e-3):  # 1e-3 MiB: a row or two a chunk
-        torch.manual_seed(0)
-        network = LabelEmbeddingNetwork(
-            X.shape[1], 12, n_components=8, hidden_layer_sizes=(), sparse_input=sparse_input
-        )
-        with config_context(working_memory=working_memory):
-            start_at_centroids(network, X, positives, encoder_init="random", seed=0)
-        tables.append(network.label_embeddings.weight.detach().numpy().copy())
-    # The sparse layer sums each row's features alone; a dense layer's products may round
-    # differently in blocks of other sizes.
-    np.testing.assert_allclose(tables[0], tables[1], rtol=0, atol=0 if sparse_input else 1e-6)
-    with torch.no_grad():
-        network.eval()
-        embeddings = network.encoder(torch.as_tensor(X.toarray())).numpy()
-    dense = positives.toarray()
-    means = dense.T @ embeddings / dense.sum(axis=0)[:, None]
-    means /= np.linalg.norm(means, axis=1, keepdims=True)
-    np.testing.assert_allclose(tables[1], means, atol=1e-5)
 
 
 def test_linear_default_starts_as_the_input_space_centroid_rule(monkeypatch):
@@ -828,64 +746,6 @@ def test_weight_averaging_averages_the_label_table_and_the_network():
 
 
 # ---------------------------------------------------------------------- neighbour votes
-def brute_force_votes(queries, keys, Y_keys, n_neighbors):
-    """Dense votes: cosine top-n neighbours (ties to the smaller index), weights clipped at 0
-    and normalised, summed per label."""
-    queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    similarities = queries @ keys.T
-    votes = np.zeros((queries.shape[0], Y_keys.shape[1]))
-    for i, row in enumerate(similarities):
-        neighbors = np.argsort(-row, kind="stable")[:n_neighbors]
-        weights = np.clip(row[neighbors], 0, None)
-        weights = weights / weights.sum() if weights.sum() > 0 else weights
-        votes[i] = weights @ Y_keys[neighbors]
-    return votes
-
-
-@pytest.mark.parametrize("working_memory", [1024, 1e-5])  # 1e-5 MiB: one pair per block
-def test_blended_top_k_matches_a_full_sort_of_the_dense_blend_with_ties(working_memory):
-    rng = np.random.RandomState(0)
-    n, n_labels, dim, k = 9, 13, 3, 4
-    embeddings = torch.tensor(rng.randint(-2, 3, size=(n, dim)), dtype=torch.float32)
-    table = torch.tensor(rng.randint(-2, 3, size=(n_labels, dim)), dtype=torch.float32)
-    keys = normalize(rng.randint(-2, 3, size=(7, dim)).astype(float) + 0.01)
-    Y_keys = (rng.rand(7, n_labels) < 0.3).astype(np.int8)
-    Y_keys[:, 0] = 1  # one label every neighbour votes for
-    table_labels, counts = positive_table(sp.csr_matrix(Y_keys), n_labels)
-    votes = neighbor_votes(
-        embeddings, torch.tensor(keys, dtype=torch.float32), table_labels, counts, 3, n_labels
-    )
-    expected_votes = brute_force_votes(embeddings.numpy(), keys, Y_keys, 3)
-    np.testing.assert_allclose(votes.to_dense().numpy(), expected_votes, atol=1e-6)
-    scores = (embeddings @ table.T).numpy()
-    blocks = []  # the number of labels of each call of label_vectors
-    for weight in (0.0, 0.5, 1.0):
-        dense = (1 - weight) * scores + weight * 2.0 * votes.to_dense().numpy()
-        np.testing.assert_allclose(
-            blend_dense(torch.tensor(scores), votes, weight, 2.0).numpy(), dense, atol=1e-6
-        )
-        candidates = torch.tensor(brute_force_top_k(scores, k))
-        blocks.clear()
-        with config_context(working_memory=working_memory):
-            top_scores, top_labels = blended_top_k(
-                embeddings,
-                lambda labels: blocks.append(len(labels)) or table[labels],
-                candidates,
-                votes,
-                weight,
-                2.0,
-                k,
-            )
-        # each (row, label) pair of the candidates and the voted labels read once
-        pairs = set(map(tuple, votes.indices().T.tolist()))
-        pairs |= {(row, int(label)) for row in range(n) for label in candidates[row]}
-        assert sum(blocks) == len(pairs)
-        assert len(blocks) == (1 if working_memory == 1024 else len(pairs))
-        expected = brute_force_top_k(dense.astype(np.float32), k)
-        np.testing.assert_array_equal(top_labels.numpy(), expected)
-        np.testing.assert_allclose(
-            top_scores.numpy(), np.take_along_axis(dense, expected, axis=1), atol=1e-6
-        )
 
 
 def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
@@ -934,7 +794,7 @@ def test_neighbor_votes_with_faiss_search_match_the_exact_search():
         exact_labels, exact_scores = clf.predict_top_k(X_test, k, return_scores=True)
         clf.set_params(search="faiss")
         # the premise: HNSW finds the exact top-k of the label scores on these data
-        _, hnsw = clf._search_of("faiss").top_k(embeddings, k)
+        _, hnsw = clf._predictor().search.top_k(embeddings, k)
         np.testing.assert_array_equal(
             np.sort(hnsw, axis=1), np.sort(brute_force_top_k(label_scores, k), axis=1)
         )
@@ -942,8 +802,8 @@ def test_neighbor_votes_with_faiss_search_match_the_exact_search():
         np.testing.assert_array_equal(labels, exact_labels)
         np.testing.assert_allclose(scores, exact_scores, atol=1e-5)
         np.testing.assert_array_equal(labels, brute_force_top_k(dense, k))
+        assert clf._predictor().search.index is not None  # the blend went through the index
         clf.set_params(search="exact")
-    assert clf._search.index is not None  # the blend did go through the faiss index
 
 
 def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
@@ -1038,29 +898,6 @@ def test_sparse_input_steps_read_only_the_features_present():
     assert clf.sparse_input_ and isinstance(layer, SparseLinear)
     changed = (layer.weight.detach() != clf.callbacks_[-1].weight).any(dim=1).numpy()[:-1]
     np.testing.assert_array_equal(np.flatnonzero(changed), np.unique(X.indices))
-
-
-def test_ivf_index_is_exact_when_every_cell_is_probed_and_calibrates_its_probes():
-    pytest.importorskip("faiss")
-    rng = np.random.RandomState(0)
-    centers = rng.normal(size=(40, 16))  # label vectors lie in clusters, as learned ones do
-    table = normalize(centers[rng.randint(40, size=2000)] + 0.3 * rng.normal(size=(2000, 16)))
-    queries = normalize(centers[rng.randint(40, size=50)] + 0.3 * rng.normal(size=(50, 16)))
-    table, queries = table.astype(np.float32), queries.astype(np.float32)
-    exact = top_k_inner_products(torch.from_numpy(queries), lambda a, b: torch.from_numpy(
-        table[a:b]), 2000, 5)[1].numpy()  # fmt: skip
-    index = FaissIVFIndex(table, n_lists=20, random_state=0)
-    index.n_probe = 20
-    np.testing.assert_array_equal(np.sort(index.search(queries, 5)[1], axis=1),
-                                  np.sort(exact, axis=1))  # fmt: skip
-    recall = index.calibrate(queries, exact, target=0.9)
-    assert recall >= 0.9 and index.n_probe in (1, 2, 4, 5)  # powers of two, capped at 20 / 4
-    if index.n_probe > 1:
-        index.n_probe //= 2
-        assert overlap_recall(index.search(queries, 5)[1], exact) < 0.9  # the smallest that does
-    assert overlap_recall(exact, exact) == 1.0
-    assert overlap_recall(exact[:, ::-1], exact) == 1.0  # order within a row does not matter
-    assert overlap_recall(np.full_like(exact, -1), exact) == 0.0
 
 
 def test_auto_search_uses_the_calibrated_ivf_index_on_many_labels(monkeypatch):
@@ -1206,3 +1043,106 @@ def test_a_warm_start_refuses_positives_of_labels_the_table_lacks():
     wide[0, 6] = 1
     with pytest.raises(ValueError, match=r"positives for 1 other labels \(e.g. column 6\)"):
         clf.fit(X, wide)
+
+
+@pytest.mark.parametrize("neighbor_weight", [0.0, 0.3])
+def test_centroid_weight_adds_the_centroid_rule_to_every_prediction(neighbor_weight):
+    """``(1 - a) (v + b s cos) + a s vote``: the centroid rule joins the label scores before
+    the votes blend with them; training and early stopping are unchanged."""
+    X, Y = extreme()
+    X_test, Y_test = extreme(n_samples=60, seed=1)
+    params = dict(FAST_LINEAR, neighbor_weight=neighbor_weight, n_neighbors=5)
+    plain = SNMClassifier(centroid_weight=0.0, **params).fit(X, Y)
+    blended = SNMClassifier(centroid_weight=2.0, **params).fit(X, Y)
+    assert plain.centroids_ is None and plain.centroid_weight_ == 0.0
+    assert [r["validation_score"] for r in plain.history_] == [
+        r["validation_score"] for r in blended.history_
+    ]
+    inputs = blended._normalize_inputs(X_test, fitting=False)  # TF-IDF, as the network reads
+    trained = blended.trained_labels_
+    centroids = brute_force_centroids(X.toarray(), Y.toarray()[:, trained])
+    np.testing.assert_allclose(blended.centroids_.toarray(), centroids, atol=1e-5)
+    scale = blended.network_.score_scale
+    label_scores = blended.forward(inputs).numpy() @ blended.network_.label_table().numpy().T
+    with_centroids = label_scores + 2.0 * scale * brute_force_cosines(X_test.toarray(), centroids)
+    expected = plain.decision_function(X_test)  # the votes blended in, without the centroids
+    expected[:, trained] += (1 - neighbor_weight) * (with_centroids - label_scores)
+    np.testing.assert_allclose(blended.decision_function(X_test), expected, atol=1e-4)
+    assert (brute_force_top_k(expected, 1) != plain.predict_top_k(X_test, 1)).any()
+    assert_predictions_follow(blended, X_test, expected)
+    hits = Y_test.toarray()[np.arange(60), brute_force_top_k(expected, 1)[:, 0]]
+    assert blended.score(X_test, Y_test) == pytest.approx(np.mean(hits))  # Precision@1
+    restored = pickle.loads(pickle.dumps(blended))
+    np.testing.assert_allclose(restored.decision_function(X_test), expected, atol=1e-4)
+
+
+def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
+    """``"auto"``: the weight of ``CENTROID_WEIGHTS`` with the best validation P@1 (the
+    smallest among ties), the centroids of the fitting rows; then those of every row."""
+    X, Y = extreme(n_samples=500)
+    clf = SNMClassifier(**dict(FAST_LINEAR, validation_fraction=0.3, neighbor_weight=0.0)).fit(X, Y)
+    assert clf.sparse_input_ and clf.centroid_weight_ in settings_module.CENTROID_WEIGHTS
+    train, held_out = train_test_split(np.arange(500), test_size=0.3, random_state=0)
+    inputs = clf._normalize_inputs(X, fitting=False)
+    Y_table = Y.toarray()[:, clf.trained_labels_]
+    centroids = brute_force_centroids(X[train].toarray(), Y_table[train])  # rows as given
+    cosines = brute_force_cosines(X[held_out].toarray(), centroids)
+    scores = clf.forward(inputs[held_out]).numpy() @ clf.network_.label_table().numpy().T
+    precision = []
+    for weight in settings_module.CENTROID_WEIGHTS:
+        top = brute_force_top_k(scores + weight * clf.network_.score_scale * cosines, 1)[:, 0]
+        precision.append(np.mean(Y_table[held_out, top]))
+    assert len(set(precision)) > 1  # the choice matters on these data
+    assert clf.centroid_weight_ == settings_module.CENTROID_WEIGHTS[int(np.argmax(precision))] > 0
+    np.testing.assert_allclose(
+        clf.centroids_.toarray(), brute_force_centroids(X.toarray(), Y_table), atol=1e-5
+    )
+    positives = sp.csr_matrix(Y_table.astype(np.int8))
+    chosen = clf._choose_blend_weights(
+        inputs[train],
+        positives[train],
+        (inputs[held_out], positives[held_out]),
+        X[train],
+        X[held_out],
+    )
+    assert chosen == (0.0, clf.centroid_weight_)
+
+
+def test_auto_centroid_weight_is_zero_where_it_does_not_apply():
+    X, Y = extreme()
+    unvalidated = SNMClassifier(**dict(FAST_LINEAR, validation_fraction=None, early_stopping=False))
+    assert unvalidated.fit(X, Y).centroid_weight_ == 0.0
+
+
+def test_auto_centroid_weight_is_zero_with_an_index_search():
+    pytest.importorskip("faiss")
+    X, Y = extreme()
+    indexed = SNMClassifier(**dict(FAST_LINEAR, search="faiss")).fit(X, Y)
+    assert indexed.centroid_weight_ == 0.0 and indexed.centroids_ is None
+
+
+def test_centroid_weight_refuses_an_index_search():
+    X, Y = extreme(n_samples=200)
+    with pytest.raises(ValueError, match=r"search='ivf' .*centroid_weight=2\.0"):
+        SNMClassifier(**dict(FAST_LINEAR, centroid_weight=2.0, search="ivf")).fit(X, Y)
+    clf = SNMClassifier(**dict(FAST_LINEAR, centroid_weight=2.0)).fit(X, Y)
+    clf.set_params(search="faiss")  # after the fit: refused at prediction
+    with pytest.raises(ValueError, match=r"search='faiss' .*centroid_weight_=2\.0"):
+        clf.predict_top_k(X[:5], 2)
+    clf.set_params(search="exact")
+    assert clf.predict_top_k(X[:5], 2).shape == (5, 2)
+
+
+def test_centroids_and_predictions_of_memory_mapped_rows_are_those_of_rows_in_memory(tmp_path):
+    rng = np.random.RandomState(0)
+    y = np.arange(300) % 6
+    X = rng.normal(size=(6, 20))[y] + 0.5 * rng.normal(size=(300, 20))
+    mapped = np.memmap(tmp_path / "X.f64", dtype=np.float64, mode="w+", shape=X.shape)
+    mapped[:] = X
+    params = dict(FAST_LINEAR, centroid_weight=2.0)
+    in_memory = SNMClassifier(**params).fit(X, y)
+    from_file = SNMClassifier(**params).fit(mapped, y)
+    np.testing.assert_allclose(from_file.centroids_.toarray(), in_memory.centroids_.toarray())
+    np.testing.assert_allclose(
+        from_file.decision_function(mapped), in_memory.decision_function(X), atol=1e-5
+    )

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from skrank import SNMClassifier
-from skrank.multilabel import _label_search, _settings
+from skrank.multilabel import RowSparseOptimizer, _label_search, _settings
 from skrank.multilabel._settings import (
     TrainingData,
     adagrad_label_rate,
@@ -214,11 +214,20 @@ def test_blend_weights_to_compare():
     assert (fixed.neighbor_weights, fixed.centroid_weights) == ((0.3,), (2.0,))
 
 
-def test_search_tries_an_index_from_many_labels_on():
-    assert resolve().search == "exact"
-    many = BIBTEX._replace(n_labels=_settings.AUTO_IVF_LABELS)
-    assert resolve(many).search == "ivf"
-    assert resolve(search="faiss").search == "faiss"
+def test_search_tries_an_index_from_many_labels_on(monkeypatch):
+    many = _settings.AUTO_IVF_LABELS
+    assert _settings.search_method("auto", n_labels=many - 1) == "exact"
+    monkeypatch.setattr(_label_search, "faiss_available", lambda: True)
+    assert _settings.search_method("auto", n_labels=many) == "ivf"
+    # the nearest-centroid rule is in no index
+    assert _settings.search_method("auto", n_labels=many, centroid_weight=2.0) == "exact"
+    monkeypatch.setattr(_label_search, "faiss_available", lambda: False)
+    assert _settings.search_method("auto", n_labels=many) == "exact"
+    for given in ("exact", "ivf", "faiss"):
+        assert _settings.search_method(given, n_labels=10, centroid_weight=2.0) == given
+    # after the fit, "auto" is what the fit chose, and a search set since is used as given
+    assert _settings.search_method("auto", fitted="ivf") == "ivf"
+    assert _settings.search_method("faiss", fitted="ivf") == "faiss"
 
 
 def test_a_fit_stores_what_was_resolved():
@@ -253,3 +262,22 @@ def test_an_exact_search_by_auto_does_not_import_faiss(monkeypatch):
     clf = SNMClassifier(max_epochs=1, tol=None, random_state=0)
     clf.fit(rng.normal(size=(60, 8)), rng.randint(0, 5, 60))
     assert clf.search_ == "exact"
+
+
+def test_label_reads_per_epoch_counts_the_rows_a_fit_reads(monkeypatch):
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(640, 8)), rng.randint(0, 2000, 640)
+    read = []
+    gather = RowSparseOptimizer.gather
+    monkeypatch.setattr(
+        RowSparseOptimizer,
+        "gather",
+        lambda self, rows: read.append(rows.numel()) or gather(self, rows),
+    )
+    clf = SNMClassifier(n_negatives=256, batch_size=64, max_epochs=1, n_components=8,
+                        validation_fraction=None, early_stopping=False, random_state=0)  # fmt: skip
+    clf.fit(X, y)
+    n_labels = len(clf.classes_)
+    expected = label_reads_per_epoch(640, n_labels, 256, 64)
+    # The shared draw takes a few more labels than n_negatives (repeats are masked).
+    assert expected <= sum(read) / n_labels <= 1.1 * expected

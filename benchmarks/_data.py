@@ -67,14 +67,15 @@ def mnist_split(train_size=None, test_size=2000, seed=0, dtype=np.float64):
     )  # fmt: skip
 
 
-def pca(X_fit, *others, n_components=0.9, centred=True):
+def pca(X_fit, *others, n_components=0.9, centred=True, svd_solver="covariance_eigh"):
     """``X_fit`` and each of ``others`` on the principal axes of ``X_fit``.
 
     ``n_components``: an int (that many axes) or a float (the share of the variance kept).
     ``centred=False``: the products with the axes, not centred (``X @ components_.T``), as
-    ``python -m skrank``'s PointwiseROCSimilarity row.
+    ``python -m skrank``'s PointwiseROCSimilarity row. ``svd_solver``: scikit-learn's (its
+    ``"auto"`` and ``"randomized"`` give other axes to rounding, or a nearby subspace).
     """
-    fitted = PCA(n_components, svd_solver="covariance_eigh", random_state=0).fit(X_fit)
+    fitted = PCA(n_components, svd_solver=svd_solver, random_state=0).fit(X_fit)
     if centred:
         return [fitted.transform(X) for X in (X_fit, *others)]
     return [X @ fitted.components_.T for X in (X_fit, *others)]

@@ -481,9 +481,9 @@ class Benchmark:
     predict : callable
         ``predict(fitted, data)`` of the methods that do not name their own (a function of the
         script, as every callable here).
-    score : callable
+    score : callable or None
         ``score(data, predicted)``: ``{score name: number}``, in the parent (this environment)
-        from what ``predict`` returned.
+        from what ``predict`` returned; None: ``predict`` returns the scores (in the child).
     data_params : dict, default={}
     split_by_seed : bool, default=False
         Whether each seed has its own data (a split drawn with that seed).
@@ -581,10 +581,12 @@ def run_benchmark(
             except ChildFailed as failure:
                 record["failed"] = failure.reason
             else:
-                if key not in data:
-                    data[key] = benchmark.load(key)
                 predicted = measured.pop("predicted")
-                record.update(benchmark.score(data[key], predicted), **measured)
+                if benchmark.score is not None:
+                    if key not in data:
+                        data[key] = benchmark.load(key)
+                    predicted = benchmark.score(data[key], predicted)
+                record.update(predicted, **measured)
             records.append(record)
             if report is not None:
                 report(record)

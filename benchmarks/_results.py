@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+STUDIES_DIR = Path(__file__).resolve().parent / "studies" / "results"
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 _BASE_PACKAGES = ("numpy", "scipy", "scikit-learn", "torch")
@@ -196,8 +197,8 @@ def summary_rows(records, scores, means=("fit_seconds", "peak_gib"), digits=4):
     """The table of :func:`_harness.run_benchmark`'s records: a row a method, in their order.
 
     Each row: the method; ``"mean ± sd"`` over its seeds of each of ``scores`` (:func:`summary`);
-    the mean of each of ``means`` (seconds, memory: 3 significant digits); and ``"finished of
-    runs"`` (e.g. ``"3 of 3"``), with the first failure's reason when a run failed.
+    the mean of each of ``means`` (e.g. seconds, memory; None if no run finished); and
+    ``"finished of runs"`` (e.g. ``"3 of 3"``), with the first failure's reason when a run failed.
     """
     methods = list(dict.fromkeys(record["method"] for record in records))
     rows = []
@@ -207,7 +208,7 @@ def summary_rows(records, scores, means=("fit_seconds", "peak_gib"), digits=4):
         cells = [summary([record[score] for record in done], digits) for score in scores]
         for name in means:
             values = [record[name] for record in done if record.get(name) is not None]
-            cells.append(float(f"{statistics.fmean(values):.3g}") if values else None)
+            cells.append(statistics.fmean(values) if values else None)
         failed = [record["failed"] for record in runs if "failed" in record]
         finished = f"{len(done)} of {len(runs)}" + (f" ({failed[0]})" if failed else "")
         rows.append([method, *cells, finished])

@@ -110,7 +110,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         those scored on the validation part, kept by early stopping and by the fitted
         estimator (a :class:`~skrank.nn.WeightAveraging` callback; one in ``callbacks``
         replaces it). None keeps the last step's weights. Added in 0.2, chosen
-        on held-out training classes (``benchmarks/bench_soprc_disjoint.py``: +0.021 validation
+        on held-out training classes (``benchmarks/studies/``: +0.021 validation
         mean AUPRC); ``"auto"``: 0.2 rather than 0.4 at 300 training classes of 35 items on
         average (+0.014 after 5 epochs), 0.4 at 30; see the :ref:`User Guide <soprc>`.
     prior_warmup : float or None, default=0.25
@@ -121,7 +121,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         small classes are tiny, which leaves their queries almost no gradient while the
         ranking is poor; the batch rate does not. None uses the dataset prior from the first
         step. A warm start trains on with the dataset prior. Added in 0.2, chosen on held-out
-        training classes of 1,000 classes (``benchmarks/bench_soprc_disjoint.py``: +0.008
+        training classes of 1,000 classes (``benchmarks/studies/``: +0.008
         validation mean AUPRC after 5 epochs, level after 20); see the :ref:`User Guide
         <soprc>`.
     {component_parameters}
@@ -191,11 +191,11 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             "lambda_neg": "``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a "
             "validation split of the MNIST training images (``benchmarks/bench_soprc.py "
             "--validation``: +0.004 validation mean AUPRC over 3 seeds) and level on held-out "
-            "training classes (``benchmarks/bench_soprc_disjoint.py``: +0.0005 over 6 seeds).",
+            "training classes (``benchmarks/studies/``: +0.0005 over 6 seeds).",
             "max_auxiliary_length": "Memory per step grows as ``batch_size * "
             "(samples_per_class - 1) * max L_c``.",
             "tpr_source": '``"batch"`` is the default since 0.2: on classes unseen in training '
-            "(``benchmarks/bench_soprc_disjoint.py``, chosen on held-out training classes) it "
+            "(``benchmarks/studies/``, chosen on held-out training classes) it "
             "gave 0.02 more validation mean AUPRC over three seeds; see the :ref:`User Guide "
             "<soprc>`.",
         },

@@ -15,25 +15,23 @@ shared machine the all-cores fits compete with other processes for the cores.
 
 Usage::
 
-    python benchmarks/bench_mmc_threads.py            # 5 fits per setting (~5 minutes)
-    python benchmarks/bench_mmc_threads.py --quick    # smoke run
+    PYTHONPATH=benchmarks python benchmarks/studies/mmc_threads.py            # 5 fits a setting
+    PYTHONPATH=benchmarks python benchmarks/studies/mmc_threads.py --quick    # smoke run
 
-Writes ``benchmarks/results/bench_mmc_threads.json`` (``bench_mmc_threads_quick.json`` with
-``--quick``).
+Writes ``benchmarks/studies/results/bench_mmc_threads.json`` (``bench_mmc_threads_quick.json``
+with ``--quick``).
 """
 
 import os
 
 import numpy as np
+from _data import mnist_split, pca
 from _harness import alternate, parser, results_name, timed
-from _results import Results
+from _results import STUDIES_DIR, Results
 from sklearn.datasets import load_digits
-from sklearn.decomposition import PCA
-from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_info
 
 from skrank import MMC
-from skrank.datasets import load_mnist
 
 SETTINGS = {"one thread (default)": 1, "all cores": None}
 
@@ -41,11 +39,10 @@ SETTINGS = {"one thread (default)": 1, "all cores": None}
 def datasets(quick=False):
     """``(name, X, y, parameters)`` of each fit compared."""
     X, y = load_digits(return_X_y=True)
-    yield "digits, PCA 31, 1,797 items", PCA(31, random_state=0).fit_transform(X), y, {}
-    X, y = load_mnist(return_X_y=True)
+    yield "digits, PCA 31, 1,797 items", pca(X, n_components=31, svd_solver="auto")[0], y, {}
     size = 1000 if quick else 3000
-    X, _, y, _ = train_test_split(X, y, train_size=size, stratify=y, random_state=0)
-    Z = PCA(0.9, random_state=0).fit_transform(X)
+    X, _, y, _ = mnist_split(size, None, dtype=np.float32)
+    Z = pca(X, svd_solver="auto")[0]
     name = f"MNIST, PCA 90% ({Z.shape[1]}), {size:,} items"
     yield f"{name}, all negative pairs", Z, y, {}
     yield f"{name}, {size:,} sampled pairs", Z, y, {"negatives": "pairs", "random_state": 0}
@@ -91,7 +88,7 @@ def main(argv=None):
         rows,
         notes="ratio > 1: the default one thread is faster.",
     )
-    results.save()
+    results.save(STUDIES_DIR)
 
 
 if __name__ == "__main__":

@@ -10,36 +10,24 @@ to show: a small loss in objective for a large saving in time.
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/bench_mmc_sampling.py            # n up to 8,000, 5 runs
-    PYTHONPATH=. python benchmarks/bench_mmc_sampling.py --quick    # smoke run
+    PYTHONPATH=benchmarks python benchmarks/studies/mmc_sampling.py            # n to 8,000, 5 runs
+    PYTHONPATH=benchmarks python benchmarks/studies/mmc_sampling.py --quick    # smoke run
 
-Writes ``benchmarks/results/bench_mmc_sampling.json`` (``bench_mmc_sampling_quick.json`` with
-``--quick``), whose table ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
+Writes ``benchmarks/studies/results/bench_mmc_sampling.json`` (``bench_mmc_sampling_quick.json``
+with ``--quick``).
 """
 
 import numpy as np
+from _data import mnist_split, pca
 from _harness import parser, results_name, timed
-from _results import Results
-from sklearn.decomposition import PCA
-from sklearn.model_selection import train_test_split
+from _results import STUDIES_DIR, Results, summary
 
 from skrank import MMC
-from skrank.datasets import load_mnist
 
 # Figure 4 of the pointwise-ROC paper is about MMC as the paper states it.
 PAPER = {"scatter_ridge": 1e-8, "min_rank": None}
 
 TUPLE_FRACTIONS = (0.15, 0.5, 1.0)
-
-
-def mnist_pca_split(variance=0.9, test_size=2000):
-    """Train/test split of MNIST-10k with a PCA fitted on the training part."""
-    X, y = load_mnist(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X.astype(np.float64), y, test_size=test_size, stratify=y, random_state=0
-    )
-    pca = PCA(n_components=variance, svd_solver="covariance_eigh").fit(X_train)
-    return pca.transform(X_train), pca.transform(X_test), y_train, y_test
 
 
 def settings(n):
@@ -52,7 +40,8 @@ def settings(n):
 
 
 def run(sizes, n_runs):
-    X_train, X_test, y_train, y_test = mnist_pca_split()
+    X_train, X_test, y_train, y_test = mnist_split()
+    X_train, X_test = pca(X_train, X_test)
     print(f"MNIST-10k: {X_train.shape[0]} train / {X_test.shape[0]} test, d={X_train.shape[1]}")
     records = []
     for n in sizes:
@@ -86,14 +75,14 @@ def summarise(results, records, sizes, n_runs):
             by_label[label] = np.array([r[2:5] for r in chosen]), all(r[5] for r in chosen)
         reference = by_label["all pairs"][0].mean(axis=0)
         for label, (values, converged) in by_label.items():
-            mean, std = values.mean(axis=0), values.std(axis=0)
+            mean = values.mean(axis=0)
             rows.append(
                 [
                     n,
                     label,
-                    f"{mean[0]:.4f} ± {std[0]:.4f}",
-                    f"{mean[1]:.4f} ± {std[1]:.4f}",
-                    f"{mean[2]:.2f} ± {std[2]:.2f}",
+                    summary(values[:, 0]),
+                    summary(values[:, 1]),
+                    summary(values[:, 2], digits=2),
                     round(mean[0] / reference[0], 4),
                     round(reference[2] / mean[2], 1),
                     converged,
@@ -131,7 +120,7 @@ def main(argv=None):
     n_runs = args.runs or (2 if args.quick else 5)
     results = Results(results_name("bench_mmc_sampling", args))
     summarise(results, run(sizes, n_runs), sizes, n_runs)
-    results.save()
+    results.save(STUDIES_DIR)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ method by method (``--resume``):
   on a validation split (20% of the training rows, ``random_state=0``) among
   :data:`LINEAR_C`, then refitted on every training row; labels without a training row score
   lowest. Its fit time is the refit's (the choice's is in its run's JSON); its peak memory
-  covers the choice and the refit. Data sets only: the generated shapes' 10^4 to 6.7 x 10^5
-  binary SVMs exceed a 2-core machine's budget.
+  covers the choice and the refit. debtags, Bibtex and Corel5k only: debian-suggests' 20,184
+  and the generated shapes' 10^4 to 6.7 x 10^5 binary SVMs exceed a 2-core machine's budget.
 
 Data (``--data``):
 
@@ -34,6 +34,11 @@ Data (``--data``):
   (``MultiLabelBinarizer`` of the training rows' tags), the fixed split of its ``split``
   column. Tags seen only in test rows cannot be predicted and count as misses (they lower
   recall and nDCG, not P@k). Every method reads the same TF-IDF rows.
+- ``debian-suggests``: the same packages' index read for the long tail
+  (``debian-suggests.tsv.gz`` of ``$SKRANK_DEBIAN_SUGGESTS``, by default
+  ``shared/data/debian-suggests``): the same rows of text (a name's ``-``, ``.`` and ``+`` read
+  as spaces), the packages each one recommends or suggests as labels (20,184 in the training
+  rows, most on one row), its fixed split; labels of test rows only count as misses.
 - ``bibtex`` and ``corel5k``: their own train/test splits; their word counts reach the peers as
   sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
   ``SNMClassifier`` applies the same weighting itself.
@@ -58,6 +63,7 @@ search's recall of the exact top 5 where it uses an approximate one.
 Usage::
 
     python benchmarks/bench_xmc.py --data debtags --tag debtags
+    python benchmarks/bench_xmc.py --data debian-suggests --tag debian_suggests
     python benchmarks/bench_xmc.py --data bibtex corel5k --resume --tag bibtex_corel5k
     python benchmarks/bench_xmc.py --data amazoncat-13k wikilshtc-325k amazon-670k --seeds 0 \
         --resume --tag generated
@@ -70,6 +76,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -90,11 +97,20 @@ from _results import REPOSITORY, RESULTS_DIR, Results
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
-DEBTAGS = Path(os.environ.get("SKRANK_DEBTAGS", REPOSITORY.parent / "shared" / "data" / "debtags"))
+SHARED_DATA = REPOSITORY.parent / "shared" / "data"
 K = 5
+# The labels a run ranks: the top K for P@k and PSP@k, up to TOP_SETS for the F1 of a fixed
+# top-k (k chosen on the validation split).
+TOP_SETS = 10
+# The validation split of the training rows, where the fixed top-k is chosen (and the linear
+# baseline's C): its share of the training rows and its seed.
+VALIDATION_FRACTION = 0.2
+# The buckets of a label's training rows in which the recall of the top 5 is reported.
+FREQUENCY_BUCKETS = ((0, 0), (1, 1), (2, 5), (6, 20), (21, None))
 METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
 METHODS += ("centroid", "linear")
-REAL = ("debtags", "bibtex", "corel5k")
+REAL = ("debtags", "debian-suggests", "bibtex", "corel5k")
+LINEAR_DATA = ("debtags", "bibtex", "corel5k")  # where the one-vs-rest SVMs fit the budget
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
 # Threads of every method: OMP_NUM_THREADS (torch and BLAS read it; PECOS, omikuji and napkinXC
 # are given it), else each library's default.
@@ -114,7 +130,25 @@ QUICK = {
     ),  # fmt: skip
     "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
 }
-QUICK_DEBTAGS = (4_000, 1_000)  # training and test rows of the smoke run
+QUICK_TEXT = (4_000, 1_000)  # training and test rows of the smoke run of a text data set
+
+
+class TextData(NamedTuple):
+    """A data set of package texts and their labels: where it is, how it reads."""
+
+    variable: str  # the environment variable of its folder
+    file: str
+    labels: str  # the column of comma-separated labels
+    name_separators: str  # the characters of a package name read as spaces (a regex class)
+    read_options: dict
+
+
+TEXT = {
+    "debtags": TextData("SKRANK_DEBTAGS", "debtags.tsv.gz", "tags", "-.", {}),
+    "debian-suggests": TextData(
+        "SKRANK_DEBIAN_SUGGESTS", "debian-suggests.tsv.gz", "labels", "-.+", {"escapechar": "\\"}
+    ),
+}
 
 
 # ------------------------------------------------------------------------------ data
@@ -122,26 +156,32 @@ def data_directory(name, quick):
     return CACHE / (name + ("-quick" if quick else ""))
 
 
-def debtags_parts(quick):
-    """debtags' TF-IDF rows and tag indicators: (X_train, Y_train, X_test, Y_test).
+def text_parts(name, quick):
+    """The TF-IDF rows and label indicators of a :data:`TEXT` data set (debtags,
+    debian-suggests): (X_train, Y_train, X_test, Y_test).
 
-    ``Y_test`` has one more column for each tag seen only in test rows, after the training
-    tags: no method predicts it, so it counts as a miss.
+    ``Y_test`` has one more column for each label seen only in test rows, after the training
+    labels: no method predicts it, so it counts as a miss.
     """
     import pandas as pd
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import MultiLabelBinarizer
 
-    path = DEBTAGS / "debtags.tsv.gz"
+    data = TEXT[name]
+    folder = Path(os.environ.get(data.variable, SHARED_DATA / name))
+    path = folder / data.file
     if not path.exists():
-        raise FileNotFoundError(f"No {path}: set SKRANK_DEBTAGS to the folder of debtags.tsv.gz.")
-    table = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
-    text = table["package"].str.replace(r"[-.]", " ", regex=True) + " " + table["description"]
-    tags = table["tags"].str.split(",")
+        raise FileNotFoundError(f"No {path}: set {data.variable} to the folder of {data.file}.")
+    table = pd.read_csv(
+        path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, **data.read_options
+    )
+    names = table["package"].str.replace(f"[{data.name_separators}]", " ", regex=True)
+    text = names + " " + table["description"]
+    tags = table[data.labels].str.split(",")
     train, test = (table["split"] == "train").to_numpy(), (table["split"] == "test").to_numpy()
     if quick:
-        train = train & (np.cumsum(train) <= QUICK_DEBTAGS[0])
-        test = test & (np.cumsum(test) <= QUICK_DEBTAGS[1])
+        train = train & (np.cumsum(train) <= QUICK_TEXT[0])
+        test = test & (np.cumsum(test) <= QUICK_TEXT[1])
     training_tags = MultiLabelBinarizer().fit(tags[train]).classes_
     test_only = sorted({tag for row in tags[test] for tag in row}.difference(training_tags))
     labels = MultiLabelBinarizer(classes=[*training_tags, *test_only], sparse_output=True)
@@ -161,8 +201,8 @@ def prepare(name, quick):
     if (directory / "Y_test.npz").exists():
         return directory
     directory.mkdir(parents=True, exist_ok=True)
-    if name == "debtags":
-        parts = debtags_parts(quick)
+    if name in TEXT:
+        parts = text_parts(name, quick)
     elif name in ("bibtex", "corel5k"):
         from skrank.datasets import load_bibtex, load_corel5k
 
@@ -451,8 +491,8 @@ def run_all(args):
         if any(m.startswith("omikuji") for m in args.methods):
             training_file(directory)
         for method in args.methods:
-            if method == "linear" and name not in REAL:
-                print(f"{name} / linear: not run on the generated shapes (see --help)", flush=True)
+            if method == "linear" and name not in LINEAR_DATA:
+                print(f"{name} / linear: not run on {name} (see --help)", flush=True)
                 continue
             for seed in args.seeds:
                 path = run_path(name, method, seed, args.quick)
@@ -478,8 +518,8 @@ def run_all(args):
     report(args)
 
 
-COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5", "fit s",
-           "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
+COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", "nDCG@5",
+           "fit s", "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
 LABELS = {
     "snm": "SNMClassifier (skrank)",
     "snm-2-epochs": "SNMClassifier(max_epochs=2)",
@@ -566,7 +606,7 @@ def _data_note(name, quick, runs):
     )
     unseen = Y_test[:, Y_train.shape[1] :].nnz
     if unseen:
-        note += f", {unseen} test labels of tags without a training row (misses)"
+        note += f", {unseen} test labels without a training row (misses)"
     for run in [run for run in runs.get("snm", []) if "settings" in run][:1]:
         settings = run["settings"]
         shown = [f"{key[:-1]} {settings[key]}" for key in SNM_SETTINGS if key in settings]

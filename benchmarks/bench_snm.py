@@ -98,10 +98,10 @@ def load(name, quick):
         )
         train, test = train_test_split(np.arange(len(y)), test_size=0.25, random_state=0)
         return X[train], Y[train], X[test], Y[test]
-    if name == "debtags":  # TF-IDF rows of package names and descriptions, as bench_xmc's
-        from bench_xmc import debtags_parts
+    if name in ("debtags", "debian-suggests"):  # TF-IDF rows of package texts, as bench_xmc's
+        from bench_xmc import text_parts
 
-        X_train, Y_train, X_test, Y_test = debtags_parts(quick)
+        X_train, Y_train, X_test, Y_test = text_parts(name, quick)
         return X_train, Y_train, X_test, Y_test[:, : Y_train.shape[1]]
     loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
     train, test = loader(subset="train"), loader(subset="test")

@@ -5,7 +5,7 @@ Data: ``make_composite_digits`` as images, uint8 grey levels of shape ``(n, 1, 2
 items, 6,171 in all; the test half 50 other classes, 5,829 items, from other MNIST images) or
 ``--digits 3`` (28 x 84; 12,000 items, 300 classes: 150 classes of 23 to 329 items to train,
 6,094 items; 150 others to test, 5,906 items). Every test item is a query against the other
-test items, by cosine similarity. Validation (every choice: the augmentation's strength, each
+test items, by cosine similarity. Validation (every choice: the augmentation, each
 loss's learning rate and own parameters, the recipe's learning rate): 40% of the training
 classes held out (``GroupShuffleSplit(test_size=0.4, random_state=0)``, the classes as groups),
 fitted on the others with seed 0 for 5 epochs, the two parts redrawn from disjoint halves of
@@ -15,8 +15,8 @@ memorises the training pixels gains nothing); the test classes play no part.
 Rows, each trained for ``--epochs`` epochs on one torch thread:
 
 - ``SOPRCEmbedder``, image items: its default convolutional network and the augmentation
-  (``augmentation(strength)``: kornia's random affine shift, rotation and scale, each item's
-  parameters drawn independently);
+  chosen on the validation split (``augmentation``: kornia's random shifts by whole pixels, or
+  random affine maps, each item's parameters drawn independently);
 - ``SOPRCEmbedder`` on the flattened pixels: its default MLP, no augmentation;
 - plain torch loops (``plain_loop``): a fresh ``skrank.nn.ConvNet`` of the same shape, the same
   augmentation, the same class-balanced batches (``skrank.sampling.ClassBalancedBatchSampler``,
@@ -90,22 +90,32 @@ LOSSES = {
     ),
 }
 LEARNING_RATES = [0.02, 0.05, 0.1]  # extended past an edge that wins (0.01, 0.2, ...)
-STRENGTHS = [0.0, 0.5, 1.0, 2.0]
-DEFAULT_LR, DEFAULT_STRENGTH = 0.05, 1.0
+AUGMENTATIONS = ["none", "shift 2", "shift 4", "affine 0.5", "affine 1"]
+DEFAULT_LR, DEFAULT_AUGMENTATION = 0.05, "shift 2"
 
 
-def augmentation(strength, width):
-    """kornia's random affine map of strength ``strength``: rotation up to ``10 s`` degrees,
-    shift up to ``2.8 s`` pixels each way, scale within ``1 +- 0.1 s``; None at 0."""
-    if strength == 0:
+def augmentation(recipe, width):
+    """The augmentation of ``recipe``, each item's parameters drawn independently (kornia):
+
+    - ``"shift p"``: a random shift of up to ``p`` whole pixels each way (``RandomCrop`` of the
+      image padded by ``p`` zeros: no resampling, the pixels stay sharp);
+    - ``"affine s"``: a random affine map (bilinear), rotation up to ``10 s`` degrees, shift up
+      to ``2.8 s`` pixels each way, scale within ``1 +- 0.1 s``;
+    - ``"none"``: None.
+    """
+    if recipe == "none":
         return None
     import kornia.augmentation as K
 
+    kind, amount = recipe.split()
+    amount = float(amount)
+    if kind == "shift":
+        return K.AugmentationSequential(K.RandomCrop((28, width), padding=int(amount)))
     return K.AugmentationSequential(
         K.RandomAffine(
-            degrees=10 * strength,
-            translate=(0.1 * strength * 28 / width, 0.1 * strength),
-            scale=(1 - 0.1 * strength, 1 + 0.1 * strength),
+            degrees=10 * amount,
+            translate=(0.1 * amount * 28 / width, 0.1 * amount),
+            scale=(1 - 0.1 * amount, 1 + 0.1 * amount),
             p=1.0,
         )
     )
@@ -170,7 +180,7 @@ def sampler_for(codes, seed):
     )
 
 
-def plain_loop(loss, setting, lr, strength, X, y, seed, epochs, steps=None):
+def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
     """Train a fresh ConvNet with ``loss`` in a plain torch loop; returns the embedding function.
 
     ``steps``: stop after that many steps (the throughput part), else ``epochs`` epochs.
@@ -183,7 +193,7 @@ def plain_loop(loss, setting, lr, strength, X, y, seed, epochs, steps=None):
     optimizer = torch.optim.SGD(
         module.parameters(), lr=lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
     )
-    augment = augmentation(strength, X.shape[-1])
+    augment = augmentation(recipe, X.shape[-1])
     sampler = sampler_for(codes, seed)
     images, codes_t = torch.from_numpy(X), torch.from_numpy(codes)
     done = 0
@@ -222,9 +232,9 @@ def plain_loop(loss, setting, lr, strength, X, y, seed, epochs, steps=None):
     return embed
 
 
-def estimator_params(strength, width, epochs, lr=None):
+def estimator_params(recipe, width, epochs, lr=None):
     """The estimator on image items: its defaults, the augmentation, ``epochs`` epochs."""
-    params = dict(max_epochs=epochs, augmentation=augmentation(strength, width), device="cpu")
+    params = dict(max_epochs=epochs, augmentation=augmentation(recipe, width), device="cpu")
     if lr is not None:
         params["learning_rate"] = lr
     return params
@@ -277,7 +287,7 @@ class Store:
 
 
 def validation(args, splits, store):
-    """Seed 0, the held-out training classes: the augmentation's strength (with the SOPRCLoss
+    """Seed 0, the held-out training classes: the augmentation (with the SOPRCLoss
     loop at its defaults), then each loss's learning rate at its default parameters and its
     parameters at that rate, then the estimator's learning rate with that augmentation."""
     data, epochs, width = splits["validation"], args.validation_epochs, splits["test"][0].shape[-1]
@@ -313,7 +323,7 @@ def validation(args, splits, store):
             f"{len(np.unique(data[3]))} held out; seed 0, {epochs} epochs)",
             ["method", "setting", "validation mAUPRC", "validation R@1", "s / fit"],
             list(rows.values()),
-            notes="Each search in turn: the augmentation's strength with the SOPRCLoss loop at "
+            notes="Each search in turn: the augmentation with the SOPRCLoss loop at "
             f"lr {DEFAULT_LR}; then for each loss its learning rate at its default parameters "
             "(a winning edge of the grid extends it), then its parameters at that rate; then the "
             "estimator's learning rate with that augmentation.",
@@ -322,43 +332,43 @@ def validation(args, splits, store):
 
     store.tables = table
 
-    def run_loss(loss, setting, lr, strength):
+    def run_loss(loss, setting, lr, recipe):
         return scored(
-            lambda X, y, seed: plain_loop(loss, setting, lr, strength, X, y, seed, epochs),
+            lambda X, y, seed: plain_loop(loss, setting, lr, recipe, X, y, seed, epochs),
             data,
             0,
         )
 
     defaults = LOSSES["SOPRCLoss"][1][0]
-    strength = best(
+    recipe = best(
         "SOPRCLoss loop",
-        {s: f"strength {s}, {describe(defaults)}, lr={DEFAULT_LR}" for s in STRENGTHS},
-        lambda s: run_loss("SOPRCLoss", defaults, DEFAULT_LR, s),
+        {a: f"augmentation {a}, {describe(defaults)}, lr={DEFAULT_LR}" for a in AUGMENTATIONS},
+        lambda a: run_loss("SOPRCLoss", defaults, DEFAULT_LR, a),
     )
-    chosen["augmentation strength"] = strength
+    chosen["augmentation"] = recipe
     for loss, (_, grid) in LOSSES.items():
         if loss not in args.rows:
             continue
         method = f"{loss} loop"
         lr = lr_search(
             method,
-            f"strength {strength}, {describe(grid[0])}",
-            lambda r, loss=loss, grid=grid: run_loss(loss, grid[0], r, strength),
+            f"augmentation {recipe}, {describe(grid[0])}",
+            lambda r, loss=loss, grid=grid: run_loss(loss, grid[0], r, recipe),
         )
         index = best(
             method,
-            {i: f"strength {strength}, {describe(s)}, lr={lr}" for i, s in enumerate(grid)},
-            lambda i, loss=loss, grid=grid, lr=lr: run_loss(loss, grid[i], lr, strength),
+            {i: f"augmentation {recipe}, {describe(s)}, lr={lr}" for i, s in enumerate(grid)},
+            lambda i, loss=loss, grid=grid, lr=lr: run_loss(loss, grid[i], lr, recipe),
         )
         chosen[loss] = {"setting": grid[index], "lr": lr}
         store.save()
     if "estimator" in args.rows:
         lr = lr_search(
             "SOPRCEmbedder (images)",
-            f"strength {strength}, defaults",
+            f"augmentation {recipe}, defaults",
             lambda r: scored(
                 lambda X, y, seed: fit_estimator(
-                    estimator_params(strength, width, epochs, lr=r), X, y, seed
+                    estimator_params(recipe, width, epochs, lr=r), X, y, seed
                 ),
                 data,
                 0,
@@ -379,30 +389,40 @@ def chosen_settings(args):
 
 
 def compare(args, splits, store, seeds):
-    """Every row on the test classes, seed after seed (a cut-off run keeps its whole seeds)."""
+    """Every row on the test classes, seed after seed (a cut-off run keeps its whole seeds);
+    with ``--resume``, the runs of an earlier file are kept and the table shows them all."""
     chosen, source = chosen_settings(args)
-    strength = chosen.get("augmentation strength", DEFAULT_STRENGTH)
+    recipe = chosen.get("augmentation", DEFAULT_AUGMENTATION)
     width, epochs = splits["test"][0].shape[-1], args.epochs
-    methods = {}
-    if "estimator" in args.rows:
-        methods["SOPRCEmbedder, CNN + augmentation"] = (
+    methods = {  # name: (row key of --rows, setting, fit)
+        "SOPRCEmbedder, CNN + augmentation": (
+            "estimator",
             "defaults",
-            lambda X, y, seed: fit_estimator(estimator_params(strength, width, epochs), X, y, seed),
+            lambda X, y, seed: fit_estimator(estimator_params(recipe, width, epochs), X, y, seed),
+        ),
+    }
+    tuned_lr = chosen.get("SOPRCEmbedder", {}).get("lr", DEFAULT_LR)
+    if tuned_lr != DEFAULT_LR:
+        methods["SOPRCEmbedder, CNN + augmentation, tuned"] = (
+            "estimator",
+            f"learning_rate={tuned_lr}",
+            lambda X, y, seed: fit_estimator(
+                estimator_params(recipe, width, epochs, lr=tuned_lr), X, y, seed
+            ),
         )
-    if "mlp" in args.rows:
-        methods["SOPRCEmbedder, flattened pixels (MLP)"] = (
-            "defaults",
-            lambda X, y, seed: fit_mlp(epochs, X, y, seed),
-        )
+    methods["SOPRCEmbedder, flattened pixels (MLP)"] = (
+        "mlp",
+        "defaults",
+        lambda X, y, seed: fit_mlp(epochs, X, y, seed),
+    )
     for loss, (_, grid) in LOSSES.items():
-        if loss not in args.rows:
-            continue
         picked = chosen.get(loss, {"setting": grid[0], "lr": DEFAULT_LR})
         label = ", ".join(f"{k}={v}" for k, v in {**picked["setting"], "lr": picked["lr"]}.items())
         methods[f"{loss} loop" + (", tuned" if loss in chosen else "")] = (
+            loss,
             label,
             lambda X, y, seed, loss=loss, picked=picked: plain_loop(
-                loss, picked["setting"], picked["lr"], strength, X, y, seed, epochs
+                loss, picked["setting"], picked["lr"], recipe, X, y, seed, epochs
             ),
         )
     X, y, X_test, y_test = splits["test"]
@@ -412,20 +432,17 @@ def compare(args, splits, store, seeds):
 
     def table():
         rows = [["raw pixels (cosine)", "", f"{raw[0]:.4f}", f"{raw[1]:.4f}", "", ""]]
-        for name, (label, _) in methods.items():
-            found = np.array(
-                [
-                    store.runs[f"{name} | {seed}"]
-                    for seed in seeds
-                    if f"{name} | {seed}" in store.runs
-                ]
+        for name, (_, label, _) in methods.items():
+            done = sorted(
+                int(key.rpartition(" | ")[2]) for key in store.runs if key.startswith(f"{name} | ")
             )
-            if not len(found):
+            if not done:
                 continue
+            found = np.array([store.runs[f"{name} | {seed}"] for seed in done])
             mean, sd = found.mean(0), found.std(0)
             rows.append(
                 [name, label, f"{mean[0]:.4f} ± {sd[0]:.4f}", f"{mean[1]:.4f} ± {sd[1]:.4f}",
-                 f"{mean[2]:.0f}", len(found)]
+                 f"{mean[2]:.0f}", ", ".join(map(str, done))]
             )  # fmt: skip
         store.results.add_table(
             f"Class-disjoint image retrieval, {args.digits} digits (test classes), {epochs} epochs",
@@ -433,35 +450,37 @@ def compare(args, splits, store, seeds):
             rows,
             notes=f"Composite digits as 28 x {width} uint8 images, {len(np.unique(y))} classes "
             f"({len(y):,} items) to train, {len(np.unique(y_test))} unseen ({len(y_test):,}) to "
-            f"test; one torch thread; mean ± sd over the seeds run of {seeds}. Augmentation "
-            f"strength {strength} for every CNN row; loops: ConvNet defaults, SGD momentum 0.9, "
-            f"weight decay 4e-4, batches of 4 a class; settings chosen on held-out training "
+            f"test; one torch thread; mean ± sd over the seeds of each row (sd 0 for one seed). "
+            f"Augmentation {recipe!r} for every CNN row; loops: ConvNet defaults, SGD momentum "
+            f"0.9, weight decay 4e-4, batches of 4 a class; settings chosen on held-out training "
             f"classes ({source or 'not run: defaults'}).",
         )
 
     store.tables = table
     for seed in seeds:
-        for name, (_, fit) in methods.items():
-            store.get(
-                f"{name} | {seed}", lambda fit=fit, seed=seed: scored(fit, splits["test"], seed)
-            )
+        for name, (row, _, fit) in methods.items():
+            if row in args.rows:
+                store.get(
+                    f"{name} | {seed}",
+                    lambda fit=fit, seed=seed: scored(fit, splits["test"], seed),
+                )
     store.save()
 
 
 def throughput(args, splits, store):
     """Marginal steps per second of the estimator and of the SOPRCLoss loop, same batches."""
     X, y = splits["test"][:2]
-    width, strength = X.shape[-1], DEFAULT_STRENGTH
+    width, recipe = X.shape[-1], DEFAULT_AUGMENTATION
     codes = np.unique(y, return_inverse=True)[1]
     per_epoch = len(sampler_for(codes, 0))
     epochs = (1, 1 + args.steps_epochs)
     candidates = {
-        "SOPRCEmbedder": lambda e: fit_estimator(estimator_params(strength, width, e), X, y, 0),
+        "SOPRCEmbedder": lambda e: fit_estimator(estimator_params(recipe, width, e), X, y, 0),
         "SOPRCEmbedder, weight_averaging=None": lambda e: fit_estimator(
-            {**estimator_params(strength, width, e), "weight_averaging": None}, X, y, 0
+            {**estimator_params(recipe, width, e), "weight_averaging": None}, X, y, 0
         ),
         "SOPRCLoss plain loop": lambda e: plain_loop(
-            "SOPRCLoss", {}, DEFAULT_LR, strength, X, y, 0, e
+            "SOPRCLoss", {}, DEFAULT_LR, recipe, X, y, 0, e
         ),
     }
     timings = {}
@@ -493,7 +512,7 @@ def throughput(args, splits, store):
             for name in candidates
         ],  # fmt: skip
         notes=f"{args.digits}-digit training half ({len(y):,} items, 28 x {width}), "
-        f"{per_epoch} batches an epoch; the default ConvNet, augmentation strength {strength}; "
+        f"{per_epoch} batches an epoch; the default ConvNet, augmentation {recipe!r}; "
         f"marginal rate between {epochs[0]} and {epochs[1]} epochs "
         f"({(epochs[1] - epochs[0]) * per_epoch} steps), one run each. The estimator "
         "includes its prior warm-up and, by default, weight averaging.",
@@ -539,10 +558,7 @@ def main(argv=None):
     parts = {
         "validation": ("validation",),
         "throughput": ("throughput",),
-        "compare": (
-            f"{args.epochs}_epochs",
-            args.seeds != [0] and "seeds_" + "_".join(map(str, args.seeds)),
-        ),
+        "compare": (f"{args.epochs}_epochs",),
     }[args.part]
     name = results_name(f"bench_soprc_images_{args.digits}_digits", args, *parts)
     store = Store(name, args.resume)

@@ -647,6 +647,10 @@ def _call_mlp(inputs, tmp_path):
     nn.MLP(D, (8,), 4)(inputs.tensor(FEATURES))
 
 
+def _call_conv_net(inputs, tmp_path):
+    nn.ConvNet((1, 2, 2), (4,), 3)(inputs.tensor(FEATURES[:, :4].reshape(-1, 1, 2, 2)))
+
+
 def _call_sparse_linear(inputs, tmp_path):
     layer = nn.SparseLinear(D, 3)
     layer(inputs.tensor(FEATURES))
@@ -895,6 +899,7 @@ ENTRY_POINTS = {
         ),
     ),
     "skrank.nn.MLP": Entry(_call_mlp, kinds=TENSORS, methods=("forward",)),
+    "skrank.nn.ConvNet": Entry(_call_conv_net, kinds=TENSORS, methods=("forward",)),
     "skrank.nn.SparseLinear": Entry(
         _call_sparse_linear,
         kinds=TENSORS,

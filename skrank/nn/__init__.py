@@ -8,8 +8,9 @@
   :class:`LRScheduler`, :class:`WeightAveraging`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`RowSubset`, :func:`memory_mapped` and :func:`input_dtypes`, for
-  inputs read from a memory-mapped file; :class:`MLP`, the default network, with
-  :func:`layer_sizes` and :func:`module_output_dim`; :class:`SparseRows` and
+  inputs read from a memory-mapped file; :class:`MLP`, the default network, and
+  :class:`ConvNet`, the default network of image items, with :func:`layer_sizes` and
+  :func:`module_output_dim`; :class:`SparseRows` and
   :class:`SparseLinear`, sparse batches and the layer that reads only their non-zero features;
   :class:`RowSparseOptimizer`, which updates only the rows of a table a step read;
   :func:`resolve_device`.
@@ -49,7 +50,7 @@ from ._engine import (
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
 )
-from ._modules import MLP, layer_sizes, module_output_dim
+from ._modules import MLP, ConvNet, layer_sizes, module_output_dim
 from ._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
 from ._optim import RowSparseOptimizer
 from ._sparse import SparseLinear, SparseRows
@@ -66,6 +67,7 @@ __all__ = [
     "Callback",
     "Checkpoint",
     "ComponentParameters",
+    "ConvNet",
     "DistributedContext",
     "EarlyStopping",
     "LRScheduler",

@@ -284,6 +284,7 @@ ENGINE_METHODS = dict.fromkeys(
         "initialize_weights",
         "optimizers_for",
         "set_classes",
+        "set_training",
         "shared_random_state",
         "warm_starting",
     ],
@@ -671,6 +672,12 @@ def _call_dense_float32(inputs, tmp_path):
     nn.dense_float32(inputs.X(FEATURES))
 
 
+def _call_check_image_items(inputs, tmp_path):
+    images = np.abs(FEATURES[:, :4]).reshape(-1, 2, 2)
+    nn.check_image_items(inputs.array(images))
+    nn.check_image_items(inputs.array(np.minimum(images * 50, 255), dtype=np.uint8))
+
+
 def _call_input_inspection(function):
     def call(inputs, tmp_path):
         function(inputs.X(FEATURES))
@@ -918,6 +925,8 @@ ENTRY_POINTS = {
     "skrank.nn.gather_with_gradient": Entry(_call_gather(nn.gather_with_gradient), kinds=TENSORS),
     "skrank.nn.input_dtypes": Entry(_call_input_inspection(nn.input_dtypes), kinds=ARRAYS_ONLY),
     "skrank.nn.memory_mapped": Entry(_call_input_inspection(nn.memory_mapped), kinds=ARRAYS_ONLY),
+    "skrank.nn.item_rank": Entry(_call_input_inspection(nn.item_rank), kinds=ARRAY_KINDS),
+    "skrank.nn.check_image_items": Entry(_call_check_image_items, kinds=DENSE_ONLY),
     "skrank.nn.TrainingInputs": Entry(
         _call_training_inputs, kinds=ARRAYS_ONLY, methods=("rows", "chunks", "batch")
     ),

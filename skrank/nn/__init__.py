@@ -8,7 +8,8 @@
   :class:`LRScheduler`, :class:`WeightAveraging`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`RowSubset`, :func:`memory_mapped` and :func:`input_dtypes`, for
-  inputs read from a memory-mapped file; :class:`MLP`, the default network, and
+  inputs read from a memory-mapped file; :func:`check_image_items`, :func:`item_rank` and
+  :data:`ITEM_SHAPES`, for image items; :class:`MLP`, the default network, and
   :class:`ConvNet`, the default network of image items, with :func:`layer_sizes` and
   :func:`module_output_dim`; :class:`SparseRows` and
   :class:`SparseLinear`, sparse batches and the layer that reads only their non-zero features;
@@ -34,7 +35,16 @@ from ._callbacks import (
     ProgressBar,
     WeightAveraging,
 )
-from ._data import Batch, RowSubset, TrainingInputs, input_dtypes, memory_mapped
+from ._data import (
+    ITEM_SHAPES,
+    Batch,
+    RowSubset,
+    TrainingInputs,
+    check_image_items,
+    input_dtypes,
+    item_rank,
+    memory_mapped,
+)
 from ._device import resolve_device
 from ._distributed import (
     DistributedContext,
@@ -57,6 +67,7 @@ from ._sparse import SparseLinear, SparseRows
 
 __all__ = [
     "ENGINE_DEFAULTS",
+    "ITEM_SHAPES",
     "MLP",
     "TORCH_ATTRIBUTE_DOCS",
     "TORCH_INPUT_DOCS",
@@ -79,6 +90,7 @@ __all__ = [
     "TrainingInputs",
     "UnitRows",
     "WeightAveraging",
+    "check_image_items",
     "check_onnx_installed",
     "current_context",
     "dense_float32",
@@ -86,6 +98,7 @@ __all__ = [
     "gather_summing_gradient",
     "gather_with_gradient",
     "input_dtypes",
+    "item_rank",
     "layer_sizes",
     "memory_mapped",
     "module_output_dim",

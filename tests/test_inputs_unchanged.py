@@ -531,6 +531,22 @@ def _call_negative_pair_outer_mean(inputs, tmp_path):
     similarity.negative_pair_outer_mean(inputs.X(FEATURES), pairs)
 
 
+def _call_figure_of_merit(inputs, tmp_path):
+    similarity.figure_of_merit(inputs.X(FEATURES), inputs.y(LABELS))
+
+
+def _call_negative_pair_similarities(inputs, tmp_path):
+    A = np.eye(FEATURES.shape[1])
+    similarity.negative_pair_similarities(
+        inputs.X(FEATURES), inputs.array(np.unique(LABELS, return_inverse=True)[1]),
+        inputs.array(A), max_pairs=10, random_state=0,
+    )  # fmt: skip
+
+
+def _call_threshold_at_fpr(inputs, tmp_path):
+    similarity.threshold_at_fpr(inputs.array(np.linspace(-1.0, 1.0, 25)), 0.1)
+
+
 def _call_pair_groups(inputs, tmp_path):
     similarity.pair_groups(inputs.array(np.array([[0, 1], [1, 2], [4, 5]])))
     similarity.pair_groups(inputs.array(PAIRS))
@@ -982,6 +998,11 @@ ENTRY_POINTS = {
         _call_pair_scatter(similarity.similar_pair_scatter), kinds=NO_SPARSE
     ),
     "skrank.similarity.feasible_alpha_range": Entry(_call_feasible_alpha_range, kinds=DENSE_ONLY),
+    "skrank.similarity.figure_of_merit": Entry(_call_figure_of_merit, kinds=DENSE_ONLY),
+    "skrank.similarity.negative_pair_similarities": Entry(
+        _call_negative_pair_similarities, kinds=DENSE_ONLY
+    ),
+    "skrank.similarity.threshold_at_fpr": Entry(_call_threshold_at_fpr, kinds=DENSE_ONLY),
     "skrank.similarity.negative_pair_outer_mean": Entry(
         _call_negative_pair_outer_mean, kinds=DENSE_ONLY
     ),

@@ -43,20 +43,16 @@ def _version(package):
         return None
 
 
+def _git(*arguments):
+    """The output of ``git <arguments>`` in this repository."""
+    command = ["git", "-C", str(REPOSITORY), *arguments]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def _git_commit():
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPOSITORY), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPOSITORY), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        commit = _git("rev-parse", "--short", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+uncommitted" if dirty else "")

@@ -40,6 +40,12 @@ from sklearn.neighbors import KNeighborsClassifier
 from skrank import MMC
 from skrank.similarity import figure_of_merit, similar_pair_scatter
 
+DIGITS_NOTE = (
+    "Figure of merit: mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar pairs), over "
+    "all pairs (what MMC.score returns). metric-learn: MMC_Supervised, random_state=0, "
+    "max_iter=100."
+)
+
 
 def merit(X, y, components):
     """Figure of merit of the metric ``A = L^T L`` over all pairs of ``(X, y)``."""
@@ -177,14 +183,10 @@ def digits_section(results, quick):
         if fit is not None
     ]
     rows.append(["Euclidean metric", "-", f"{merit(X, y, np.eye(X.shape[1])):.4f}", "-", "-", "-"])
+    columns = ["method", "fit s", "figure of merit", "n_iter", "converged"]
+    title = f"Digits n={n}, PCA 31: figure of merit over all pairs"
     results.add_table(
-        f"Digits n={n}, PCA 31: figure of merit over all pairs",
-        ["method", "fit s", "figure of merit", "n_iter", "converged", f"speed-up vs ML {most}"],
-        rows,
-        notes="Figure of merit: mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar "
-        "pairs), over all pairs (what MMC.score returns). metric-learn: MMC_Supervised, "
-        "random_state=0, max_iter=100.",
-        show=True,
+        title, [*columns, f"speed-up vs ML {most}"], rows, notes=DIGITS_NOTE, show=True
     )
 
 

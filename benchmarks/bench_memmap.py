@@ -40,7 +40,7 @@ from _harness import PeakMemory, parser, results_name, run_in_child
 from _results import Results
 
 from skrank.datasets import make_composite_digits
-from skrank.nn._data import RowSubset
+from skrank.nn import RowSubset
 
 N_DIGITS, BATCH, CHUNK = 3, 200, 10_000
 

@@ -628,8 +628,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
         Returns
         -------
-        inputs : ndarray of float32 of shape (n_samples, n_features) or (n_samples, \
-*item_shape_)
+        inputs : ndarray of float32
+            Of shape ``(n_samples, n_features)`` for feature rows, ``(n_samples,
+            *item_shape_)`` for images.
         """
         X = self._validate_for_transform(X)
         if X.ndim > 2 and X.dtype == np.uint8:

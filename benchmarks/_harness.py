@@ -1,37 +1,32 @@
-"""The benchmarks' harness: common arguments, timing, child processes, peak memory, baselines.
+"""The benchmarks' harness: declared benchmarks, common arguments, timing, child processes, peak
+memory, baselines. Results are written through ``_results.py``, data read through ``_data.py``.
 
-The benchmark scripts measure through this module and write through ``_results.py``.
-
+- **Benchmarks** (after asv's shape). A script declares a :class:`Benchmark`: its data (a
+  function of the script), its methods (:class:`Method`: skrank and its peers, each a fit
+  function with its parameters, a peer in its own environment) and its scores (a function of
+  the data and of what each fit predicts). :func:`run_benchmark` owns the loop over methods and
+  seeds, the child process of each fit, its wall and CPU seconds, its peak memory and the
+  records kept for ``--resume``; ``_results.summary_rows`` turns the records into a table.
 - **Arguments.** :func:`parser` adds the arguments the scripts share, spelt and meant the same
-  everywhere (:data:`COMMON_ARGUMENTS`: ``--quick``, ``--seeds``, ``--tag``, ``--resume``,
-  ``--report-only``, ``--timeout``, ``--repeats``, ``--device``, ``--baseline``);
-  :func:`results_name` names the results file from them: ``<stem>[_<part>...][_quick][_<tag>]``.
-- **Timing.** :func:`timed` (wall seconds of one call, CUDA synchronised before and after),
-  :func:`timed_cpu` (wall and CPU seconds), :func:`alternate` (repeated measurements
-  interleaved, so that a change of load on a shared machine hits every candidate alike) and
-  :func:`marginal_rate` (work per second between a short and a long run, so that set-up costs
-  cancel).
+  everywhere (:data:`COMMON_ARGUMENTS`); :func:`results_name` names the results file from them:
+  ``<stem>[_<part>...][_quick][_<tag>]``.
+- **Timing.** :func:`timed` (wall seconds, CUDA synchronised), :func:`timed_cpu` (wall and CPU
+  seconds), :func:`alternate` (repeated measurements interleaved, so that a change of load on a
+  shared machine hits every candidate alike), :func:`marginal_rate` (set-up costs cancel).
 - **Child processes.** :func:`run_in_child` calls a function of a script in a fresh Python
-  process: this environment's, a peer's own environment (:func:`environment_python`), or under a
-  launcher such as ``torchrun``. One protocol: the child imports the script as a module, calls
-  the function with keyword arguments given as JSON, and writes its return value as JSON to the
-  file the parent names (``$SKRANK_BENCHMARK_OUTPUT``); the parent waits, enforcing an optional
-  time and memory limit, and reads the file. A child that fails, is stopped or writes nothing
-  raises :class:`ChildFailed` in the parent, with the end of its output.
-- **Peak memory.** :class:`PeakMemory`: the resident memory at the start of a measured region,
-  the peak within it, and the increase, which every table reports (one quantity for every
-  method: imports and loaded data, held before the region, are not counted).
-- **Baselines.** :func:`source_at` extracts the ``skrank`` package of an earlier git revision
-  into a temporary folder (:func:`sources`: this checkout and that one); ``run_in_child(...,
-  source=folder)`` runs a child on it instead of on this checkout (and checks that the child
-  imported that copy).
+  process (this environment's, a peer's own, :func:`environment_python`, or under a launcher
+  such as ``torchrun``): the child imports the script as a module, calls the function with
+  keyword arguments given as JSON and writes its return value as JSON to the file the parent
+  names; the parent enforces an optional time and memory limit. A child that fails, is stopped
+  or writes nothing raises :class:`ChildFailed`, with the end of its output.
+- **Peak memory.** :class:`PeakMemory`: the resident (or anonymous) memory at the start of a
+  measured region, the peak within it, and the increase, which every table reports.
+- **Baselines.** :func:`source_at` extracts the ``skrank`` package of an earlier git revision;
+  ``run_in_child(..., source=folder)`` runs a child on it (:func:`sources`: both checkouts).
 
 The module uses the standard library only, so that a child running in another environment
-(PECOS, metric-learn) imports it too.
-
-Peers in environments of their own: libpecos (PECOS XR-Linear) pins numpy < 2 and scipy < 1.14,
-and metric-learn 0.7 does not run with scikit-learn >= 1.8, so each runs with the Python of a
-virtual environment beside the benchmarks (or the one an environment variable names)::
+(PECOS, metric-learn) imports it too. Those environments (libpecos pins numpy < 2 and
+scipy < 1.14; metric-learn 0.7 does not run with scikit-learn >= 1.8)::
 
     python3 -m venv benchmarks/.venv-pecos           # or set SKRANK_PECOS_PYTHON
     benchmarks/.venv-pecos/bin/pip install "numpy<2" "scipy<1.14" scikit-learn
@@ -39,48 +34,43 @@ virtual environment beside the benchmarks (or the one an environment variable na
     python3 -m venv benchmarks/.venv-ml              # or set SKRANK_METRIC_LEARN_PYTHON
     benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
 
-Example: a script that times a fit in a child process per seed::
+Example: a benchmark of two embedders, scored on a test split::
 
-    from _harness import PeakMemory, parser, results_name, run_in_child, timed
-    from _results import Results
+    from _data import composite_digits
+    from _harness import Benchmark, Method, parser, results_name, run_benchmark
+    from _results import Results, summary_rows
 
-    def measure(n_samples, seed):  # runs in the child: imports and data first
+    def fit_soprc(data, seed, **params):  # in the child: measured
         from skrank import SOPRCEmbedder
-        X, y = make_data(n_samples, seed)
-        with PeakMemory() as memory:
-            _, seconds = timed(SOPRCEmbedder(random_state=seed).fit, X, y)
-        return {"seconds": seconds, "memory_gib": memory.increase / 2**30}
+        return SOPRCEmbedder(random_state=seed, **params).fit(data[0], data[1])
+
+    def embed(model, data):  # in the child, timed apart
+        return model.transform(data[2])
+
+    def score(data, embedding):  # in the parent
+        from skrank.metrics import mean_auprc_score
+        return {"mAUPRC": mean_auprc_score(np.asarray(embedding), data[3])}
+
+    BENCHMARK = Benchmark(
+        "bench_example", composite_digits,
+        (Method("defaults", fit_soprc), Method("5 epochs", fit_soprc, {"max_epochs": 5})),
+        predict=embed, score=score, data_params={"classes": 100},
+    )
 
     def main(argv=None):
-        args = parser(__doc__, "quick", "seeds", "tag", "timeout", seeds=[0, 1, 2]).parse_args(argv)
-        n_samples = 1_000 if args.quick else 100_000
-        rows = []
-        for seed in args.seeds:
-            found = run_in_child(__file__, "measure", {"n_samples": n_samples, "seed": seed},
-                                 timeout=args.timeout)
-            rows.append([seed, found["seconds"], found["memory_gib"]])
-        results = Results(results_name("bench_example", args))
-        results.add_table("Fit time", ["seed", "fit s", "peak above start GiB"], rows)
-        results.save()
-
-    if __name__ == "__main__":
-        main()
-
-A comparison with an earlier commit (``--baseline REV``) runs the same child on both::
-
-    with sources(args.baseline) as checkouts:  # {None: this checkout, commit: its folder}
-        times = alternate(
-            lambda commit: run_in_child(
-                __file__, "measure", {...}, source=checkouts[commit]
-            )["seconds"],
-            checkouts,
-            args.repeats,
-        )
+        args = parser(__doc__, "quick", "seeds", seeds=[0, 1, 2]).parse_args(argv)
+        records = run_benchmark(BENCHMARK, args.seeds, environment={"OMP_NUM_THREADS": "1"})
+        results = Results(results_name(BENCHMARK.name, args))
+        results.add_table("Test retrieval", ["method", "mAUPRC", "fit s", "peak GiB", "runs"],
+                          summary_rows(records, ["mAUPRC"]))
+        results.add_figure("runs", records).save()
 """
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
+import inspect
 import io
 import json
 import os
@@ -89,6 +79,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -225,8 +216,7 @@ class PeakMemory:
         (``VmHWM``), reset to the current size on entry (``/proc/self/clear_refs``), exact.
         True: the anonymous resident memory only (``RssAnon``: heap and private pages, not the
         pages of mapped files, which belong to the page cache), sampled every millisecond by a
-        thread (:class:`skrank.utils._memory.PeakAnonymousMemory`): for code that reads
-        memory-mapped files.
+        thread: for code that reads memory-mapped files.
 
     Attributes
     ----------
@@ -238,14 +228,16 @@ class PeakMemory:
     def __init__(self, anonymous=False):
         self.anonymous = anonymous
         self.start = self.peak = None
-        self._sampler = None
+        self._done = None
 
     def __enter__(self):
         if self.anonymous:
-            from skrank.utils._memory import PeakAnonymousMemory
-
-            self._sampler = PeakAnonymousMemory().__enter__()
-            self.start = self._sampler.start
+            self.start = self.peak = _status_bytes("RssAnon")
+            if self.start is None:
+                raise OSError("RssAnon is not available: /proc/self/status has no such line.")
+            self._done = threading.Event()
+            self._sampler = threading.Thread(target=self._sample, daemon=True)
+            self._sampler.start()
             return self
         self.start = _status_bytes("VmRSS")
         if self.start is not None:
@@ -259,10 +251,16 @@ class PeakMemory:
                 ) from error
         return self
 
+    def _sample(self):
+        while not self._done.is_set():
+            self.peak = max(self.peak, _status_bytes("RssAnon"))
+            time.sleep(0.001)
+
     def __exit__(self, *exc_info):
-        if self._sampler is not None:
-            self._sampler.__exit__(*exc_info)
-            self.peak = self._sampler.peak
+        if self._done is not None:
+            self._done.set()
+            self._sampler.join()
+            self.peak = max(self.peak, _status_bytes("RssAnon"))
         elif self.start is not None:
             self.peak = _status_bytes("VmHWM")
 
@@ -272,8 +270,8 @@ class PeakMemory:
 
     def increase_so_far(self):
         """``increase`` up to now, inside the region (e.g. after one phase of several)."""
-        if self._sampler is not None:
-            return self._sampler.peak - self.start
+        if self._done is not None:
+            return self.peak - self.start
         return None if self.start is None else _status_bytes("VmHWM") - self.start
 
 
@@ -410,14 +408,19 @@ def _wait(child, timeout, memory_limit_gib):
             return reason
 
 
-def _child_main(script, function, arguments):
-    """The child's side of :func:`run_in_child`."""
+def _import_script(script):
+    """The module of the Python file ``script``, imported under its file's stem."""
     path = Path(script)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module  # the script's own imports and pickles find it
     spec.loader.exec_module(module)
-    value = getattr(module, function)(**json.loads(arguments))
+    return module
+
+
+def _child_main(script, function, arguments):
+    """The child's side of :func:`run_in_child`."""
+    value = getattr(_import_script(script), function)(**json.loads(arguments))
     source = os.environ.get(SOURCE_VARIABLE)
     skrank = sys.modules.get("skrank")
     imported = Path(skrank.__file__) if skrank is not None else None
@@ -430,6 +433,185 @@ def _child_main(script, function, arguments):
         partial = target.with_name(target.name + ".partial")
         partial.write_text(json.dumps(value, indent=1, default=jsonable) + "\n")
         partial.replace(target)  # a reader never sees half a file
+
+
+# ------------------------------------------------------------------------------ benchmarks
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One method of a :class:`Benchmark`: a row of its table.
+
+    Parameters
+    ----------
+    name : str
+        The row's name, e.g. ``"SOPRCEmbedder"`` or ``"FastAP, tuned"``.
+    fit : callable
+        A module-level function of the benchmark's script, ``fit(data, seed, **params)``: the
+        measured call (its wall and CPU seconds and its peak memory); returns the fitted model.
+    params : dict, default={}
+        Keyword arguments of ``fit`` (JSON: numbers, strings, lists, dicts).
+    predict : callable or None, default=None
+        ``predict(fitted, data)``: what ``score`` reads, as JSON (embeddings, top-k labels,
+        components), timed apart as ``predict_seconds``; the benchmark's own when None.
+    python : path-like or None, default=None
+        The Python of a peer's own environment (:func:`environment_python`); None: this one.
+    """
+
+    name: str
+    fit: object
+    params: dict = dataclasses.field(default_factory=dict)
+    predict: object = None
+    python: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Benchmark:
+    """A benchmark: its data, its methods and its scores. :func:`run_benchmark` owns the loop,
+    the child process per method and seed, the timing and the peak memory.
+
+    Parameters
+    ----------
+    name : str
+        The results file's stem (``benchmarks/results/<name>.json``, see :func:`results_name`).
+    data : callable
+        A function the methods' script defines or imports (the child finds it there by name),
+        ``data(**data_params)`` (``data(seed=seed,
+        **data_params)`` with ``split_by_seed``): the data every method gets, loaded in each
+        child before the measured region, and in the parent for ``score``.
+    methods : sequence of Method
+    predict : callable
+        ``predict(fitted, data)`` of the methods that do not name their own (a function of the
+        script, as every callable here).
+    score : callable or None
+        ``score(data, predicted)``: ``{score name: number}``, in the parent (this environment)
+        from what ``predict`` returned; None: ``predict`` returns the scores (in the child).
+    data_params : dict, default={}
+    split_by_seed : bool, default=False
+        Whether each seed has its own data (a split drawn with that seed).
+    """
+
+    name: str
+    data: object
+    methods: tuple
+    predict: object
+    score: object
+    data_params: dict = dataclasses.field(default_factory=dict)
+    split_by_seed: bool = False
+
+    def load(self, seed=None):
+        """The data of ``seed`` (of every seed unless ``split_by_seed``)."""
+        params = {**self.data_params, **({"seed": seed} if self.split_by_seed else {})}
+        return self.data(**params)
+
+
+def run_benchmark(
+    benchmark,
+    seeds,
+    *,
+    methods=None,
+    timeout=None,
+    memory_limit_gib=None,
+    anonymous=False,
+    environment=None,
+    runs=None,
+    report=None,
+):
+    """Every method of ``benchmark`` on every seed, each fit in a child process of its own.
+
+    Parameters
+    ----------
+    benchmark : Benchmark
+    seeds : sequence of int
+        The methods' ``seed`` (and the split's, with ``split_by_seed``).
+    methods : sequence of str or None, default=None
+        Only these methods (by name), in the benchmark's order; all when None.
+    timeout, memory_limit_gib : float or None, default=None
+        Limits of each child (:func:`run_in_child`); a child stopped at one is a failed run.
+    anonymous : bool, default=False
+        Peak memory of the anonymous pages only (:class:`PeakMemory`).
+    environment : dict or None, default=None
+        Environment variables of the children (e.g. ``{"OMP_NUM_THREADS": "1"}``).
+    runs : path-like or None, default=None
+        A folder keeping each run's JSON (``<method>_<seed>.json``); a run whose file exists is
+        read back, not run again (``--resume``).
+    report : callable or None, default=None
+        ``report(record)`` after every run (e.g. print it, or save the table so far).
+
+    Returns
+    -------
+    records : list of dict
+        One per method and seed, in that order: ``method``, ``seed``, the scores,
+        ``fit_seconds``, ``fit_cpu_seconds``, ``predict_seconds``, ``peak_gib`` (the peak
+        memory of the fit above its start); or ``method``, ``seed`` and ``failed`` (the
+        reason, e.g. ``"no result in 600 s"``).
+    """
+    chosen = [m for m in benchmark.methods if methods is None or m.name in methods]
+    unknown = set(methods or ()).difference(m.name for m in benchmark.methods)
+    if unknown:
+        names = [m.name for m in benchmark.methods]
+        raise ValueError(f"No method(s) {sorted(unknown)} in {benchmark.name}: {names}.")
+    records, data = [], {}
+    for method in chosen:
+        for seed in seeds:
+            key = seed if benchmark.split_by_seed else None
+            own_data = {"seed": seed} if benchmark.split_by_seed else {}
+            output = None
+            if runs is not None:
+                output = Path(runs) / f"{_file_name(method.name)}_{seed}.json"
+            arguments = {
+                "script": inspect.getfile(method.fit),
+                "data": benchmark.data.__name__,
+                "data_params": {**benchmark.data_params, **own_data},
+                "fit": method.fit.__name__,
+                "params": method.params,
+                "predict": (method.predict or benchmark.predict).__name__,
+                "seed": seed,
+                "anonymous": anonymous,
+            }
+            record = {"method": method.name, "seed": seed}
+            try:
+                if output is not None and output.exists():
+                    measured = json.loads(output.read_text())
+                else:
+                    measured = run_in_child(
+                        __file__, "measure", arguments, python=method.python,
+                        source=None if method.python else REPOSITORY, output=output,
+                        timeout=timeout, memory_limit_gib=memory_limit_gib,
+                        environment=environment,
+                    )  # fmt: skip
+            except ChildFailed as failure:
+                record["failed"] = failure.reason
+            else:
+                predicted = measured.pop("predicted")
+                if benchmark.score is not None:
+                    if key not in data:
+                        data[key] = benchmark.load(key)
+                    predicted = benchmark.score(data[key], predicted)
+                record.update(predicted, **measured)
+            records.append(record)
+            if report is not None:
+                report(record)
+    return records
+
+
+def _file_name(text):
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in text)
+
+
+def measure(script, data, data_params, fit, params, predict, seed, anonymous=False):
+    """The child's side of :func:`run_benchmark`: load the data, then fit (measured: seconds
+    and peak memory), then predict (timed)."""
+    module = sys.modules.get(Path(script).stem) or _import_script(script)
+    loaded = getattr(module, data)(**data_params)
+    with PeakMemory(anonymous=anonymous) as memory:
+        fitted, wall, cpu = timed_cpu(getattr(module, fit), loaded, seed, **params)
+    predicted, predict_seconds = timed(getattr(module, predict), fitted, loaded)
+    return {
+        "predicted": predicted,
+        "fit_seconds": wall,
+        "fit_cpu_seconds": cpu,
+        "predict_seconds": predict_seconds,
+        "peak_gib": gib(memory.increase),
+    }
 
 
 # ------------------------------------------------------------------------------ baselines

@@ -24,11 +24,13 @@ import os
 import platform
 import shlex
 import socket
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+STUDIES_DIR = Path(__file__).resolve().parent / "studies" / "results"
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 _BASE_PACKAGES = ("numpy", "scipy", "scikit-learn", "torch")
@@ -41,20 +43,16 @@ def _version(package):
         return None
 
 
+def _git(*arguments):
+    """The output of ``git <arguments>`` in this repository."""
+    command = ["git", "-C", str(REPOSITORY), *arguments]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def _git_commit():
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPOSITORY), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPOSITORY), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        commit = _git("rev-parse", "--short", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+uncommitted" if dirty else "")
@@ -180,6 +178,37 @@ def text_table(title, columns, rows):
         if index == 0:
             text.append("  ".join("-" * width for width in widths))
     return "\n".join(text)
+
+
+def summary(values, digits=4):
+    """``"mean ± sd"`` of ``values`` (the population standard deviation, numpy's ``std``), to
+    ``digits`` decimals; None and NaN values are left out, and none left is ``"n/a"``."""
+    kept = [float(value) for value in values if value is not None and value == value]
+    if not kept:
+        return "n/a"
+    return f"{statistics.fmean(kept):.{digits}f} ± {statistics.pstdev(kept):.{digits}f}"
+
+
+def summary_rows(records, scores, means=("fit_seconds", "peak_gib"), digits=4):
+    """The table of :func:`_harness.run_benchmark`'s records: a row a method, in their order.
+
+    Each row: the method; ``"mean ± sd"`` over its seeds of each of ``scores`` (:func:`summary`);
+    the mean of each of ``means`` (e.g. seconds, memory; None if no run finished); and
+    ``"finished of runs"`` (e.g. ``"3 of 3"``), with the first failure's reason when a run failed.
+    """
+    methods = list(dict.fromkeys(record["method"] for record in records))
+    rows = []
+    for method in methods:
+        runs = [record for record in records if record["method"] == method]
+        done = [record for record in runs if "failed" not in record]
+        cells = [summary([record[score] for record in done], digits) for score in scores]
+        for name in means:
+            values = [record[name] for record in done if record.get(name) is not None]
+            cells.append(statistics.fmean(values) if values else None)
+        failed = [record["failed"] for record in runs if "failed" in record]
+        finished = f"{len(done)} of {len(runs)}" + (f" ({failed[0]})" if failed else "")
+        rows.append([method, *cells, finished])
+    return rows
 
 
 def _skrank_version():

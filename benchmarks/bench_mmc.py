@@ -29,18 +29,22 @@ tables ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 import sys
 
 import numpy as np
+from _data import mnist_split, pca
 from _harness import METRIC_LEARN_PYTHON, ChildFailed, parser, results_name, timed, versions_in
 from _metric_learn_fit import fit_metric_learn
 from _results import Results
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
-from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
 from skrank import MMC
-from skrank.datasets import load_mnist
-from skrank.similarity import similar_pair_scatter
-from skrank.similarity._mmc_solver import figure_of_merit
+from skrank.similarity import figure_of_merit, similar_pair_scatter
+
+DIGITS_NOTE = (
+    "Figure of merit: mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar pairs), over "
+    "all pairs (what MMC.score returns). metric-learn: MMC_Supervised, random_state=0, "
+    "max_iter=100."
+)
 
 
 def merit(X, y, components):
@@ -179,32 +183,24 @@ def digits_section(results, quick):
         if fit is not None
     ]
     rows.append(["Euclidean metric", "-", f"{merit(X, y, np.eye(X.shape[1])):.4f}", "-", "-", "-"])
+    columns = ["method", "fit s", "figure of merit", "n_iter", "converged"]
+    title = f"Digits n={n}, PCA 31: figure of merit over all pairs"
     results.add_table(
-        f"Digits n={n}, PCA 31: figure of merit over all pairs",
-        ["method", "fit s", "figure of merit", "n_iter", "converged", f"speed-up vs ML {most}"],
-        rows,
-        notes="Figure of merit: mean d_A over dissimilar pairs / sqrt(mean d_A^2 over similar "
-        "pairs), over all pairs (what MMC.score returns). metric-learn: MMC_Supervised, "
-        "random_state=0, max_iter=100.",
-        show=True,
+        title, [*columns, f"speed-up vs ML {most}"], rows, notes=DIGITS_NOTE, show=True
     )
 
 
-def mnist_split(n_components, n_train=None, quick=False):
-    X, y = load_mnist(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X.astype(np.float64), y, test_size=2000, stratify=y, random_state=0
-    )
+def mnist_features(n_components, n_train=None, quick=False):
+    X_train, X_test, y_train, y_test = mnist_split()
     if n_train is not None:
         X_train, y_train = X_train[:n_train], y_train[:n_train]
     if quick:
         X_test, y_test = X_test[:500], y_test[:500]
-    pca = PCA(n_components=n_components, svd_solver="covariance_eigh").fit(X_train)
-    return pca.transform(X_train), pca.transform(X_test), y_train, y_test
+    return (*pca(X_train, X_test, n_components=n_components), y_train, y_test)
 
 
 def mnist_section(results, quick, n_train, n_components, runs):
-    X_train, X_test, y_train, y_test = mnist_split(n_components, n_train, quick)
+    X_train, X_test, y_train, y_test = mnist_features(n_components, n_train, quick)
     n, d = X_train.shape
     fits = [(name, announced(name, run)) for name, run in runs(X_train, y_train)]
     rows = [

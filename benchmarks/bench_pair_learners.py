@@ -41,17 +41,16 @@ Usage::
 import sys
 
 import numpy as np
+from _data import mnist_split, pca
 from _harness import ChildFailed, parser, results_name, timed
 from _metric_learn_fit import fit_metric_learn
-from _results import Results
-from sklearn.decomposition import PCA
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
+from _results import Results, summary
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.neighbors import KNeighborsClassifier, NeighborhoodComponentsAnalysis
 from threadpoolctl import threadpool_limits
 
 from skrank import MMC, PointwiseROCSimilarity
 from skrank.__main__ import MMC_SAMPLED, mmc_search
-from skrank.datasets import load_mnist
 from skrank.metrics import get_scorer, pairwise_roc_score
 
 SAMPLED = MMC_SAMPLED
@@ -92,8 +91,7 @@ def validation_summary(search):
 
 
 def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection):
-    pca = PCA(n_components=0.9, svd_solver="covariance_eigh").fit(X_train)
-    Z_train, Z_test = pca.transform(X_train), pca.transform(X_test)
+    Z_train, Z_test = pca(X_train, X_test)
     rows = [["Euclidean", *linear_scores(Z_train, y_train, Z_test, y_test), 0.0]]
     for name, params in (
         ("MMC, defaults", {}),
@@ -144,8 +142,7 @@ def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection)
 
 
 def pair_task(X_train, y_train, X_test, y_test):
-    components = PCA(32, random_state=0).fit(X_train).components_
-    Z_train, Z_test = X_train @ components.T, X_test @ components.T
+    Z_train, Z_test = pca(X_train, X_test, n_components=32, centred=False, svd_solver="auto")
 
     def unit(Z):
         return Z / np.linalg.norm(Z, axis=1, keepdims=True)
@@ -206,16 +203,14 @@ def roc_model_scores(model, Z_train, y_train, Z_test, y_test):
 def summarise(per_seed):
     """Rows ``method, mean ± std of each metric`` over seeds (methods in the first seed's order)."""
     names = [row[0].split(" {")[0] for row in per_seed[0]]
-    summary = []
+    rows = []
     for index, name in enumerate(names):
-        values = np.array(
-            [[np.nan if v is None else v for v in rows[index][1:-1]] for rows in per_seed]
-        )
+        values = [rows[index][1:-1] for rows in per_seed]
         seconds = [rows[index][-1] for rows in per_seed]
-        cells = [f"{m:.4f} ± {s:.4f}" for m, s in zip(values.mean(0), values.std(0), strict=True)]
+        cells = [summary(column) for column in zip(*values, strict=True)]
         numeric = [s for s in seconds if isinstance(s, float)]
-        summary.append([name, *cells, f"{np.mean(numeric):.1f}" if numeric else seconds[0]])
-    return summary
+        rows.append([name, *cells, f"{np.mean(numeric):.1f}" if numeric else seconds[0]])
+    return rows
 
 
 def main(argv=None):
@@ -223,7 +218,6 @@ def main(argv=None):
                        timeout=300.0)  # fmt: skip
     args = arguments.parse_args(argv)
     seeds = [0] if args.quick else args.seeds
-    X, y = load_mnist(return_X_y=True)
     results = Results(results_name("bench_pair_learners", args), packages=("cvxpy",))
     tasks = {
         "k-NN task, MNIST 3k/2k, PCA 90%": [],
@@ -232,9 +226,7 @@ def main(argv=None):
     selection = []
     with threadpool_limits(limits=1):
         for seed in seeds:
-            X_train, X_test, y_train, y_test = train_test_split(
-                X, y, train_size=3000, test_size=2000, stratify=y, random_state=seed
-            )
+            X_train, X_test, y_train, y_test = mnist_split(3000, 2000, seed, np.float32)
             for title, task in zip(tasks, (knn_task, pair_task), strict=True):
                 extra = (not args.quick, args.timeout, selection) if task is knn_task else ()
                 rows = task(X_train, y_train, X_test, y_test, *extra)

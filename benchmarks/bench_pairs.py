@@ -32,6 +32,7 @@ import functools
 import itertools
 
 import numpy as np
+from _data import mnist_split, pca
 from _harness import ChildFailed, parser, results_name, timed
 from _metric_learn_fit import fit_metric_learn
 from _results import Results
@@ -41,9 +42,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from skrank import MMC, PointwiseROCSimilarity
-from skrank.datasets import load_mnist
 from skrank.sampling import sample_negative_pairs
-from skrank.utils._validation import row_norms
 
 # The paper's criterion (no trace penalty to speak of, no rank control), as metric-learn solves.
 PAPER = {"scatter_ridge": 1e-8, "min_rank": None}
@@ -161,28 +160,28 @@ def median_fit(model, X, y, repeats=3):
     return model, float(np.median(seconds))
 
 
+def pair_distances(pairs, components):
+    """The learned distance of each pair, ``||L (x - x')||``."""
+    return np.linalg.norm((pairs[:, 0] - pairs[:, 1]) @ components.T, axis=1)
+
+
 def merit(pairs, labels, components):
     """Mean distance over the dissimilar pairs / root mean squared over the similar ones."""
-    distances = row_norms((pairs[:, 0] - pairs[:, 1]) @ components.T)
+    distances = pair_distances(pairs, components)
     return distances[labels == -1].mean() / np.sqrt(np.mean(distances[labels == 1] ** 2))
 
 
 def held_out_auc(pairs, labels, components):
-    distances = row_norms((pairs[:, 0] - pairs[:, 1]) @ components.T)
-    return roc_auc_score(labels == 1, -distances)
+    return roc_auc_score(labels == 1, -pair_distances(pairs, components))
 
 
 def metric_learn_section(results, quick, timeout):
-    X, y = load_mnist(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X.astype(np.float64), y, test_size=2000, stratify=y, random_state=0
-    )
+    X_train, X_test, y_train, y_test = mnist_split()
     sizes = [1_000, 10_000] if quick else [10_000, 100_000]
     dims = [20] if quick else [20, 100]
     rows = []
     for d in dims:
-        pca = PCA(n_components=d, svd_solver="covariance_eigh", random_state=0).fit(X_train)
-        Z_train, Z_test = pca.transform(X_train), pca.transform(X_test)
+        Z_train, Z_test = pca(X_train, X_test, n_components=d)
         test_indices, test_labels = draw_pairs(y_test, 20_000, np.random.RandomState(1))
         test_pairs = Z_test[test_indices]
         for n_pairs in sizes:
@@ -289,17 +288,9 @@ def add_metric_learn_table(results, rows, timeout):
     )
 
 
-def mnist_pca(d, X_fit, *others):
-    pca = PCA(n_components=d, svd_solver="covariance_eigh", random_state=0).fit(X_fit)
-    return [pca.transform(X) for X in (X_fit, *others)]
-
-
 def validation_section(results, quick):
     """Held-out pair ROC AUC of MMC's settings, on validation pairs of the training items."""
-    X, y = load_mnist(return_X_y=True)
-    X_train, _, y_train, _ = train_test_split(
-        X.astype(np.float64), y, test_size=2000, stratify=y, random_state=0
-    )
+    X_train, _, y_train, _ = mnist_split()
     X_fit, X_val, y_fit, y_val = train_test_split(
         X_train, y_train, test_size=0.5, stratify=y_train, random_state=0
     )
@@ -307,7 +298,7 @@ def validation_section(results, quick):
     ranks = [None, 0.5] if quick else [None, 0.1, 0.25, 0.5]
     rows = []
     for d in [20] if quick else [20, 100]:
-        Z_fit, Z_val = mnist_pca(d, X_fit, X_val)
+        Z_fit, Z_val = pca(X_fit, X_val, n_components=d)
         indices, labels = draw_pairs(y_fit, 10_000, np.random.RandomState(0))
         val_indices, val_labels = draw_pairs(y_val, 20_000, np.random.RandomState(1))
         euclidean = held_out_auc(Z_val[val_indices], val_labels, np.eye(d))

@@ -32,6 +32,13 @@ epoch (``PairEpochSNM``), each over the same seeds; P@1 and P@5 on the
 held-out rows, and the paired P@1 difference to the defaults seed by seed (``--settings`` runs a
 subset, ``--tag`` names its results file).
 
+Part ``blend``: the prediction blend's weights on the same validation splits: one fit a seed
+with the neighbours' votes and the nearest-centroid rule both kept (``neighbor_weight=0.1``,
+``centroid_weight=1.0``; training does not depend on them), then every pair of
+:data:`BLEND_NEIGHBOR_WEIGHTS` and :data:`BLEND_CENTROID_WEIGHTS` scored on the held-out rows
+(P@1, P@5, PSP@5 and the recall of the top 5 by the label's training rows): which weights the
+tail wants, against the ones ``"auto"`` chose on the fit's own 10 %.
+
 Part ``curves``: training and validation P@1 after each epoch of the defaults and of the full
 softmax, early stopping off (seed 0, the same validation splits): under- or over-fitting.
 
@@ -46,6 +53,7 @@ Usage::
     python benchmarks/bench_snm.py --part scaling
     python benchmarks/bench_snm.py --part validation --data bibtex corel5k
     python benchmarks/bench_snm.py --part curves --data bibtex corel5k
+    python benchmarks/bench_snm.py --part blend --data debian-suggests debtags --seeds 0
     python benchmarks/bench_snm.py --quick          # smoke run
 """
 
@@ -98,10 +106,10 @@ def load(name, quick):
         )
         train, test = train_test_split(np.arange(len(y)), test_size=0.25, random_state=0)
         return X[train], Y[train], X[test], Y[test]
-    if name == "debtags":  # TF-IDF rows of package names and descriptions, as bench_xmc's
-        from bench_xmc import debtags_parts
+    if name in ("debtags", "debian-suggests"):  # TF-IDF rows of package texts, as bench_xmc's
+        from bench_xmc import text_parts
 
-        X_train, Y_train, X_test, Y_test = debtags_parts(quick)
+        X_train, Y_train, X_test, Y_test = text_parts(name, quick)
         return X_train, Y_train, X_test, Y_test[:, : Y_train.shape[1]]
     loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
     train, test = loader(subset="train"), loader(subset="test")
@@ -810,11 +818,53 @@ def run_search(args, results):
 
 
 # ------------------------------------------------------------------------------ main
+BLEND_NEIGHBOR_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7)
+BLEND_CENTROID_WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0)
+
+
+def run_blend(args, results):
+    """Every pair of blend weights of one fit a seed, on the validation split (see --help)."""
+    from bench_xmc import evaluate, recall_by_frequency
+
+    for name in args.data:
+        X_train, Y_train, _, _ = load(name, args.quick)
+        fit, val = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
+        X_fit, Y_fit, X_val, Y_val = X_train[fit], Y_train[fit], X_train[val], Y_train[val]
+        rows = []
+        for seed in args.seeds:
+            model = SNMClassifier(neighbor_weight=0.1, centroid_weight=1.0, random_state=seed)
+            model.fit(X_fit, Y_fit)
+            for a in BLEND_NEIGHBOR_WEIGHTS:
+                for b in BLEND_CENTROID_WEIGHTS:
+                    model.neighbor_weight_, model.centroid_weight_ = a, b
+                    top = model.predict_top_k(X_val, 5)
+                    found = evaluate(Y_fit, Y_val, top)
+                    recall = recall_by_frequency(Y_fit, Y_val, top)
+                    rows.append(
+                        [seed, a, b, round(found["P@1"], 4), round(found["P@5"], 4),
+                         round(found["PSP@5"], 4)]
+                        + [None if recall[k][0] is None else round(recall[k][0], 3)
+                           for k in ("1", "2-5", "6-20", ">20")]
+                    )  # fmt: skip
+                    print("  ", rows[-1], flush=True)
+        results.add_table(
+            f"{name}: validation scores of the blend weights ({len(fit)} training rows fit, "
+            f"{len(val)} held out)",
+            ["seed", "neighbor_weight", "centroid_weight", "P@1", "P@5", "PSP@5"]
+            + [f"R@5, {k} rows" for k in ("1", "2-5", "6-20", ">20")],
+            rows,
+            notes="One fit a seed (20 % validation split of the training set, random_state=0, "
+            "the test split unread); its weights set after the fit, every pair scored on the "
+            "held-out rows. R@5, n rows: the recall of the top 5 among the held-out (row, label) "
+            "pairs whose label has n training rows.",
+        )
+
+
 def main(argv=None):
     arguments = parser(__doc__, "quick", "seeds", "tag")
     arguments.add_argument(
         "--part",
-        choices=["accuracy", "scaling", "search", "validation", "curves"],
+        choices=["accuracy", "scaling", "search", "validation", "curves", "blend"],
         default="accuracy",
     )
     arguments.add_argument("--data", nargs="+", default=["bibtex", "corel5k", "generator"])
@@ -841,7 +891,7 @@ def main(argv=None):
     args.search_labels = [10**4] if args.quick else [10**5]
     if args.part in ("validation", "curves") and args.data == arguments.get_default("data"):
         args.data = ["bibtex", "corel5k"]
-    per_data = args.part in ("accuracy", "validation", "curves")
+    per_data = args.part in ("accuracy", "validation", "curves", "blend")
     seeds = "seeds_" + "_".join(map(str, args.seeds)) if seeds_given else None
     results = Results(
         results_name("bench_snm", args, args.part, *(args.data if per_data else ()), seeds),
@@ -854,6 +904,7 @@ def main(argv=None):
         "search": run_search,
         "validation": run_validation,
         "curves": run_curves,
+        "blend": run_blend,
     }
     parts[args.part](args, results)
     results.save()

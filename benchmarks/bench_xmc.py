@@ -22,8 +22,8 @@ method by method (``--resume``):
   on a validation split (20% of the training rows, ``random_state=0``) among
   :data:`LINEAR_C`, then refitted on every training row; labels without a training row score
   lowest. Its fit time is the refit's (the choice's is in its run's JSON); its peak memory
-  covers the choice and the refit. Data sets only: the generated shapes' 10^4 to 6.7 x 10^5
-  binary SVMs exceed a 2-core machine's budget.
+  covers the choice and the refit. debtags, Bibtex and Corel5k only: debian-suggests' 20,184
+  and the generated shapes' 10^4 to 6.7 x 10^5 binary SVMs exceed a 2-core machine's budget.
 
 Data (``--data``):
 
@@ -34,6 +34,11 @@ Data (``--data``):
   (``MultiLabelBinarizer`` of the training rows' tags), the fixed split of its ``split``
   column. Tags seen only in test rows cannot be predicted and count as misses (they lower
   recall and nDCG, not P@k). Every method reads the same TF-IDF rows.
+- ``debian-suggests``: the same packages' index read for the long tail
+  (``debian-suggests.tsv.gz`` of ``$SKRANK_DEBIAN_SUGGESTS``, by default
+  ``shared/data/debian-suggests``): the same rows of text (a name's ``-``, ``.`` and ``+`` read
+  as spaces), the packages each one recommends or suggests as labels (20,184 in the training
+  rows, most on one row), its fixed split; labels of test rows only count as misses.
 - ``bibtex`` and ``corel5k``: their own train/test splits; their word counts reach the peers as
   sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
   ``SNMClassifier`` applies the same weighting itself.
@@ -46,7 +51,7 @@ Data (``--data``):
   would take hours a fit here).
 
 Measured per run: P@1/3/5, PSP@1/3/5 (propensities of the training labels, ``A=0.55,
-B=1.5``), nDCG@5, fit wall time, prediction wall time for the whole test set (top 5), and the
+B=1.5``), nDCG@5, fit wall time, prediction wall time for the whole test set (top 10), and the
 peak resident memory above the resident size at the start of the measured region (after the
 imports and the data loading; for SNM, the imports include ``torch._dynamo``, which
 torch.optim imports when a process builds its first optimiser: 2.8 s of CPU and 77 MiB), from
@@ -55,9 +60,23 @@ the start of the fit to the end of prediction
 absolute peak is kept in each run's JSON. SNM's runs also record its resolved settings and its
 search's recall of the exact top 5 where it uses an approximate one.
 
+Label sets and calibration, per run: the example-based F1 (``f1_score(average="samples")``) of
+each fixed top-k, k = 1 ... 10, and of the method's own ``predict`` where it has one
+(``SNMClassifier.predict``; the linear baseline's one-vs-rest ``predict`` with ``C`` chosen by
+that F1 on its validation split); the recall of the top 5 among the test (row, label) pairs by
+the label's number of training rows (1, 2-5, 6-20, more); and, for the methods that estimate
+probabilities (``SNMClassifier.predict_top_k(..., return_proba=True)`` where it has it,
+napkinXC's ``PLT.predict_proba``), the expected calibration error of the top 5 labels' (row,
+label) pairs pooled (15 equal-width bins, ``skrank.metrics.expected_calibration_error`` where it
+exists). Each run on the test split has a run on the validation split of the training rows
+(20 %, ``random_state=0``; the method fitted on the other 80 %), where the fixed top-k with the
+best F1 is chosen (``--splits``); the linear baseline chooses it on the split of its choice of
+``C``. The report gives the test F1 of that k.
+
 Usage::
 
     python benchmarks/bench_xmc.py --data debtags --tag debtags
+    python benchmarks/bench_xmc.py --data debian-suggests --tag debian_suggests
     python benchmarks/bench_xmc.py --data bibtex corel5k --resume --tag bibtex_corel5k
     python benchmarks/bench_xmc.py --data amazoncat-13k wikilshtc-325k amazon-670k --seeds 0 \
         --resume --tag generated
@@ -70,6 +89,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -90,11 +110,20 @@ from _results import REPOSITORY, RESULTS_DIR, Results
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
-DEBTAGS = Path(os.environ.get("SKRANK_DEBTAGS", REPOSITORY.parent / "shared" / "data" / "debtags"))
+SHARED_DATA = REPOSITORY.parent / "shared" / "data"
 K = 5
+# The labels a run ranks: the top K for P@k and PSP@k, up to TOP_SETS for the F1 of a fixed
+# top-k (k chosen on the validation split).
+TOP_SETS = 10
+# The validation split of the training rows, where the fixed top-k is chosen (and the linear
+# baseline's C): its share of the training rows and its seed.
+VALIDATION_FRACTION = 0.2
+# The buckets of a label's training rows in which the recall of the top 5 is reported.
+FREQUENCY_BUCKETS = ((0, 0), (1, 1), (2, 5), (6, 20), (21, None))
 METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
 METHODS += ("centroid", "linear")
-REAL = ("debtags", "bibtex", "corel5k")
+REAL = ("debtags", "debian-suggests", "bibtex", "corel5k")
+LINEAR_DATA = ("debtags", "bibtex", "corel5k")  # where the one-vs-rest SVMs fit the budget
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
 # Threads of every method: OMP_NUM_THREADS (torch and BLAS read it; PECOS, omikuji and napkinXC
 # are given it), else each library's default.
@@ -114,7 +143,25 @@ QUICK = {
     ),  # fmt: skip
     "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
 }
-QUICK_DEBTAGS = (4_000, 1_000)  # training and test rows of the smoke run
+QUICK_TEXT = (4_000, 1_000)  # training and test rows of the smoke run of a text data set
+
+
+class TextData(NamedTuple):
+    """A data set of package texts and their labels: where it is, how it reads."""
+
+    variable: str  # the environment variable of its folder
+    file: str
+    labels: str  # the column of comma-separated labels
+    name_separators: str  # the characters of a package name read as spaces (a regex class)
+    read_options: dict
+
+
+TEXT = {
+    "debtags": TextData("SKRANK_DEBTAGS", "debtags.tsv.gz", "tags", "-.", {}),
+    "debian-suggests": TextData(
+        "SKRANK_DEBIAN_SUGGESTS", "debian-suggests.tsv.gz", "labels", "-.+", {"escapechar": "\\"}
+    ),
+}
 
 
 # ------------------------------------------------------------------------------ data
@@ -122,26 +169,32 @@ def data_directory(name, quick):
     return CACHE / (name + ("-quick" if quick else ""))
 
 
-def debtags_parts(quick):
-    """debtags' TF-IDF rows and tag indicators: (X_train, Y_train, X_test, Y_test).
+def text_parts(name, quick):
+    """The TF-IDF rows and label indicators of a :data:`TEXT` data set (debtags,
+    debian-suggests): (X_train, Y_train, X_test, Y_test).
 
-    ``Y_test`` has one more column for each tag seen only in test rows, after the training
-    tags: no method predicts it, so it counts as a miss.
+    ``Y_test`` has one more column for each label seen only in test rows, after the training
+    labels: no method predicts it, so it counts as a miss.
     """
     import pandas as pd
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import MultiLabelBinarizer
 
-    path = DEBTAGS / "debtags.tsv.gz"
+    data = TEXT[name]
+    folder = Path(os.environ.get(data.variable, SHARED_DATA / name))
+    path = folder / data.file
     if not path.exists():
-        raise FileNotFoundError(f"No {path}: set SKRANK_DEBTAGS to the folder of debtags.tsv.gz.")
-    table = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
-    text = table["package"].str.replace(r"[-.]", " ", regex=True) + " " + table["description"]
-    tags = table["tags"].str.split(",")
+        raise FileNotFoundError(f"No {path}: set {data.variable} to the folder of {data.file}.")
+    table = pd.read_csv(
+        path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, **data.read_options
+    )
+    names = table["package"].str.replace(f"[{data.name_separators}]", " ", regex=True)
+    text = names + " " + table["description"]
+    tags = table[data.labels].str.split(",")
     train, test = (table["split"] == "train").to_numpy(), (table["split"] == "test").to_numpy()
     if quick:
-        train = train & (np.cumsum(train) <= QUICK_DEBTAGS[0])
-        test = test & (np.cumsum(test) <= QUICK_DEBTAGS[1])
+        train = train & (np.cumsum(train) <= QUICK_TEXT[0])
+        test = test & (np.cumsum(test) <= QUICK_TEXT[1])
     training_tags = MultiLabelBinarizer().fit(tags[train]).classes_
     test_only = sorted({tag for row in tags[test] for tag in row}.difference(training_tags))
     labels = MultiLabelBinarizer(classes=[*training_tags, *test_only], sparse_output=True)
@@ -161,8 +214,8 @@ def prepare(name, quick):
     if (directory / "Y_test.npz").exists():
         return directory
     directory.mkdir(parents=True, exist_ok=True)
-    if name == "debtags":
-        parts = debtags_parts(quick)
+    if name in TEXT:
+        parts = text_parts(name, quick)
     elif name in ("bibtex", "corel5k"):
         from skrank.datasets import load_bibtex, load_corel5k
 
@@ -193,6 +246,36 @@ def prepare(name, quick):
     return directory
 
 
+def validation_split(n_rows):
+    """The rows that fit and the rows held out of ``n_rows`` training rows: the validation
+    split where a fixed top-k (and the linear baseline's C) is chosen."""
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(np.arange(n_rows), test_size=VALIDATION_FRACTION, random_state=0)
+
+
+def prepare_validation(name, quick):
+    """Write the validation split of the training rows of ``prepare(name, quick)`` as a data
+    set of its own (its held-out rows as ``X_test``, ``Y_test``); return its directory."""
+    directory = data_directory(name + "-validation", quick)
+    if (directory / "Y_test.npz").exists():
+        return directory
+    source = prepare(name, quick)
+    fit, held_out = validation_split(load(source, "Y_train")[0].shape[0])
+    for inputs, outputs in ((source, directory), (source / "tfidf", directory / "tfidf")):
+        if not inputs.exists():
+            continue
+        outputs.mkdir(parents=True, exist_ok=True)
+        X_train, Y_train = load(inputs, "X_train", "Y_train")
+        parts = {"X_train": X_train[fit], "Y_train": Y_train[fit], "X_test": X_train[held_out]}
+        if inputs == source:
+            parts["Y_test"] = Y_train[held_out]
+        for part, matrix in parts.items():
+            matrix.sort_indices()
+            sp.save_npz(outputs / f"{part}.npz", matrix)
+    return directory
+
+
 def peer_directory(directory):
     """Where the peers read their inputs: the TF-IDF rows of count data, else the data."""
     return directory / "tfidf" if (directory / "tfidf").exists() else directory
@@ -203,9 +286,12 @@ def load(directory, *parts):
 
 
 # ------------------------------------------------------------------------------ methods
-# Each runner returns a record: the top-5 label indices ("top"), the fit's wall and CPU seconds,
-# the prediction's seconds, the peak resident memory of the measured region (fit and prediction)
-# and its increase over the region's start, and what else the method tells.
+# Each runner returns a record: the top-TOP_SETS label indices ("top", best first, -1 where the
+# method ranks fewer), the fit's wall and CPU seconds, the prediction's seconds, the peak
+# resident memory of the measured region (fit and prediction) and its increase over the region's
+# start, and what else the method tells: the label sets of its own predict ("sets", an indicator
+# of the training labels) where it has one, the probabilities of the labels of "top"
+# ("top_proba") where it estimates them.
 def record(top, fit, predict_seconds, memory, **extra):
     """A runner's record from ``fit`` = (wall, CPU) seconds and a :class:`PeakMemory`."""
     return {"top": top, "fit_seconds": fit[0], "fit_cpu_seconds": fit[1],
@@ -227,8 +313,13 @@ def run_snm(directory, seed, max_epochs=None):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             _, *fit = timed_cpu(model.fit, X_train, Y_train)
-        top, predict_seconds = timed(model.predict_top_k, X_test, K)
-    extra = {
+        top, predict_seconds = timed(model.predict_top_k, X_test, TOP_SETS)
+    extra = {"sets": sp.csr_matrix(model.predict(X_test))}
+    if hasattr(model, "predict_proba"):  # the calibrated probabilities of the top labels
+        _, extra["top_proba"] = model.predict_top_k(X_test, TOP_SETS, return_proba=True)
+    if hasattr(model, "threshold_"):
+        extra["threshold"] = model.threshold_
+    extra |= {
         "epochs": model.n_iter_,
         "validation_scores": [round(entry["validation_score"], 4) for entry in model.history_],
         "settings": {  # the resolved values of the parameters (fitted scalars)
@@ -242,7 +333,7 @@ def run_snm(directory, seed, max_epochs=None):
     }
     if model.search_ != "exact":
         exact = model.set_params(search="exact").predict_top_k(X_test, K)
-        extra["recall_of_exact_top5"] = overlap_recall(top, exact)
+        extra["recall_of_exact_top5"] = overlap_recall(top[:, :K], exact)
     return record(top, fit, predict_seconds, memory, **extra)
 
 
@@ -250,7 +341,7 @@ def run_pecos(directory, seed):
     found = run_in_child(
         HERE / "_pecos_xmc.py",
         "train_and_predict",
-        {"directory": str(peer_directory(directory)), "k": K, "threads": THREADS or -1},
+        {"directory": str(peer_directory(directory)), "k": TOP_SETS, "threads": THREADS or -1},
         python=PECOS_PYTHON,
         source=None,
     )
@@ -279,11 +370,11 @@ def run_omikuji(directory, seed, bonsai):
         hyper.cluster_balanced, hyper.cluster_k, hyper.max_depth = False, 100, 3
 
     def predict(model):
-        top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
+        top = np.full((X_test.shape[0], TOP_SETS), -1, dtype=np.int64)
         for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
             row = slice(X_test.indptr[i], X_test.indptr[i + 1])
             pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
-            labels = [label for label, _ in model.predict(pairs, top_k=K)]
+            labels = [label for label, _ in model.predict(pairs, top_k=TOP_SETS)]
             top[i, : len(labels)] = labels
         return top
 
@@ -304,21 +395,24 @@ def run_napkinxc(directory, seed):
     with PeakMemory() as memory, tempfile.TemporaryDirectory() as model_dir:
         model = PLT(model_dir, seed=seed, threads=THREADS or 0)
         _, *fit = timed_cpu(model.fit, X_train, Y_train)
-        predictions, predict_seconds = timed(model.predict, X_test, top_k=K)
-    top = np.full((X_test.shape[0], K), -1, dtype=np.int64)
-    for i, labels in enumerate(predictions):
-        top[i, : len(labels)] = labels
-    return record(top, fit, predict_seconds, memory)
+        # The labels with PLT's estimates of their probabilities (predict's labels, as fast).
+        predictions, predict_seconds = timed(model.predict_proba, X_test, top_k=TOP_SETS)
+    top = np.full((X_test.shape[0], TOP_SETS), -1, dtype=np.int64)
+    top_proba = np.zeros(top.shape)
+    for i, pairs in enumerate(predictions):
+        top[i, : len(pairs)] = [label for label, _ in pairs]
+        top_proba[i, : len(pairs)] = [probability for _, probability in pairs]
+    return record(top, fit, predict_seconds, memory, top_proba=top_proba)
 
 
-def top_k_in_chunks(X, n_labels, score):
-    """The top-``K`` columns of ``score(rows)`` (dense scores of a chunk of rows of ``X``), best
+def top_k_in_chunks(X, n_labels, score, k=TOP_SETS):
+    """The top-``k`` columns of ``score(rows)`` (dense scores of a chunk of rows of ``X``), best
     first, computed in chunks of rows whose scores take 256 MiB at most."""
     rows_per_chunk = max(1, 2**26 // n_labels)
-    top = np.empty((X.shape[0], K), dtype=np.int64)
+    top = np.empty((X.shape[0], k), dtype=np.int64)
     for begin in range(0, X.shape[0], rows_per_chunk):
         chunk = score(X[begin : begin + rows_per_chunk])
-        best = np.argpartition(-chunk, K, axis=1)[:, :K]
+        best = np.argpartition(-chunk, k, axis=1)[:, :k]
         order = np.argsort(-np.take_along_axis(chunk, best, axis=1), axis=1, kind="stable")
         top[begin : begin + chunk.shape[0]] = np.take_along_axis(best, order, axis=1)
     return top
@@ -362,29 +456,50 @@ def linear_top_k(model, trained, X, n_labels):
     return top_k_in_chunks(X, n_labels, score)
 
 
-def run_linear(directory, seed):
-    from sklearn.model_selection import train_test_split
+def linear_sets(model, trained, X, n_labels):
+    """The label sets of the one-vs-rest ``predict`` (each SVM's decision above 0) as an
+    indicator of the ``n_labels`` labels (the model's columns are the labels ``trained``)."""
+    predicted = sp.csr_matrix(model.predict(X))
+    return sp.csr_matrix(
+        (predicted.data, trained[predicted.indices], predicted.indptr), shape=(X.shape[0], n_labels)
+    )
 
+
+def run_linear(directory, seed):
     X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
     n_labels = Y_train.shape[1]
 
     def choose_c():
-        fit, held_out = train_test_split(np.arange(X_train.shape[0]), test_size=0.2, random_state=0)
+        """Each C's validation scores; the C of the best P@1 (the model's) and of the best F1
+        of ``predict`` (its label sets')."""
+        fit, held_out = validation_split(X_train.shape[0])
+        Y_fit, Y_held_out = Y_train[fit], Y_train[held_out]
         validation = {}
         for C in LINEAR_C:
-            model, trained = linear_model(X_train[fit], Y_train[fit], C, seed)
+            model, trained = linear_model(X_train[fit], Y_fit, C, seed)
             top = linear_top_k(model, trained, X_train[held_out], n_labels)
-            found = evaluate(Y_train[fit], Y_train[held_out], top)
+            found = evaluate(Y_fit, Y_held_out, top[:, :K])
             validation[f"{C:g}"] = {key: round(found[key], 4) for key in ("P@1", "P@3", "P@5")}
-        return max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"]), validation
+            validation[f"{C:g}"]["F1 predict"] = round(
+                f1_of_sets(Y_held_out, linear_sets(model, trained, X_train[held_out], n_labels)), 4
+            )
+            validation[f"{C:g}"]["F1@k"] = [round(v, 4) for v in f1_of_top(Y_held_out, top)]
+        by_p1 = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"])
+        by_f1 = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["F1 predict"])
+        return by_p1, by_f1, validation
 
     with PeakMemory() as memory:  # from the data loaded, the choice of C included
-        (C, validation), selection_seconds = timed(choose_c)
+        (C, C_sets, validation), selection_seconds = timed(choose_c)
         (model, trained), *fit = timed_cpu(linear_model, X_train, Y_train, C, seed)
         top, predict_seconds = timed(linear_top_k, model, trained, X_test, n_labels)
+    # predict's label sets: the model of the C of the best validation F1 (refitted if another).
+    if C_sets != C:
+        model, trained = linear_model(X_train, Y_train, C_sets, seed)
+    sets = linear_sets(model, trained, X_test, n_labels)
     return record(
         top, fit, predict_seconds, memory, label=f"OneVsRestClassifier(LinearSVC(C={C:g}))", C=C,
-        validation=validation, selection_seconds=selection_seconds,
+        validation=validation, selection_seconds=selection_seconds, sets=sets, C_of_sets=C_sets,
+        validation_f1_at_k=validation[f"{C:g}"]["F1@k"],
     )  # fmt: skip
 
 
@@ -431,55 +546,147 @@ def evaluate(Y_train, Y_test, top):
     }
 
 
-def measure(data, method, seed, quick):
-    """One run, in a child process of its own (``run_in_child``): its record."""
-    directory = data_directory(data, quick)
+def f1_of_top(Y, top):
+    """Example-based F1 (scikit-learn's ``f1_score(..., average="samples")``) of each fixed
+    top-k label set, k = 1 ... ``top.shape[1]``, of the label columns ``top`` (best first, -1:
+    no label), against the indicator ``Y``: a list, k = 1 first."""
+    from skrank.metrics._labels import top_k_hits
+
+    targets = sp.hstack([Y, sp.csr_matrix((Y.shape[0], 1))]).tocsr()  # -1: a column of no row
+    targets.eliminate_zeros()
+    hits, n_true = top_k_hits(targets, np.where(top < 0, Y.shape[1], top))
+    found = np.cumsum(hits, axis=1)
+    predicted = np.cumsum(top >= 0, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(found > 0, 2 * found / (predicted + n_true[:, None]), 0.0)
+    return [float(value) for value in f1.mean(axis=0)]
+
+
+def f1_of_sets(Y, sets):
+    """Example-based F1 of the label sets ``sets`` (an indicator of the first columns of
+    ``Y``; the others are labels of test rows only, never predicted)."""
+    from sklearn.metrics import f1_score
+
+    sets = sp.csr_matrix(sets, dtype=np.int8)
+    padded = sp.hstack([sets, sp.csr_matrix((sets.shape[0], Y.shape[1] - sets.shape[1]))])
+    return float(f1_score(Y, padded.tocsr(), average="samples", zero_division=0))
+
+
+def recall_by_frequency(Y_train, Y, top):
+    """The recall of the top labels ``top`` among the true (row, label) pairs of ``Y`` whose
+    label has as many training rows as each of :data:`FREQUENCY_BUCKETS`, and the share of
+    the pairs in each: ``{"1": (recall, share), "2-5": ...}`` (None where a bucket is empty)."""
+    frequency = np.zeros(Y.shape[1], dtype=np.int64)
+    frequency[: Y_train.shape[1]] = Y_train.getnnz(axis=0)
+    predicted = sp.csr_matrix(
+        (np.ones(top.size), np.where(top < 0, Y.shape[1], top).ravel(),
+         np.arange(0, top.size + 1, top.shape[1])), shape=(Y.shape[0], Y.shape[1] + 1),
+    )[:, : Y.shape[1]]  # fmt: skip
+    pairs = sp.csr_matrix(Y, dtype=np.float64)
+    pairs.eliminate_zeros()
+    hits = np.asarray(pairs.multiply(predicted > 0).sum(axis=0)).ravel()
+    true = np.asarray(pairs.sum(axis=0)).ravel()
+    found = {}
+    for low, high in FREQUENCY_BUCKETS:
+        inside = (frequency >= low) & (frequency <= (high if high is not None else np.inf))
+        name = f"{low}" if low == high else f">{low - 1}" if high is None else f"{low}-{high}"
+        n_pairs = true[inside].sum()
+        found[name] = [float(hits[inside].sum() / n_pairs) if n_pairs else None,
+                       float(n_pairs / true.sum())]  # fmt: skip
+    return found
+
+
+def top_calibration_error(Y, top, top_proba):
+    """The expected calibration error (15 equal-width bins) of the probabilities ``top_proba``
+    of the labels ``top`` (the top 5 of each row), over their (row, label) pairs pooled; None
+    where skrank has no ``expected_calibration_error``."""
+    import skrank.metrics
+
+    calibration_error = getattr(skrank.metrics, "expected_calibration_error", None)
+    if calibration_error is None:
+        return None
+    from skrank.metrics._labels import top_k_hits
+
+    targets = sp.hstack([Y, sp.csr_matrix((Y.shape[0], 1))]).tocsr()
+    targets.eliminate_zeros()
+    hits, _ = top_k_hits(targets, np.where(top < 0, Y.shape[1], top))
+    ranked = top >= 0
+    return float(calibration_error(hits[ranked].astype(np.float64), top_proba[ranked], n_bins=15))
+
+
+def measure(data, method, seed, quick, split="test"):
+    """One run, in a child process of its own (``run_in_child``): its record, on the test split
+    or (``split="validation"``) on the validation split of the training rows."""
+    directory = data_directory(data + ("-validation" if split == "validation" else ""), quick)
     found = RUNNERS[method](directory, seed)
-    scores = evaluate(*load(directory, "Y_train", "Y_test"), found.pop("top"))
-    return {"data": data, "method": method, "seed": seed, "threads": THREADS, **scores,
-            **found, "load_average": list(os.getloadavg())}  # fmt: skip
+    Y_train, Y_test = load(directory, "Y_train", "Y_test")
+    top = found.pop("top")
+    scores = evaluate(Y_train, Y_test, top[:, :K])
+    scores["F1@k"] = f1_of_top(Y_test, top)
+    scores["recall@5 by training rows"] = recall_by_frequency(Y_train, Y_test, top[:, :K])
+    if "sets" in found:
+        sets = found.pop("sets")
+        scores["F1 predict"] = f1_of_sets(Y_test, sets)
+        scores["labels a row"] = sets.nnz / sets.shape[0]
+    if "top_proba" in found:
+        scores["ECE@5"] = top_calibration_error(
+            Y_test, top[:, :K], np.asarray(found.pop("top_proba"))[:, :K]
+        )
+    return {"data": data, "split": split, "method": method, "seed": seed, "threads": THREADS,
+            **scores, **found, "load_average": list(os.getloadavg())}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ parent
-def run_path(name, method, seed, quick):
-    return RUNS / (name + ("-quick" if quick else "")) / f"{method}-seed{seed}.json"
+def run_path(name, method, seed, quick, split="test"):
+    folder = name + ("-validation" if split == "validation" else "") + ("-quick" if quick else "")
+    return RUNS / folder / f"{method}-seed{seed}.json"
 
 
 def run_all(args):
-    for name in args.data:
-        directory = prepare(name, args.quick)
-        if any(m.startswith("omikuji") for m in args.methods):
-            training_file(directory)
-        for method in args.methods:
-            if method == "linear" and name not in REAL:
-                print(f"{name} / linear: not run on the generated shapes (see --help)", flush=True)
-                continue
-            for seed in args.seeds:
-                path = run_path(name, method, seed, args.quick)
-                if args.resume and path.exists():
+    for split in args.splits:  # the test runs first: the validation runs only choose k
+        for name in args.data:
+            directory = prepare(name, args.quick)
+            if split == "validation":
+                directory = prepare_validation(name, args.quick)
+            if any(m.startswith("omikuji") for m in args.methods):
+                training_file(directory)
+            for method in args.methods:
+                if method == "linear" and name not in LINEAR_DATA:
+                    print(f"{name} / linear: not run on {name} (see --help)", flush=True)
                     continue
-                print(f"{name} / {method} / seed {seed} ...", flush=True)
-                try:  # the child's output (omikuji's progress bars) goes to a log beside its JSON
-                    run_in_child(
-                        __file__,
-                        "measure",
-                        {"data": name, "method": method, "seed": seed, "quick": args.quick},
-                        output=path,
-                        log=path.with_suffix(".log"),
-                        timeout=args.timeout,
-                    )
-                except ChildFailed as failure:
-                    print(f"  {failure.reason}: see {path.with_suffix('.log')}", flush=True)
-                    if failure.reason.startswith("no result"):
-                        record = {"data": name, "method": method, "seed": seed,
-                                  "timed_out_after_seconds": args.timeout,
-                                  "load_average": list(os.getloadavg())}  # fmt: skip
-                        path.write_text(json.dumps(record, indent=1) + "\n")
+                if method == "linear" and split == "validation":
+                    continue  # its test run chooses C and k on the same validation split
+                for seed in args.seeds:
+                    run_one(args, name, method, seed, split)
     report(args)
 
 
-COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5", "fit s",
-           "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
+def run_one(args, name, method, seed, split):
+    """One run in a child process, its JSON written beside the others (a log beside it)."""
+    path = run_path(name, method, seed, args.quick, split)
+    if args.resume and path.exists():
+        return
+    print(f"{name} / {method} / seed {seed} / {split} ...", flush=True)
+    try:  # the child's output (omikuji's progress bars) goes to a log beside its JSON
+        run_in_child(
+            __file__,
+            "measure",
+            {"data": name, "method": method, "seed": seed, "quick": args.quick, "split": split},
+            output=path,
+            log=path.with_suffix(".log"),
+            timeout=args.timeout,
+        )
+    except ChildFailed as failure:
+        print(f"  {failure.reason}: see {path.with_suffix('.log')}", flush=True)
+        if failure.reason.startswith("no result"):
+            record = {"data": name, "split": split, "method": method, "seed": seed,
+                      "timed_out_after_seconds": args.timeout,
+                      "load_average": list(os.getloadavg())}  # fmt: skip
+            path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", "nDCG@5",
+           "fit s", "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
 LABELS = {
     "snm": "SNMClassifier (skrank)",
     "snm-2-epochs": "SNMClassifier(max_epochs=2)",
@@ -502,56 +709,175 @@ SNM_SETTINGS = ("n_components_", "embedding_dim_", "input_normalization_", "enco
                 "neighbor_weight_", "centroid_weight_", "search_")  # fmt: skip
 
 
+SET_COLUMNS = ["data", "method", "runs", "F1 predict", "labels a row", "top-k: k",
+               "F1 top-k", "ECE@5"]  # fmt: skip
+BUCKET_COLUMNS = ["data", "method", "runs"] + [
+    f"R@5, {name} rows" for name in ("1", "2-5", "6-20", ">20")
+]
+VALIDATION_COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5"]
+
+
+def finished_runs(name, method, seeds, quick, split="test"):
+    """The runs made of ``method`` on ``name`` (``split``) for ``seeds``: those that finished,
+    and those stopped at the time limit."""
+    done = [
+        json.loads(path.read_text())
+        for seed in seeds
+        if (path := run_path(name, method, seed, quick, split)).exists()
+    ]
+    finished = [run for run in done if "timed_out_after_seconds" not in run]
+    return finished, [run for run in done if "timed_out_after_seconds" in run]
+
+
+def _label(method, finished):
+    return " / ".join(sorted({run.get("label", LABELS[method]) for run in finished}))
+
+
+def _score_row(name, method, finished, columns, values_of=None):
+    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``values_of(run,
+    column)``: a run's value of a column, by default its key of :data:`RUN_KEYS`)."""
+    row = [name, _label(method, finished), len(finished)]
+    for column in columns[3:]:
+        values = [
+            value
+            for run in finished
+            if (
+                value := values_of(run, column)
+                if values_of
+                else run.get(RUN_KEYS.get(column, column))
+            )
+            is not None
+        ]
+        row.append(_mean_std(values, DIGITS.get(column, 3)))
+    return row
+
+
+def chosen_top_k(run, validation_run):
+    """``(k, test F1 of the top k)`` of the fixed top-k with the best validation F1 (the
+    smaller k among ties), from the run's validation run (or its own choice, the linear
+    baseline's); None without one."""
+    at_k = run.get("validation_f1_at_k") or (validation_run or {}).get("F1@k")
+    if not at_k or "F1@k" not in run:
+        return None
+    k = int(np.argmax(at_k)) + 1
+    return k, run["F1@k"][k - 1]
+
+
 def report(args):
-    """One table of every row and method run (mean and std over seeds), with the shapes of the
-    rows, SNM's resolved settings and the linear baseline's choice of C in its notes."""
+    """The tables of every row and method run (mean and std over seeds): the test top-k
+    labels, the test label sets and calibration, the recall by label frequency, and the
+    validation split's top-k labels, with the shapes of the rows, SNM's resolved settings and
+    the linear baseline's choice of C in the notes."""
     results = Results(results_name("bench_xmc", args), packages=("omikuji", "napkinxc"))
     results.data["versions"]["libpecos"] = (versions_in(PECOS_PYTHON, ["libpecos"]) or {}).get(
         "libpecos"
     )
-    rows, notes, threads = [], [], set()
+    rows, set_rows, bucket_rows, validation_rows = [], [], [], []
+    notes, bucket_notes, threads = [], [], set()
     for name in args.data:
-        runs = {
-            method: [
-                json.loads(path.read_text())
-                for seed in args.seeds
-                if (path := run_path(name, method, seed, args.quick)).exists()
-            ]
-            for method in args.methods
-        }
-        for method, done in runs.items():
-            threads.update(run.get("threads") for run in done)
-            finished = [run for run in done if "timed_out_after_seconds" not in run]
-            if finished:
-                labels = sorted({run.get("label", LABELS[method]) for run in finished})
-                row = [name, " / ".join(labels), len(finished)]
-                for column in COLUMNS[3:]:
-                    key = RUN_KEYS.get(column, column)
-                    values = [run[key] for run in finished if run.get(key) is not None]
-                    row.append(_mean_std(values, DIGITS.get(column, 3)))
-                rows.append(row)
-            elif done:
-                limit = max(run["timed_out_after_seconds"] for run in done)
-                row = [name, LABELS[method], 0] + [None] * (len(COLUMNS) - 3)
-                row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
-                rows.append(row)
+        runs = {}
+        for method in args.methods:
+            finished, stopped = finished_runs(name, method, args.seeds, args.quick)
+            runs[method] = finished + stopped
+            threads.update(run.get("threads") for run in runs[method])
+            if not finished:
+                if stopped:
+                    limit = max(run["timed_out_after_seconds"] for run in stopped)
+                    row = [name, LABELS[method], 0] + [None] * (len(COLUMNS) - 3)
+                    row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
+                    rows.append(row)
+                continue
+            rows.append(_score_row(name, method, finished, COLUMNS))
+            validation, _ = finished_runs(name, method, args.seeds, args.quick, "validation")
+            by_seed = {run["seed"]: run for run in validation}
+            choices = {run["seed"]: chosen_top_k(run, by_seed.get(run["seed"])) for run in finished}
+
+            def set_value(run, column, choices=choices):
+                if column in ("top-k: k", "F1 top-k"):
+                    choice = choices[run["seed"]]
+                    return None if choice is None else choice[column == "F1 top-k"]
+                return run.get(column)
+
+            if any(run.get("F1@k") for run in finished):
+                row = _score_row(name, method, finished, SET_COLUMNS, set_value)
+                ks = sorted({choice[0] for choice in choices.values() if choice is not None})
+                row[SET_COLUMNS.index("top-k: k")] = ", ".join(map(str, ks)) or None
+                set_rows.append(row)
+            if any(run.get("recall@5 by training rows") for run in finished):
+                bucket_rows.append(
+                    _score_row(
+                        name,
+                        method,
+                        finished,
+                        BUCKET_COLUMNS,
+                        lambda run, column: (run.get("recall@5 by training rows") or {}).get(
+                            column.split(", ")[1].split(" ")[0], [None]
+                        )[0],
+                    )
+                )
+                if len(bucket_notes) < len(notes) + 1:  # one note a data set
+                    bucket_notes.append(_bucket_note(name, finished[0]))
+            if validation:
+                validation_rows.append(_score_row(name, method, validation, VALIDATION_COLUMNS))
         notes.append(_data_note(name, args.quick, runs))
     seeds = ", ".join(map(str, args.seeds))
     threads = ", ".join(
         f"{count} thread(s) a method" if count else "each library's default threads"
         for count in sorted(threads, key=str)
     )
-    title = "Test top-k labels, fit and prediction time, peak memory"
+    over_seeds = f"Mean ± std over the runs of seeds {seeds} (runs: how many finished)"
     results.add_table(
-        title,
+        "Test top-k labels, fit and prediction time, peak memory",
         COLUMNS,
         rows,
-        notes=" ".join(notes) + f" Mean ± std over the runs of seeds {seeds} (runs: how many "
-        f"finished), {threads}; fit CPU s: the CPU time of the fit's process (a shared "
-        "machine's load lengthens wall times); peak memory: the peak resident size above the "
+        notes=" ".join(notes) + f" {over_seeds}, {threads}; fit CPU s: the CPU time of the fit's "
+        "process (a shared machine's load lengthens wall times); predict s: the top "
+        f"{TOP_SETS} labels of every test row; peak memory: the peak resident size above the "
         "size at the start of the fit (imports and data loaded).",
     )
+    validated = f"{VALIDATION_FRACTION:.0%} of the training rows held out, random_state=0"
+    if set_rows:
+        results.add_table(
+            "Test label sets and calibration: example-based F1, top-5 ECE",
+            SET_COLUMNS,
+            set_rows,
+            notes=f"{over_seeds}. F1: scikit-learn's f1_score(average='samples') on the test "
+            "rows (labels of test rows only count as misses). F1 predict: the label sets of "
+            "the method's own predict where it has one (SNMClassifier.predict; the linear "
+            "baseline's one-vs-rest predict, each SVM's decision above 0, with C chosen by that "
+            "F1 on the validation split); labels a row: their mean size. Top-k: the fixed "
+            f"top-k label set, k in 1-{TOP_SETS} chosen by F1 on the validation split "
+            f"({validated}; the model fitted on the other rows), its test F1. ECE@5: expected "
+            "calibration error of the probabilities of the top 5 labels, (row, label) pairs of "
+            "the test split pooled, 15 equal-width bins (methods that estimate probabilities: "
+            "SNMClassifier.predict_top_k(return_proba=True), napkinXC's PLT.predict_proba).",
+        )
+    if bucket_rows:
+        results.add_table(
+            "Test recall of the top 5 by the label's training rows",
+            BUCKET_COLUMNS,
+            bucket_rows,
+            notes=f"{over_seeds}. R@5, n rows: the share of the test (row, label) pairs "
+            "whose label has n training rows that are among the row's top 5 labels. "
+            + " ".join(bucket_notes),
+        )
+    if validation_rows:
+        results.add_table(
+            "Validation top-k labels",
+            VALIDATION_COLUMNS,
+            validation_rows,
+            notes=f"{over_seeds}; each method fitted on the other training rows and scored on "
+            f"the validation split ({validated}), the test rows unread.",
+        )
     results.save()
+
+
+def _bucket_note(name, run):
+    """The shares of the test (row, label) pairs of ``name`` in each frequency bucket."""
+    shares = ", ".join(
+        f"{bucket} {share:.1%}" for bucket, (_, share) in run["recall@5 by training rows"].items()
+    )
+    return f"{name}'s test pairs by the label's training rows: {shares}."
 
 
 def _data_note(name, quick, runs):
@@ -566,7 +892,7 @@ def _data_note(name, quick, runs):
     )
     unseen = Y_test[:, Y_train.shape[1] :].nnz
     if unseen:
-        note += f", {unseen} test labels of tags without a training row (misses)"
+        note += f", {unseen} test labels without a training row (misses)"
     for run in [run for run in runs.get("snm", []) if "settings" in run][:1]:
         settings = run["settings"]
         shown = [f"{key[:-1]} {settings[key]}" for key in SNM_SETTINGS if key in settings]
@@ -604,6 +930,14 @@ def main(argv=None):
         nargs="+",
         default=[method for method in METHODS if method != "snm-2-epochs"],
         choices=METHODS,
+    )
+    arguments.add_argument(
+        "--splits",
+        nargs="+",
+        default=["test", "validation"],
+        choices=["test", "validation"],
+        help="the runs to make: on the test split, and on the validation split of the training "
+        "rows, where a fixed top-k is chosen (default: %(default)s)",
     )
     args = arguments.parse_args(argv)
     if args.report_only:

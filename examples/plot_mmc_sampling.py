@@ -14,7 +14,7 @@ little accuracy and saves much time. This example reproduces that experiment on 
 with MNIST (PCA keeping 90% of the variance): for several training sizes ``n`` it fits
 :class:`skrank.MMC` on all pairs and on ``B`` in ``{0.15 n, 0.5 n, n}`` tuples, and reports the
 objective and constraint on held-out test items, and the fit time. The full-size reproduction
-(``n`` up to 8,000, 5 runs) is ``benchmarks/bench_mmc_sampling.py``.
+(``n`` up to 8,000, 5 runs) is ``benchmarks/studies/mmc_sampling.py``.
 """
 
 # %%

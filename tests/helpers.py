@@ -4,8 +4,13 @@ import itertools
 from collections import Counter
 
 import numpy as np
+import pytest
+import scipy.sparse as sp
 import torch
+from sklearn.datasets import make_blobs
 
+from skrank import MMC, PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
+from skrank.nn import SparseRows
 from skrank.sampling import PairSample
 
 # Ops that read a value back to the host: on a GPU each one waits for the device.
@@ -115,3 +120,86 @@ def tiny_labelled_items(seed=0, n=13, d=4, n_classes=3):
 def pairs_by_loop(y, same):
     """Pairs ``i < j`` of the same class (``same``) or of different classes, by a loop."""
     return [(i, j) for i, j in itertools.combinations(range(len(y)), 2) if (y[i] == y[j]) == same]
+
+
+def sparse_matrix_with_empty_row(n_rows=9, n_features=40, density=0.15, seed=0):
+    """A random CSR matrix of normal values whose fourth row has no non-zero."""
+    rng = np.random.RandomState(seed)
+    X = sp.random(n_rows, n_features, density=density, format="csr", random_state=rng)
+    X.data = rng.normal(size=X.nnz)
+    X = X.tolil()
+    X[3] = 0  # a row without a non-zero
+    return X.tocsr()
+
+
+def as_sparse_rows(X, layout):
+    """``SparseRows`` of a CSR ``X``: the flat layout (CSR arrays) or the padded one."""
+    if layout == "flat":
+        return SparseRows(
+            torch.as_tensor(X.indices, dtype=torch.long),
+            torch.as_tensor(X.data),
+            torch.as_tensor(X.indptr[:-1], dtype=torch.long),
+        )
+    width = max(int(np.diff(X.indptr).max()), 1)
+    columns = np.full((X.shape[0], width), X.shape[1])
+    values = np.zeros((X.shape[0], width))
+    for i in range(X.shape[0]):
+        row = X[i]
+        columns[i, : row.nnz], values[i, : row.nnz] = row.indices, row.data
+    return SparseRows(torch.as_tensor(columns), torch.as_tensor(values))
+
+
+def small_blobs():
+    """160 items of 4 classes in 6 dimensions: the data of the small fits."""
+    return make_blobs(n_samples=160, centers=4, n_features=6, random_state=0)
+
+
+def fit_small_estimator(name):
+    """A small fitted estimator of the kind ``name`` and the items it was fitted on.
+
+    The names are those of ``tests/nn/test_persistence.py``'s ``NAMES``.
+    """
+    X, y = small_blobs()
+    small = dict(max_epochs=2, random_state=0, device="cpu")
+    if name == "MMC":
+        return MMC(max_iter=20).fit(X, y), X
+    if name == "PointwiseROCSimilarity":
+        return PointwiseROCSimilarity().fit(X, y), X
+    if name == "SOPRCEmbedder":
+        model = SOPRCEmbedder(hidden_layer_sizes=(16,), n_components=4, batch_size=32, **small)
+        return model.fit(X, y), X
+    if name == "SOPRCEmbedder-auxiliary-schedule-bar":
+        model = SOPRCEmbedder(
+            hidden_layer_sizes=(16,),
+            n_components=4,
+            batch_size=32,
+            tpr_source="auxiliary",
+            lr_milestones=[1],
+            verbose=1,
+            **small,
+        )
+        return model.fit(X, y), X
+    if name == "SNMClassifier":
+        model = SNMClassifier(
+            n_components=8, hidden_layer_sizes=(16,), neighbor_weight=0.2, **small
+        )
+        return model.fit(X, y), X
+    if name.startswith("SNMClassifier-multilabel-tfidf"):
+        counts = sp.csr_matrix(np.round(np.abs(X)))
+        labels = (np.abs(X) > 1).astype(int)
+        labels = np.insert(labels, 1, 0, axis=1)  # a label without examples: not in the table
+        centroid_weight = 2.0 if name.endswith("centroids") else 0.0
+        model = SNMClassifier(
+            n_components=8, neighbor_weight=0.2, centroid_weight=centroid_weight, **small
+        )
+        return model.fit(counts, labels), counts
+    raise ValueError(name)
+
+
+def onnx_session(model, tmp_path):
+    """An onnxruntime session of ``model`` exported to ``tmp_path`` (skips without ONNX)."""
+    pytest.importorskip("onnxscript")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    path = model.export_onnx(tmp_path / "model.onnx")
+    assert path == str(tmp_path / "model.onnx")
+    return onnxruntime.InferenceSession(path)

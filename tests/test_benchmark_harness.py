@@ -1,5 +1,6 @@
 """benchmarks/_harness.py: the common arguments, a child process that writes its JSON for the
-parent, its failures, its limits and the skrank it imports, peak memory, and baselines."""
+parent, its failures, its limits and the skrank it imports, a declared benchmark run method by
+method, the summary of its runs, peak memory, and baselines."""
 
 import importlib.util
 import shutil
@@ -27,6 +28,7 @@ def _load_harness():
 
 
 harness = _load_harness()
+results = importlib.import_module("_results")  # on the path the harness's loading set
 
 SCRIPT = """
 import os, sys, time
@@ -53,6 +55,40 @@ def grows(mib):
 def imports_skrank():
     import skrank
     return {"file": skrank.__file__}
+"""
+
+
+BENCHMARK = """
+import json
+from pathlib import Path
+
+from _harness import Benchmark, Method
+
+def data(size, seed=0):
+    return {"x": list(range(size)), "shift": seed}
+
+def fit_sum(data, seed, scale=1.0, calls=None):
+    if calls is not None:  # counts the fits that ran
+        Path(calls).open("a").write("fit\\n")
+    return sum(data["x"]) * scale + data["shift"] + seed
+
+def fit_fails(data, seed):
+    raise ValueError("a method that fails")
+
+def predict_total(fitted, data):
+    return {"total": fitted, "size": len(data["x"])}
+
+def score(data, predicted):
+    return {"total": predicted["total"], "size": predicted["size"]}
+
+def benchmark(calls=None, split_by_seed=False):
+    return Benchmark(
+        "bench_toy", data, (
+            Method("sum", fit_sum, {"calls": calls}),
+            Method("sum x2", fit_sum, {"scale": 2.0}),
+            Method("fails", fit_fails),
+        ), predict_total, score, data_params={"size": 4}, split_by_seed=split_by_seed,
+    )
 """
 
 
@@ -114,6 +150,48 @@ def test_a_child_imports_the_skrank_of_its_source(script, tmp_path, monkeypatch)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "other"))
     with pytest.raises(harness.ChildFailed, match="not the skrank of"):
         harness.run_in_child(script, "imports_skrank", source=tmp_path / "empty")
+
+
+def test_a_benchmark_runs_each_method_and_seed_in_a_child(tmp_path):
+    path = tmp_path / "bench_declared.py"
+    path.write_text(textwrap.dedent(BENCHMARK))
+    sys.modules.pop("bench_declared", None)
+    declared = harness._import_script(path)
+    calls, runs, reported = tmp_path / "calls.txt", tmp_path / "runs", []
+    records = harness.run_benchmark(
+        declared.benchmark(str(calls)), [0, 1], runs=runs, report=reported.append
+    )
+    assert [(r["method"], r["seed"]) for r in records] == [
+        ("sum", 0), ("sum", 1), ("sum x2", 0), ("sum x2", 1), ("fails", 0), ("fails", 1)
+    ]  # fmt: skip
+    assert reported == records
+    assert [r["total"] for r in records[:4]] == [6.0, 7.0, 12.0, 13.0]
+    assert all(r["size"] == 4 and r["fit_seconds"] >= 0 and r["peak_gib"] >= 0 for r in records[:4])
+    assert set(records[0]) == {
+        "method", "seed", "total", "size", "fit_seconds", "fit_cpu_seconds", "predict_seconds",
+        "peak_gib",
+    }  # fmt: skip
+    assert records[4] == {"method": "fails", "seed": 0, "failed": "exit status 1"}
+    # The runs kept are read back: the fits of "sum" do not run again.
+    again = harness.run_benchmark(
+        declared.benchmark(str(calls)), [0, 1], methods=["sum"], runs=runs
+    )
+    assert again == records[:2] and calls.read_text().count("fit") == 2
+    # A split per seed: the data is drawn with the seed.
+    by_seed = harness.run_benchmark(declared.benchmark(split_by_seed=True), [2], methods=["sum"])
+    assert by_seed[0]["total"] == 6.0 + 2 + 2
+    with pytest.raises(ValueError, match="No method"):
+        harness.run_benchmark(declared.benchmark(), [0], methods=["summ"])
+    rows = results.summary_rows(records, ["total"], means=("fit_seconds",))
+    assert [row[0] for row in rows] == ["sum", "sum x2", "fails"]
+    assert rows[0][1] == "6.5000 ± 0.5000" and rows[0][-1] == "2 of 2"
+    assert rows[2][1:] == ["n/a", None, "0 of 2 (exit status 1)"]
+
+
+def test_the_summary_is_mean_and_standard_deviation():
+    assert results.summary([1.0, 2.0, 3.0], digits=2) == "2.00 ± 0.82"
+    assert results.summary(np.array([0.5, np.nan, None, 0.7])) == "0.6000 ± 0.1000"
+    assert results.summary([]) == "n/a"
 
 
 def test_peak_memory_counts_what_the_region_allocates():

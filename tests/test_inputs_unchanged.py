@@ -284,6 +284,7 @@ ENGINE_METHODS = dict.fromkeys(
         "initialize_weights",
         "optimizers_for",
         "set_classes",
+        "set_training",
         "shared_random_state",
         "warm_starting",
     ],
@@ -530,6 +531,22 @@ def _call_negative_pair_outer_mean(inputs, tmp_path):
     similarity.negative_pair_outer_mean(inputs.X(FEATURES), pairs)
 
 
+def _call_figure_of_merit(inputs, tmp_path):
+    similarity.figure_of_merit(inputs.X(FEATURES), inputs.y(LABELS))
+
+
+def _call_negative_pair_similarities(inputs, tmp_path):
+    A = np.eye(FEATURES.shape[1])
+    similarity.negative_pair_similarities(
+        inputs.X(FEATURES), inputs.array(np.unique(LABELS, return_inverse=True)[1]),
+        inputs.array(A), max_pairs=10, random_state=0,
+    )  # fmt: skip
+
+
+def _call_threshold_at_fpr(inputs, tmp_path):
+    similarity.threshold_at_fpr(inputs.array(np.linspace(-1.0, 1.0, 25)), 0.1)
+
+
 def _call_pair_groups(inputs, tmp_path):
     similarity.pair_groups(inputs.array(np.array([[0, 1], [1, 2], [4, 5]])))
     similarity.pair_groups(inputs.array(PAIRS))
@@ -647,6 +664,10 @@ def _call_mlp(inputs, tmp_path):
     nn.MLP(D, (8,), 4)(inputs.tensor(FEATURES))
 
 
+def _call_conv_net(inputs, tmp_path):
+    nn.ConvNet((1, 2, 2), (4,), 3)(inputs.tensor(FEATURES[:, :4].reshape(-1, 1, 2, 2)))
+
+
 def _call_sparse_linear(inputs, tmp_path):
     layer = nn.SparseLinear(D, 3)
     layer(inputs.tensor(FEATURES))
@@ -665,6 +686,12 @@ def _call_row_subset(inputs, tmp_path):
 
 def _call_dense_float32(inputs, tmp_path):
     nn.dense_float32(inputs.X(FEATURES))
+
+
+def _call_check_image_items(inputs, tmp_path):
+    images = np.abs(FEATURES[:, :4]).reshape(-1, 2, 2)
+    nn.check_image_items(inputs.array(images))
+    nn.check_image_items(inputs.array(np.minimum(images * 50, 255), dtype=np.uint8))
 
 
 def _call_input_inspection(function):
@@ -895,6 +922,7 @@ ENTRY_POINTS = {
         ),
     ),
     "skrank.nn.MLP": Entry(_call_mlp, kinds=TENSORS, methods=("forward",)),
+    "skrank.nn.ConvNet": Entry(_call_conv_net, kinds=TENSORS, methods=("forward",)),
     "skrank.nn.SparseLinear": Entry(
         _call_sparse_linear,
         kinds=TENSORS,
@@ -913,6 +941,8 @@ ENTRY_POINTS = {
     "skrank.nn.gather_with_gradient": Entry(_call_gather(nn.gather_with_gradient), kinds=TENSORS),
     "skrank.nn.input_dtypes": Entry(_call_input_inspection(nn.input_dtypes), kinds=ARRAYS_ONLY),
     "skrank.nn.memory_mapped": Entry(_call_input_inspection(nn.memory_mapped), kinds=ARRAYS_ONLY),
+    "skrank.nn.item_rank": Entry(_call_input_inspection(nn.item_rank), kinds=ARRAY_KINDS),
+    "skrank.nn.check_image_items": Entry(_call_check_image_items, kinds=DENSE_ONLY),
     "skrank.nn.TrainingInputs": Entry(
         _call_training_inputs, kinds=ARRAYS_ONLY, methods=("rows", "chunks", "batch")
     ),
@@ -968,6 +998,11 @@ ENTRY_POINTS = {
         _call_pair_scatter(similarity.similar_pair_scatter), kinds=NO_SPARSE
     ),
     "skrank.similarity.feasible_alpha_range": Entry(_call_feasible_alpha_range, kinds=DENSE_ONLY),
+    "skrank.similarity.figure_of_merit": Entry(_call_figure_of_merit, kinds=DENSE_ONLY),
+    "skrank.similarity.negative_pair_similarities": Entry(
+        _call_negative_pair_similarities, kinds=DENSE_ONLY
+    ),
+    "skrank.similarity.threshold_at_fpr": Entry(_call_threshold_at_fpr, kinds=DENSE_ONLY),
     "skrank.similarity.negative_pair_outer_mean": Entry(
         _call_negative_pair_outer_mean, kinds=DENSE_ONLY
     ),

@@ -6,12 +6,18 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import SOPRCLoss
 from ..metrics import mean_auprc_score
 from ..nn import (
+    ITEM_SHAPES,
     MLP,
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
@@ -19,14 +25,18 @@ from ..nn import (
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
     Callback,
+    ConvNet,
     UnitRows,
     WeightAveraging,
+    check_image_items,
     check_onnx_installed,
     dense_float32,
     export_module,
     gather_summing_gradient,
     gather_with_gradient,
     input_dtypes,
+    item_rank,
+    layer_sizes,
     module_output_dim,
 )
 from ..sampling import ClassBalancedBatchSampler
@@ -36,6 +46,27 @@ from ..utils._params import ComponentParameters, parameters_for, store_parameter
 from ..utils._validation import check_float32_range, naming_inputs
 
 __all__ = ["SOPRCEmbedder"]
+
+# hidden_layer_sizes="auto": the layers of the default MLP of feature rows, and the channels of
+# the default ConvNet of images.
+_DEFAULT_MLP_LAYERS = (256,)
+_DEFAULT_CONV_CHANNELS = (32, 64, 128)
+
+_ITEMS_TYPE = (
+    "{array-like, sparse matrix} of shape (n_samples, n_features), or array-like of shape "
+    "(n_samples, height, width) or (n_samples, channels, height, width)"
+)
+_ITEM_DOCS = {
+    "training_X": (
+        "X",
+        _ITEMS_TYPE,
+        "Training items: feature rows (a sparse matrix is densified one mini-batch at a time) "
+        "or images (``uint8`` images are read as values / 255 one mini-batch at a time). The "
+        "network computes in float32: the largest absolute value of float items must lie in "
+        "[2^-63, 2^63] (about 1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
+    ),
+    "X": ("X", _ITEMS_TYPE, "Items: feature rows, or images of the fit's ``item_shape_``."),
+}
 
 
 def averaging_fraction(classes_per_batch, n_classes):
@@ -66,32 +97,44 @@ def averaging_fraction(classes_per_batch, n_classes):
 @fill_shared_docs(
     TORCH_PARAMETER_DOCS,
     TORCH_ATTRIBUTE_DOCS,
-    methods={**TORCH_INPUT_DOCS, **CLASS_LABELS_DOCS},
+    methods={**TORCH_INPUT_DOCS, **CLASS_LABELS_DOCS, **_ITEM_DOCS},
 )
 class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorchEstimator):
     """Embedding whose cosine-similarity ranking maximises AUPRC, trained by SOPRC.
 
-    Learns a map ``x -> e = g(x)`` (an MLP, or any ``torch.nn.Module``) with L2-normalised
-    outputs, such that for every item used as a query the items of its class rank first by
-    cosine similarity ``e_q . e_i``: it minimises the SOPRC estimator of ``1 - AUPRC`` (mean
-    average precision) of Wen et al. (NeurIPS 2022), with the corrections of skrank's design
-    notes (see :class:`skrank.losses.SOPRCLoss`). Each batch holds ``P = batch_size //
-    samples_per_class`` distinct classes of ``samples_per_class`` items
-    (:class:`~skrank.sampling.ClassBalancedBatchSampler`): each class takes ``ceil(n_c /
+    Learns a map ``x -> e = g(x)`` (an MLP of feature rows, a convolutional network of images,
+    or any ``torch.nn.Module``) with L2-normalised outputs, such that for every item used as a
+    query the items of its class rank first by cosine similarity ``e_q . e_i``: it minimises the
+    SOPRC estimator of ``1 - AUPRC`` (mean average precision) of Wen et al. (NeurIPS 2022), with
+    the corrections of skrank's design notes (see :class:`skrank.losses.SOPRCLoss`). Each batch
+    holds ``P = batch_size // samples_per_class`` distinct classes of ``samples_per_class``
+    items (:class:`~skrank.sampling.ClassBalancedBatchSampler`): each class takes ``ceil(n_c /
     samples_per_class)`` groups per epoch, so that every item and every class is drawn at least
-    once per epoch (a class too large for one group in every batch cycles through its items
-    over epochs), and every batch has the same shape (a class smaller than a group is padded).
+    once per epoch (a class too large for one group in every batch cycles through its items over
+    epochs), and every batch has the same shape (a class smaller than a group is padded).
 
     Read more in the :ref:`User Guide <soprc>`.
+
+    The items are feature rows, ``X`` of shape ``(n_samples, n_features)``, or images:
+    ``(n_samples, height, width)`` (one channel) or ``(n_samples, channels, height, width)``,
+    whose shape ``(channels, height, width)`` is kept as ``item_shape_``. ``uint8`` images are
+    read as values / 255 in [0, 1] (as torchvision and kornia expect), batch by batch, so that
+    no float copy of the whole set is made (in memory or memory-mapped); float images are read
+    as they are. The network, the ``augmentation`` and the ONNX graph of
+    :meth:`export_onnx` all see those values. Read more in :ref:`soprc-images`.
 
     Parameters
     ----------
     module : torch.nn.Module or None, default=None
-        Embedding network mapping ``(batch, n_features)`` to ``(batch, n_outputs)``; it is
-        copied, never modified. ``None`` builds an :class:`~skrank.nn.MLP` from
-        ``hidden_layer_sizes`` and ``n_components``.
-    hidden_layer_sizes : int or tuple of int, default=(256,)
-        Hidden layers of the default MLP (an int: one layer, as in ``MLPClassifier``).
+        Embedding network mapping a batch of items, ``(batch, n_features)`` or ``(batch,
+        *item_shape_)``, to ``(batch, n_outputs)``; it is copied, never modified. ``None``
+        builds an :class:`~skrank.nn.MLP` for feature rows and a
+        :class:`~skrank.nn.ConvNet` for images, from ``hidden_layer_sizes`` and
+        ``n_components``.
+    hidden_layer_sizes : "auto", int or tuple of int, default="auto"
+        The layers of the default network: for feature rows the widths of the MLP's hidden
+        layers (an int: one layer, as in ``MLPClassifier``), ``"auto"`` ``(256,)``; for images
+        the output channels of the ConvNet's convolution blocks, ``"auto"`` ``(32, 64, 128)``.
     n_components : int or None, default=None
         Embedding dimension: of the default MLP (64 when None), or, with a ``module``, the
         width its output must have (None: whatever it is).
@@ -110,7 +153,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         those scored on the validation part, kept by early stopping and by the fitted
         estimator (a :class:`~skrank.nn.WeightAveraging` callback; one in ``callbacks``
         replaces it). None keeps the last step's weights. Added in 0.2, chosen
-        on held-out training classes (``benchmarks/bench_soprc_disjoint.py``: +0.021 validation
+        on held-out training classes (``benchmarks/studies/``: +0.021 validation
         mean AUPRC); ``"auto"``: 0.2 rather than 0.4 at 300 training classes of 35 items on
         average (+0.014 after 5 epochs), 0.4 at 30; see the :ref:`User Guide <soprc>`.
     prior_warmup : float or None, default=0.25
@@ -121,9 +164,24 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         small classes are tiny, which leaves their queries almost no gradient while the
         ranking is poor; the batch rate does not. None uses the dataset prior from the first
         step. A warm start trains on with the dataset prior. Added in 0.2, chosen on held-out
-        training classes of 1,000 classes (``benchmarks/bench_soprc_disjoint.py``: +0.008
+        training classes of 1,000 classes (``benchmarks/studies/``: +0.008
         validation mean AUPRC after 5 epochs, level after 20); see the :ref:`User Guide
         <soprc>`.
+    augmentation : callable or None, default=None
+        Applied to every training batch before the network: a callable taking a float tensor
+        of shape ``(batch, *item_shape_)`` on the training device (the values the network
+        reads) and returning one of the same shape, e.g. a kornia ``AugmentationSequential``,
+        which draws the parameters of each item independently. Never applied by
+        :meth:`transform`, :meth:`score`, the validation score or early stopping. Its random
+        draws come from torch's generator, which ``fit`` seeds from ``random_state``: two fits
+        on the CPU with the same seed give the same model. A saved model does not store it
+        (it serves training only): a model loaded from pickle, joblib or skops has
+        ``augmentation=None``; set it again before fitting on with ``warm_start``.
+    freeze_batchnorm : bool, default=False
+        Keep the batch-normalisation layers of ``module`` as they are: their running
+        statistics (the layers stay in evaluation mode each time training resumes) and their
+        affine parameters (not trained), as the SOPRC paper does with a pretrained backbone.
+        Needs a ``module``: the default network has no pretrained weights.
     {component_parameters}
     {shared_parameters}
 
@@ -138,9 +196,12 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         its ``auxiliary`` buffer is empty).
     n_components_ : int
         Embedding dimension.
+    item_shape_ : tuple of int
+        The shape of an item: ``(n_features,)`` for feature rows, ``(channels, height,
+        width)`` for images.
     {shared_attributes}
     n_features_in_ : int
-        Number of features seen in ``fit``.
+        Number of features seen in ``fit`` (for images, values of an item).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen in ``fit``, when they are all strings.
 
@@ -162,11 +223,18 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     """
 
     retrieval_metric = "cosine"
+    # The augmentation serves training only: a saved model stores None in its place, so that
+    # nothing of it (a kornia pipeline, a function) is needed or run at load time.
+    training_only_parameters = ("augmentation",)
 
     _parameter_constraints = {
         **TORCH_PARAMETER_CONSTRAINTS,
         "module": [torch.nn.Module, None],
-        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "hidden_layer_sizes": [
+            "array-like",
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "tau1": [Interval(Real, 0, None, closed="neither")],
         "tau2": [Interval(Real, 0, None, closed="neither")],
@@ -180,6 +248,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "class_weights": [StrOptions({"proportional", "uniform"})],
         "weight_averaging": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "prior_warmup": [Interval(Real, 0, 1, closed="right"), None],
+        "augmentation": [callable, None],
+        "freeze_batchnorm": ["boolean"],
     }
 
     component_parameters = ComponentParameters(
@@ -191,11 +261,11 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             "lambda_neg": "``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a "
             "validation split of the MNIST training images (``benchmarks/bench_soprc.py "
             "--validation``: +0.004 validation mean AUPRC over 3 seeds) and level on held-out "
-            "training classes (``benchmarks/bench_soprc_disjoint.py``: +0.0005 over 6 seeds).",
+            "training classes (``benchmarks/studies/``: +0.0005 over 6 seeds).",
             "max_auxiliary_length": "Memory per step grows as ``batch_size * "
             "(samples_per_class - 1) * max L_c``.",
             "tpr_source": '``"batch"`` is the default since 0.2: on classes unseen in training '
-            "(``benchmarks/bench_soprc_disjoint.py``, chosen on held-out training classes) it "
+            "(``benchmarks/studies/``, chosen on held-out training classes) it "
             "gave 0.02 more validation mean AUPRC over three seeds; see the :ref:`User Guide "
             "<soprc>`.",
         },
@@ -211,13 +281,15 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def __init__(
         self,
         module=None,
-        hidden_layer_sizes=(256,),
+        hidden_layer_sizes="auto",
         n_components=None,
         *,
         samples_per_class=4,
         class_weights="proportional",
         weight_averaging="auto",
         prior_warmup=0.25,
+        augmentation=None,
+        freeze_batchnorm=False,
         **parameters,
     ):
         store_parameters(self, locals())
@@ -249,16 +321,13 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 f"classes), so no item has a negative; use batch_size >= "
                 f"{2 * self.samples_per_class}."
             )
-        with naming_inputs("X", "y"):
-            X, y = validate_data(
-                self,
-                X,
-                y,
-                accept_sparse="csr",
-                dtype=input_dtypes(X),
-                reset=not self.warm_starting(),
+        if self.freeze_batchnorm and self.module is None:
+            raise ValueError(
+                "freeze_batchnorm=True keeps the batch normalisation of a pretrained module "
+                "fixed, but module=None builds a new network, which has no pretrained weights: "
+                "pass your module, or set freeze_batchnorm=False."
             )
-        check_float32_range(X, estimator="SOPRCEmbedder")
+        X, y = self._validate_training_data(X, y, reset=not self.warm_starting())
         classes, codes = encode_labels(y)
         counts = check_class_counts(np.bincount(codes), needed_by="SOPRCEmbedder")
         self.set_classes(classes)
@@ -276,6 +345,55 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             )
         return self.fit_loop(X_train, codes_train, validation)
 
+    def _validate_training_data(self, X, y, reset):
+        """``(X, y)`` validated, ``item_shape_`` and ``n_features_in_`` set when ``reset``."""
+        rank = item_rank(X)
+        if rank == 2:
+            with naming_inputs("X", "y"):
+                X, y = validate_data(
+                    self, X, y, accept_sparse="csr", dtype=input_dtypes(X), reset=reset
+                )
+            check_float32_range(X, estimator="SOPRCEmbedder")
+            self._check_item_kind(X, reset)
+            if reset:
+                self.item_shape_ = (X.shape[1],)
+            return X, y
+        if rank not in (3, 4):
+            raise ValueError(f"X must be {ITEM_SHAPES}; got an array of shape {np.shape(X)}.")
+        self._check_item_kind(X, reset)
+        X = check_image_items(
+            X, item_shape=None if reset else self.item_shape_, estimator="SOPRCEmbedder"
+        )
+        with naming_inputs("y"):
+            y = column_or_1d(y, warn=True)
+        with naming_inputs("X", "y"):
+            check_consistent_length(X, y)
+        if reset:
+            self.item_shape_ = tuple(int(side) for side in X.shape[1:])
+            self.n_features_in_ = int(np.prod(self.item_shape_))
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        return X, y
+
+    def _check_item_kind(self, X, reset):
+        """Refuse images for a model of feature rows and feature rows for a model of images."""
+        if reset or not hasattr(self, "n_features_in_"):
+            return
+        fitted_images = len(self._item_shape()) > 1
+        if fitted_images != (item_rank(X) > 2):
+            raise ValueError(
+                f"X has items of shape {np.shape(X)[1:]}, but SOPRCEmbedder was fitted on "
+                + (
+                    f"images of shape (channels, height, width) = {self._item_shape()}."
+                    if fitted_images
+                    else f"feature rows of shape (n_samples, {self.n_features_in_})."
+                )
+            )
+
+    def _item_shape(self):
+        # Models saved before image items had feature rows only, and no item_shape_.
+        return getattr(self, "item_shape_", (self.n_features_in_,))
+
     def initialize_module(self, n_features):
         if self.module is None:
             n_components = 64 if self.n_components is None else self.n_components
@@ -292,9 +410,32 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         self.n_components_ = width
         return module
 
-    def _default_network(self, n_features, n_components):
+    def _default_network(self, item_size, n_components):
         # The loss and transform normalise the embedding: the network need not.
-        return MLP(n_features, self.hidden_layer_sizes, n_components, normalize=False)
+        auto = self.hidden_layer_sizes == "auto"
+        if isinstance(item_size, Integral):
+            sizes = _DEFAULT_MLP_LAYERS if auto else self.hidden_layer_sizes
+            return MLP(item_size, sizes, n_components, normalize=False)
+        if len(item_size) == 1:
+            return self._default_network(item_size[0], n_components)
+        sizes = _DEFAULT_CONV_CHANNELS if auto else layer_sizes(self.hidden_layer_sizes)
+        return ConvNet(item_size, sizes, n_components)
+
+    def initialize_optimizers(self):
+        """The engine's optimisers, without the parameters of the batch-normalisation layers
+        of ``module`` when ``freeze_batchnorm``."""
+        if self.freeze_batchnorm:
+            for layer in _batch_norm_layers(self.network_):
+                layer.requires_grad_(False)
+        return super().initialize_optimizers()
+
+    def set_training(self, training=True):
+        """The engine's mode, with the batch-normalisation layers of ``module`` in evaluation
+        mode when ``freeze_batchnorm``."""
+        super().set_training(training)
+        if training and self.freeze_batchnorm:
+            for layer in _batch_norm_layers(self.network_):
+                layer.eval()
 
     def initialize_criterion(self, y):
         # A class absent from the training part (possible without stratification) gets a
@@ -307,7 +448,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """The default MLP (not a ``module`` of the user's) and the loss, for loading a saved
         embedder (see :meth:`skrank.nn.BaseTorchEstimator.rebuild_module`)."""
         if name == "module_" and self.module is None:
-            return self._default_network(self.n_features_in_, self.n_components_)
+            return self._default_network(self._item_shape(), self.n_components_)
         counts = getattr(self, "_class_counts", None)  # set by initialize_criterion
         if name == "criterion_" and counts is not None:
             return SOPRCLoss(counts, **parameters_for(self, SOPRCLoss))
@@ -355,7 +496,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         return None  # the batches' groups carry the classes
 
     def get_loss(self, batch, targets):
-        embeddings = self.module_(batch.inputs)
+        inputs = batch.inputs
+        if self.augmentation is not None:
+            inputs = self._augmented(inputs)
+        embeddings = self.module_(inputs)
         if embeddings.dtype != torch.float32:  # bfloat16 under autocast
             embeddings = embeddings.float()
         groups, valid, queries = batch.groups, batch.valid, None
@@ -369,14 +513,33 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
                 embeddings = gather_summing_gradient(embeddings, context)
                 queries = batch.part
         shape = (groups.shape[0], self.samples_per_class)
-        loss = self.criterion_.forward_grouped(
-            embeddings.view(*shape, -1), groups, valid.view(shape), queries=queries
-        )
+        # The loss computes in float32 (under autocast its products would be bfloat16, and
+        # its custom gradients would meet float32 saved tensors).
+        with torch.autocast(embeddings.device.type, enabled=False):
+            loss = self.criterion_.forward_grouped(
+                embeddings.view(*shape, -1), groups, valid.view(shape), queries=queries
+            )
         if queries is None:
             return loss
         # The ranks' shares add up to the batch's loss; the engine and DistributedDataParallel
         # average over the ranks.
         return loss * context.world_size
+
+    def _augmented(self, inputs):
+        """``augmentation`` of a training batch, outside autocast (on float32 values)."""
+        with torch.autocast(inputs.device.type, enabled=False):
+            augmented = self.augmentation(inputs)
+        if not isinstance(augmented, torch.Tensor) or augmented.shape != inputs.shape:
+            shape = (
+                tuple(augmented.shape)
+                if isinstance(augmented, torch.Tensor)
+                else type(augmented).__name__
+            )
+            raise ValueError(
+                f"augmentation must return a tensor of the shape of the batch it is given, "
+                f"{tuple(inputs.shape)}; it returned {shape}."
+            )
+        return augmented
 
     def validation_score(self, X_val, y_val):
         return mean_auprc_score(
@@ -393,10 +556,11 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     def transform(self, X):
         """Embed items: L2-normalised rows, compared by cosine similarity (dot product).
 
+        Images are read in chunks sized by scikit-learn's ``working_memory``.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Items.
+        {X}
 
         Returns
         -------
@@ -407,6 +571,11 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
     def _validate_for_transform(self, X):
         check_is_fitted(self)
+        self._check_item_kind(X, reset=False)
+        if len(self._item_shape()) > 1:
+            return check_image_items(
+                X, item_shape=self.item_shape_, estimator="SOPRCEmbedder", fitting=False
+            )
         with naming_inputs("X"):
             X = validate_data(self, X, accept_sparse="csr", dtype=input_dtypes(X), reset=False)
         check_float32_range(X, estimator="SOPRCEmbedder", fitting=False)
@@ -416,10 +585,12 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """Write the embedding as an ONNX graph, to serve it without Python or torch.
 
         The graph maps its input ``X``, a dense float32 array of shape ``(n_samples,
-        n_features_in_)``, to its output ``embedding``, of shape ``(n_samples,
-        n_components_)``: the network's output rows scaled to unit norm, what :meth:`transform`
-        returns, to float32 rounding. The input checks stay outside the graph, and so do
-        sparse inputs, which it reads densified: :meth:`onnx_inputs` applies both. Needs
+        n_features_in_)`` (for images ``(n_samples, *item_shape_)``, the float values the
+        network reads: ``uint8`` images divided by 255), to its output ``embedding``, of shape
+        ``(n_samples, n_components_)``: the network's output rows scaled to unit norm, what
+        :meth:`transform` returns, to float32 rounding. The input checks stay outside the
+        graph, and so do sparse inputs, which it reads densified, and the scaling of ``uint8``
+        images: :meth:`onnx_inputs` applies them. Needs
         ``onnx`` and ``onnxscript`` (the ``onnx`` extra, which also installs ``onnxruntime`` to
         run graphs). Read more in the :ref:`User Guide <persistence>`.
 
@@ -442,11 +613,14 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         check_is_fitted(self)
         check_onnx_installed("SOPRCEmbedder.export_onnx")
         network = UnitRows(self.network_)
-        return export_module(network, self.n_features_in_, path, ["embedding"], opset_version)
+        shape = self._item_shape()
+        item_size = shape if len(shape) > 1 else self.n_features_in_
+        return export_module(network, item_size, path, ["embedding"], opset_version)
 
     def onnx_inputs(self, X):
         """``X`` checked and densified as a float32 array: the input of the graph of
-        :meth:`export_onnx`.
+        :meth:`export_onnx`. Images get their channel axis, and ``uint8`` images are divided
+        by 255.
 
         Parameters
         ----------
@@ -454,9 +628,13 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
         Returns
         -------
-        inputs : ndarray of float32 of shape (n_samples, n_features)
+        inputs : ndarray of float32 of shape (n_samples, n_features) or (n_samples, \
+*item_shape_)
         """
-        return dense_float32(self._validate_for_transform(X))
+        X = self._validate_for_transform(X)
+        if X.ndim > 2 and X.dtype == np.uint8:
+            return np.divide(X, 255, dtype=np.float32)
+        return dense_float32(X)
 
     def score(self, X, y):
         """Mean AUPRC (mean average precision) of retrieval by cosine similarity on ``(X, y)``.
@@ -467,8 +645,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Items.
+        {X}
         y : array-like of shape (n_samples,)
             Their class labels.
 
@@ -492,6 +669,14 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         tags.transformer_tags.preserves_dtype = ["float32"]
         tags.non_deterministic = False
         return tags
+
+
+def _batch_norm_layers(module):
+    return [
+        layer
+        for layer in module.modules()
+        if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm)
+    ]
 
 
 class _PriorWarmUp(Callback):

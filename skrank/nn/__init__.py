@@ -8,8 +8,10 @@
   :class:`LRScheduler`, :class:`WeightAveraging`, :class:`Checkpoint`.
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`RowSubset`, :func:`memory_mapped` and :func:`input_dtypes`, for
-  inputs read from a memory-mapped file; :class:`MLP`, the default network, with
-  :func:`layer_sizes` and :func:`module_output_dim`; :class:`SparseRows` and
+  inputs read from a memory-mapped file; :func:`check_image_items`, :func:`item_rank` and
+  :data:`ITEM_SHAPES`, for image items; :class:`MLP`, the default network, and
+  :class:`ConvNet`, the default network of image items, with :func:`layer_sizes` and
+  :func:`module_output_dim`; :class:`SparseRows` and
   :class:`SparseLinear`, sparse batches and the layer that reads only their non-zero features;
   :class:`RowSparseOptimizer`, which updates only the rows of a table a step read;
   :func:`resolve_device`.
@@ -33,7 +35,16 @@ from ._callbacks import (
     ProgressBar,
     WeightAveraging,
 )
-from ._data import Batch, RowSubset, TrainingInputs, input_dtypes, memory_mapped
+from ._data import (
+    ITEM_SHAPES,
+    Batch,
+    RowSubset,
+    TrainingInputs,
+    check_image_items,
+    input_dtypes,
+    item_rank,
+    memory_mapped,
+)
 from ._device import resolve_device
 from ._distributed import (
     DistributedContext,
@@ -49,13 +60,14 @@ from ._engine import (
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
 )
-from ._modules import MLP, layer_sizes, module_output_dim
+from ._modules import MLP, ConvNet, layer_sizes, module_output_dim
 from ._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
 from ._optim import RowSparseOptimizer
 from ._sparse import SparseLinear, SparseRows
 
 __all__ = [
     "ENGINE_DEFAULTS",
+    "ITEM_SHAPES",
     "MLP",
     "TORCH_ATTRIBUTE_DOCS",
     "TORCH_INPUT_DOCS",
@@ -66,6 +78,7 @@ __all__ = [
     "Callback",
     "Checkpoint",
     "ComponentParameters",
+    "ConvNet",
     "DistributedContext",
     "EarlyStopping",
     "LRScheduler",
@@ -77,6 +90,7 @@ __all__ = [
     "TrainingInputs",
     "UnitRows",
     "WeightAveraging",
+    "check_image_items",
     "check_onnx_installed",
     "current_context",
     "dense_float32",
@@ -84,6 +98,7 @@ __all__ = [
     "gather_summing_gradient",
     "gather_with_gradient",
     "input_dtypes",
+    "item_rank",
     "layer_sizes",
     "memory_mapped",
     "module_output_dim",

@@ -11,6 +11,10 @@ on the host, where the rows are.
 A memory-mapped ``X`` (:class:`numpy.memmap`, ``np.load(..., mmap_mode="r")``) is never copied
 whole: each batch reads its rows from the file, and a split of such an ``X`` into parts (the
 validation split) is a :class:`RowSubset` of it, read the same way.
+
+Image items, an ``X`` of shape ``(n_samples, channels, height, width)``, are held the same way;
+``uint8`` images stay ``uint8`` (on the device or in their file) and each batch becomes float32
+values / 255 on the device, so that no float copy of the whole set is ever made.
 """
 
 import mmap
@@ -19,8 +23,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.utils import check_array
 
-from ..utils._validation import canonical_csr
+from ..utils._validation import canonical_csr, check_float32_range, naming_inputs
 from ._device import indexed_device
 from ._sparse import SparseRows
 
@@ -31,6 +36,9 @@ _MAX_SPARSE_PADDING = 4
 # Devices whose sparse rows come from the CSR matrix itself, in the flat layout (no padding,
 # and fewer distinct rows for the step to update); elsewhere the padded table has fixed shapes.
 _FLAT_SPARSE_ROW_DEVICES = {"cpu"}
+# Devices whose image batches are handed over in the channels-last layout (the faster one for
+# the convolutions of cuDNN, chosen by the layout of their inputs).
+_CHANNELS_LAST_DEVICES = {"cuda"}
 
 
 class Batch(NamedTuple):
@@ -38,9 +46,11 @@ class Batch(NamedTuple):
 
     Attributes
     ----------
-    inputs : torch.Tensor of shape (batch_size, n_features), float32, or skrank.nn.SparseRows
-        The rows of the batch, on the training device (rows of padding entries are row 0);
-        :class:`~skrank.nn.SparseRows` for a sparse ``X`` and a module that reads them.
+    inputs : torch.Tensor of shape (batch_size, \\*item_shape), float32, or skrank.nn.SparseRows
+        The rows of the batch, on the training device (rows of padding entries are row 0):
+        ``(batch_size, n_features)`` for feature rows, ``(batch_size, channels, height,
+        width)`` for images; :class:`~skrank.nn.SparseRows` for a sparse ``X`` and a module
+        that reads them.
     indices : torch.Tensor of shape (batch_size,), int64
         Their row numbers in the training data.
     valid : torch.Tensor of shape (batch_size,), bool
@@ -77,6 +87,101 @@ def input_dtypes(X):
     return [np.float32, np.float64]
 
 
+#: The shapes of ``X`` the torch estimators read, named by their errors.
+ITEM_SHAPES = (
+    "2-D (n_samples, n_features) feature rows, or images: 3-D (n_samples, height, width) with "
+    "one channel or 4-D (n_samples, channels, height, width)"
+)
+
+
+def item_rank(X):
+    """The number of dimensions of ``X`` (2 for a sparse matrix or a DataFrame), read without
+    converting an array.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix
+
+    Returns
+    -------
+    ndim : int
+    """
+    if sp.issparse(X):
+        return 2
+    ndim = getattr(X, "ndim", None)
+    if ndim is not None:
+        return int(ndim)
+    try:
+        return np.asarray(X).ndim
+    except (ValueError, TypeError):  # e.g. ragged lists: scikit-learn's checks say why
+        return 2
+
+
+def check_image_items(X, *, item_shape=None, input_name="X", estimator=None, fitting=True):
+    """Validate image items: ``X`` of shape ``(n, H, W)`` (one channel) or ``(n, C, H, W)``.
+
+    ``uint8`` images (and a memory-mapped ``X`` of any real dtype) are kept as they are, never
+    copied: the engine reads them batch by batch, ``uint8`` as values / 255 in [0, 1] (as
+    torchvision and kornia expect); float images are kept as float32 or float64 and must be
+    finite; other dtypes become float64.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, height, width) or (n_samples, channels, height, width)
+        The images.
+    item_shape : tuple of int or None, default=None
+        The ``(channels, height, width)`` the images must have (those of the fit); None
+        accepts any.
+    input_name : str, default="X"
+        Name of the input, for the messages.
+    estimator : str or None, default=None
+        Name of the estimator, for the messages.
+    fitting : bool, default=True
+        Whether ``X`` trains the network (see :func:`check_float32_range`).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, channels, height, width)
+        A view of the input where it needs no conversion (3-D images get a channel axis of 1).
+
+    Raises
+    ------
+    ValueError
+        For another number of dimensions (naming the shapes read), an empty side, or items of
+        another shape than ``item_shape`` (naming both).
+    """
+    who = estimator or "The estimator"
+    if item_rank(X) not in (3, 4):
+        raise ValueError(
+            f"{input_name} must be {ITEM_SHAPES}; got an array of shape {np.shape(X)}."
+        )
+    if not hasattr(X, "dtype"):
+        X = np.asarray(X)
+    keep = X.dtype == np.uint8 or (memory_mapped(X) and X.dtype.kind in "biuf")
+    with naming_inputs(input_name):
+        X = check_array(
+            X,
+            dtype=None if keep else [np.float32, np.float64],
+            allow_nd=True,
+            input_name=input_name,
+            estimator=estimator,
+        )
+    if X.ndim == 3:  # a view with the strides of a 4-D array (the layout the convolutions see)
+        X = X.reshape(X.shape[0], 1, *X.shape[1:])
+    if min(X.shape[1:]) < 1:
+        raise ValueError(
+            f"{input_name} has images of shape {X.shape[1:]}: every side must be at least 1."
+        )
+    if item_shape is not None and tuple(X.shape[1:]) != tuple(item_shape):
+        raise ValueError(
+            f"{input_name} has images of shape (channels, height, width) = {tuple(X.shape[1:])}, "
+            f"but {who} was fitted on images of shape {tuple(item_shape)}."
+        )
+    if X.dtype != np.uint8:
+        check_float32_range(X, estimator=who, input_name=input_name, fitting=fitting)
+    return X
+
+
 def memory_mapped(X):
     """Whether ``X`` reads its values from a memory-mapped file (a :class:`numpy.memmap`, an
     array viewing one, or a :class:`RowSubset` of one)."""
@@ -90,32 +195,33 @@ def memory_mapped(X):
 
 
 class RowSubset:
-    """Rows ``rows`` of a 2-D array, read from it only when asked for: a part of a
+    """Rows ``rows`` of an array, read from it only when asked for: a part of a
     memory-mapped ``X`` that is never copied whole.
 
     Parameters
     ----------
-    data : ndarray of shape (n_rows, n_features)
-        The array (typically a :class:`numpy.memmap`).
+    data : ndarray of shape (n_rows, n_features) or (n_rows, \\*item_shape)
+        The array (typically a :class:`numpy.memmap`): feature rows or image items.
     rows : array-like of int of shape (n_samples,)
         The rows of ``data`` in the subset, in its order.
 
     Attributes
     ----------
     shape : tuple of int
-        ``(n_samples, n_features)``.
+        ``(n_samples, *data.shape[1:])``.
+    ndim : int
+        ``data.ndim``.
     dtype : numpy.dtype
         The dtype of ``data``.
     """
-
-    ndim = 2
 
     def __init__(self, data, rows):
         if isinstance(data, RowSubset):
             data, rows = data.data, data.rows[np.asarray(rows)]
         self.data = data
         self.rows = np.asarray(rows, dtype=np.intp)
-        self.shape = (self.rows.shape[0], data.shape[1])
+        self.shape = (self.rows.shape[0], *data.shape[1:])
+        self.ndim = len(self.shape)
         self.dtype = data.dtype
 
     def __len__(self):
@@ -147,8 +253,9 @@ class TrainingInputs:
 
     Parameters
     ----------
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Inputs.
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), or ndarray of shape \
+(n_samples, channels, height, width)
+        Inputs: feature rows, or image items (``uint8`` images are read as values / 255).
     device : torch.device
         The training device.
     sparse_rows : bool, default=False
@@ -162,19 +269,31 @@ class TrainingInputs:
         Where batch indices must be drawn: ``device`` if the rows live there, else the CPU.
     resident : bool
         Whether the rows live on ``device``.
+    item_shape : tuple of int
+        The shape of one item: ``(n_features,)``, or ``(channels, height, width)``.
+    channels_last : bool
+        Whether image batches are handed over in the channels-last memory layout (on CUDA).
 
     Notes
     -----
     A memory-mapped ``X`` (or a :class:`RowSubset` of one) stays in its file: each batch reads
     its rows, converts them to float32 and copies them to ``device``, so the process's
     anonymous memory holds a batch, not ``X``. Its values, and so a fit, are the same as from
-    ``X`` in memory.
+    ``X`` in memory. ``uint8`` images are kept as ``uint8`` (four times smaller than float32)
+    wherever they are held and copied; a batch becomes float32 on ``device``.
     """
 
     def __init__(self, X, device, sparse_rows=False):
         self.device = indexed_device(device)
-        self.n_samples, self.n_features = X.shape
+        self.n_samples = X.shape[0]
+        self.item_shape = tuple(int(side) for side in X.shape[1:])
+        self.n_features = int(np.prod(self.item_shape))
         self.sparse_rows = bool(sparse_rows) and sp.issparse(X)
+        # Image values of uint8 are read as values / 255; uint8 feature rows as their values.
+        self._scaled_uint8 = len(self.item_shape) > 1 and X.dtype == np.uint8
+        self.channels_last = (
+            len(self.item_shape) == 3 and self.device.type in _CHANNELS_LAST_DEVICES
+        )
         self._dense = self._columns = self._values = self._csr = self._mapped = None
         if memory_mapped(X):
             self._mapped = X if isinstance(X, RowSubset) else RowSubset(X, np.arange(X.shape[0]))
@@ -184,8 +303,9 @@ class TrainingInputs:
         else:
             # np.require copies read-only arrays (e.g. from pandas), which torch cannot wrap;
             # a wrapped array of the caller's is only read (batches are gathered copies).
-            rows = torch.from_numpy(np.require(X, dtype=np.float32, requirements=["C", "W"]))
-            self.resident = _fits_on(self.device, rows.numel() * 4)
+            dtype = np.uint8 if self._scaled_uint8 else np.float32
+            rows = torch.from_numpy(np.require(X, dtype=dtype, requirements=["C", "W"]))
+            self.resident = _fits_on(self.device, rows.numel() * rows.element_size())
             if self.resident:
                 self._dense = rows.to(self.device)
             else:
@@ -217,7 +337,8 @@ class TrainingInputs:
 
     def rows(self, indices):
         """Rows ``indices`` (a tensor on ``index_device``) as float32 on the training device:
-        dense, or :class:`~skrank.nn.SparseRows` with ``sparse_rows``."""
+        dense (images of ``uint8`` as values / 255), or :class:`~skrank.nn.SparseRows` with
+        ``sparse_rows``."""
         if self._dense is not None:
             rows = self._dense[indices]
         elif self._columns is not None and self.sparse_rows:
@@ -238,13 +359,18 @@ class TrainingInputs:
             return rows.to(self.device, non_blocking=True)
         elif self._mapped is not None:
             taken = self._mapped.take(indices.numpy())
-            rows = torch.from_numpy(np.asarray(taken, dtype=np.float32))
+            dtype = np.uint8 if self._scaled_uint8 else np.float32
+            rows = torch.from_numpy(np.require(taken, dtype=dtype, requirements=["C", "W"]))
         else:
             rows = torch.from_numpy(self._csr[indices.numpy()].toarray())
         if rows.device != self.device:
             if torch.cuda.is_available() and not rows.is_pinned():
                 rows = rows.pin_memory()
             rows = rows.to(self.device, non_blocking=True)
+        if self._scaled_uint8:
+            rows = rows.to(torch.float32).div_(255)
+        if self.channels_last:
+            rows = rows.contiguous(memory_format=torch.channels_last)
         return rows
 
     def chunks(self, chunk_size):

@@ -22,6 +22,7 @@ from ..exceptions import DivergenceWarning
 from ..sampling import ShuffledBatchSampler
 from ..utils._deprecation import renamed_method
 from ..utils._docstrings import render_entries
+from ..utils._memory import chunk_rows
 from ..utils._params import add_keyword_parameters
 from ..utils._persistence import VersionedStateMixin
 from ._callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
@@ -51,6 +52,10 @@ __all__ = [
 ]
 
 _PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
+# Bytes of the network's work a value of an image item takes at inference: the widest
+# activation of a small convolutional network (32 float32 channels of a one-channel item at
+# full resolution, as ConvNet's first block) is 128 bytes a value of its input.
+_IMAGE_BYTES_PER_VALUE = 128
 
 #: Documentation of the parameters every torch estimator shares, inserted into their docstrings
 #: (``{shared_parameters}``) with each estimator's own defaults.
@@ -237,7 +242,9 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     :meth:`get_batch_sampler`       :class:`~skrank.sampling.ShuffledBatchSampler`
     :meth:`get_loss`                none: must be overridden
     :meth:`train_step`              zero the gradients, :meth:`get_loss`, backward, step
-    :meth:`run_single_epoch`        :meth:`train_step` over the epoch's batches
+    :meth:`run_single_epoch`        :meth:`set_training`, then :meth:`train_step` over the
+                                    epoch's batches
+    :meth:`set_training`            ``module_`` and ``criterion_`` in training mode
     :meth:`validation_score`        none (needed with ``validation_fraction``)
     :meth:`get_default_callbacks`   from ``lr_milestones``, ``tol`` and ``verbose``
     :meth:`rebuild_module`          None: modules are saved whole (see below)
@@ -250,9 +257,10 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     A ``KeyboardInterrupt`` during ``fit`` ends training after restoring the weights of the last
     complete epoch, with a warning: the estimator is fitted and usable.
 
-    Fitted estimators save with pickle, joblib or skops and load on the CPU when the machine
-    has no GPU. The modules that :meth:`rebuild_module` builds are saved as numpy arrays and
-    rebuilt on load; other modules are saved whole and loaded with
+    Fitted estimators save with pickle, joblib or skops and load on the CPU when the machine has
+    no GPU; the parameters a subclass names in its class attribute ``training_only_parameters``
+    are saved as None. The modules that :meth:`rebuild_module` builds are saved as numpy arrays
+    and rebuilt on load; other modules are saved whole and loaded with
     ``torch.load(weights_only=True)``, allowing the classes they are made of (see
     :ref:`persistence`). A file written by another skrank version loads with an
     :class:`~skrank.exceptions.InconsistentVersionWarning`.
@@ -286,6 +294,10 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
         The loss module (with its state, e.g. SOPRC's auxiliary vectors).
     {shared_attributes}
     """
+
+    #: Parameters that serve training only (e.g. a data augmentation): a saved estimator stores
+    #: None in their place, so that loading it needs, and runs, nothing of theirs.
+    training_only_parameters = ()
 
     _torch_parameter_constraints = TORCH_PARAMETER_CONSTRAINTS  # the name before 0.2
 
@@ -324,8 +336,9 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
 
         Parameters
         ----------
-        n_features : int
-            Number of input features.
+        n_features : int or tuple of int
+            Number of input features; for image items (a 4-D ``X``), the shape of an item,
+            ``(channels, height, width)``, which the module's batches have.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement initialize_module.")
 
@@ -500,9 +513,7 @@ default=None
         epoch_batches : skrank.sampling.EpochBatches
             The epoch's batches from the sampler.
         """
-        self.module_.train()
-        if self.criterion_ is not None:
-            self.criterion_.train()
+        self.set_training(True)
         n_batches = epoch_batches.indices.shape[0]
         losses = torch.zeros(n_batches, device=self._device)
         for number in range(n_batches):
@@ -514,6 +525,23 @@ default=None
         sizes = epoch_batches.valid.sum(dim=1).to(losses.device, losses.dtype)
         # Losses of the ranks' parts: their mean over ranks weighs every part alike.
         return mean_over_ranks((losses * sizes).sum() / sizes.sum().clamp(min=1), self._context)
+
+    def set_training(self, training=True):
+        """Put ``module_`` and ``criterion_`` in training mode, or evaluation mode.
+
+        :meth:`run_single_epoch` calls it at the start of every epoch (a validation score
+        between epochs puts the module in evaluation mode). An override may keep some layers
+        in evaluation mode while training, as ``SOPRCEmbedder(freeze_batchnorm=True)`` keeps
+        the batch-norm layers of a pretrained backbone.
+
+        Parameters
+        ----------
+        training : bool, default=True
+            The mode.
+        """
+        self.module_.train(training)
+        if self.criterion_ is not None:
+            self.criterion_.train(training)
 
     def validation_score(self, X_val, y_val):
         """Return the validation score (higher is better) of the current model on held-out data.
@@ -789,7 +817,7 @@ default=None
         self._device = device
         self.device_ = str(device)
         if not continuing:
-            self.module_ = self.initialize_module(X.shape[1])
+            self.module_ = self.initialize_module(_item_size(X))
             self.initialize_weights(X, y)
             self.criterion_ = self.initialize_criterion(y)
             self.history_ = []
@@ -966,10 +994,14 @@ default=None
 
         Parameters
         ----------
-        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-            Validated inputs.
+        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), or ndarray of \
+shape (n_samples, channels, height, width)
+            Validated inputs: feature rows or image items.
         chunk_size : int or None, default=None
-            Rows per chunk; None uses ``max(batch_size, 1024)``.
+            Rows per chunk; None uses ``max(batch_size, 1024)`` for feature rows, and for
+            images as many as fit scikit-learn's ``working_memory`` at 128 bytes a value of an
+            item (the widest activation of a small convolutional network: 32 float32
+            channels of a one-channel image).
         as_numpy : bool, default=False
             Return a numpy array (on the host) instead of a tensor.
 
@@ -981,7 +1013,11 @@ default=None
         device = self.inference_device()
         network = self.network_.to(device)
         network.eval()
-        chunk_size = chunk_size or max(self.batch_size, 1024)
+        if chunk_size is None:
+            chunk_size = max(self.batch_size, 1024)
+            if X.ndim > 2:
+                item_bytes = _IMAGE_BYTES_PER_VALUE * int(np.prod(X.shape[1:]))
+                chunk_size = chunk_rows(X.shape[0], item_bytes)
         outputs, start = None, 0
         with torch.no_grad():
             for rows in TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows()).chunks(
@@ -1030,6 +1066,8 @@ default=None
         # The training run's optimisers, samplers, device and process group: a fit rebuilds them.
         for key in ("optimizers_", "sampler_", "_device", "_context"):
             state.pop(key, None)
+        for key in self.training_only_parameters:
+            state[key] = None
         saved = {}
         for key, value in list(state.items()):
             if isinstance(value, torch.nn.Module):
@@ -1076,6 +1114,12 @@ default=None
 
 def _n_rows(y):
     return y.shape[0] if hasattr(y, "shape") else len(y)
+
+
+def _item_size(X):
+    """What :meth:`BaseTorchEstimator.initialize_module` receives: the number of features of
+    feature rows, the shape of an item of images."""
+    return X.shape[1] if X.ndim == 2 else tuple(int(side) for side in X.shape[1:])
 
 
 if BaseTorchEstimator.__doc__ is not None:  # None under python -OO

@@ -123,6 +123,95 @@ class MLP(nn.Module):
         return out
 
 
+class ConvNet(nn.Module):
+    """Small convolutional network for image items: the default network of image inputs.
+
+    One block per entry of ``hidden_layer_sizes`` (a 3x3 convolution, batch normalisation,
+    ReLU, and a 2x2 max-pooling while both sides of the map are at least 2 pixels), then a
+    global average pooling and a linear projection to ``n_outputs``. The convolutions start
+    from Kaiming-normal weights (He et al., 2015, for ReLU), the projection from torch's
+    default.
+
+    Parameters
+    ----------
+    item_shape : tuple of int
+        ``(channels, height, width)`` of an item.
+    hidden_layer_sizes : int or tuple of int, default=(32, 64, 128)
+        Output channels of each convolution block (an int: one block); at least one block.
+    n_outputs : int, default=64
+        Output dimension.
+    normalize : bool, default=False
+        Whether to L2-normalise the output rows (cosine geometry).
+
+    Attributes
+    ----------
+    item_shape : tuple of int
+        ``(channels, height, width)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skrank.nn import ConvNet
+    >>> module = ConvNet((1, 28, 56), hidden_layer_sizes=(8, 16), n_outputs=4)
+    >>> tuple(module(torch.rand(5, 1, 28, 56)).shape)
+    (5, 4)
+    """
+
+    def __init__(self, item_shape, hidden_layer_sizes=(32, 64, 128), n_outputs=64, normalize=False):
+        super().__init__()
+        item_shape = tuple(item_shape)
+        if len(item_shape) != 3 or not all(_positive_int(side) for side in item_shape):
+            raise ValueError(
+                "item_shape must be (channels, height, width), three positive integers; got "
+                f"{item_shape!r}."
+            )
+        channels = layer_sizes(hidden_layer_sizes)
+        if not channels or not all(_positive_int(c) for c in channels):
+            raise ValueError(
+                "hidden_layer_sizes must hold at least one positive integer (the channels of "
+                f"each convolution block); got {channels!r}."
+            )
+        if not _positive_int(n_outputs):
+            raise ValueError(f"n_outputs must be a positive integer; got {n_outputs!r}.")
+        self.item_shape = tuple(int(side) for side in item_shape)
+        in_channels, height, width = self.item_shape
+        layers = []
+        for out_channels in channels:
+            convolution = nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False)
+            nn.init.kaiming_normal_(convolution.weight, mode="fan_out", nonlinearity="relu")
+            layers += [convolution, nn.BatchNorm2d(out_channels), nn.ReLU(inplace=True)]
+            if min(height, width) >= 2:
+                layers.append(nn.MaxPool2d(2))
+                height, width = height // 2, width // 2
+            in_channels = out_channels
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        self.features = nn.Sequential(*layers)
+        self.projection = nn.Linear(in_channels, n_outputs)
+        self.normalize = normalize
+
+    def forward(self, x):
+        """Map a batch of images to outputs.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch_size, channels, height, width)
+            Images, float.
+
+        Returns
+        -------
+        out : torch.Tensor of shape (batch_size, n_outputs)
+            Outputs, L2-normalised rows if ``normalize``.
+        """
+        out = self.projection(self.features(x))
+        if self.normalize:
+            out = F.normalize(out, dim=1)
+        return out
+
+
+def _positive_int(value):
+    return isinstance(value, Integral) and not isinstance(value, bool) and value >= 1
+
+
 def _linear(in_features, out_features, sparse):
     return (
         SparseLinear(in_features, out_features) if sparse else nn.Linear(in_features, out_features)
@@ -139,8 +228,9 @@ def module_output_dim(module, n_features, device):
     ----------
     module : torch.nn.Module
         The network (left in its training or evaluation mode).
-    n_features : int
-        Width of its input.
+    n_features : int or tuple of int
+        Width of its input, or the shape of an input item (e.g. ``(channels, height, width)``
+        for images).
     device : torch.device
         Where the module is.
 
@@ -151,24 +241,27 @@ def module_output_dim(module, n_features, device):
     Raises
     ------
     ValueError
-        If the module fails on the batch or does not map ``(batch, n_features)`` to
+        If the module fails on the batch or does not map ``(batch, *item_shape)`` to
         ``(batch, n_outputs)``.
     """
+    item_shape = (n_features,) if isinstance(n_features, Integral) else tuple(n_features)
+    batch_shape = (2, *item_shape)
     was_training = module.training
     module.eval()
     try:
         with torch.no_grad():
-            out = module(torch.zeros(2, n_features, device=device))
+            out = module(torch.zeros(batch_shape, device=device))
     except Exception as exc:
         raise ValueError(
-            f"The module could not process a batch of shape (2, {n_features}): {exc}"
+            f"The module could not process a batch of shape {batch_shape}: {exc}"
         ) from exc
     finally:
         module.train(was_training)
     if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 2:
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        expected = "n_features" if len(item_shape) == 1 else ", ".join(map(str, item_shape))
         raise ValueError(
-            "The module must map a batch of shape (batch_size, n_features) to a 2-D tensor of "
+            f"The module must map a batch of shape (batch_size, {expected}) to a 2-D tensor of "
             f"shape (batch_size, n_outputs); for a batch of 2 it returned {shape}."
         )
     return int(out.shape[1])

@@ -71,7 +71,8 @@ def check_onnx_installed(method):
 
 def export_module(module, n_features, path, output_names, opset_version=None):
     """Write ``module`` (on the CPU, in evaluation mode) as an ONNX graph with the input ``X``
-    of shape (n_samples, n_features), float32, and the outputs ``output_names``.
+    of shape (n_samples, n_features) or (n_samples, \\*item_shape), float32, and the outputs
+    ``output_names``.
 
     The number of rows of the graph's input is dynamic. Call :func:`check_onnx_installed`
     first for an error that names your method.
@@ -80,8 +81,8 @@ def export_module(module, n_features, path, output_names, opset_version=None):
     ----------
     module : torch.nn.Module
         The network; it is moved to the CPU and put in evaluation mode.
-    n_features : int
-        Width of the input.
+    n_features : int or tuple of int
+        Width of the input, or the shape of an item (e.g. ``(channels, height, width)``).
     path : str or os.PathLike
         The file to write.
     output_names : sequence of str
@@ -103,7 +104,7 @@ def export_module(module, n_features, path, output_names, opset_version=None):
         warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
         torch.onnx.export(
             module,
-            (torch.zeros(2, n_features),),
+            (torch.zeros(2, *np.atleast_1d(n_features).tolist()),),
             path,
             input_names=["X"],
             output_names=list(output_names),

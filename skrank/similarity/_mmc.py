@@ -150,7 +150,7 @@ class MMC(VersionedStateMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         only). None leaves BLAS as the caller set it: the library's default (all cores), or
         the limit of an enclosing ``with threadpool_limits(n):``. One thread is the default:
         the solver's products are small or memory-bound, and on the digits and MNIST (PCA)
-        fits of ``benchmarks/bench_mmc_threads.py``, on a shared 2-CPU machine, one thread was
+        fits of ``benchmarks/studies/mmc_threads.py``, on a shared 2-CPU machine, one thread was
         1.5 to 7 times faster than all cores (see :ref:`threads`). The other methods
         (``transform``, ``score``, ...) run as the caller set BLAS.
     items : array-like of shape (n_items, n_features) or None, default=None

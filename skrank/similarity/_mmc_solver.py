@@ -838,7 +838,7 @@ def fit_mmc(
     n_threads : int or None, default=1
         BLAS threads of the fit (``threadpoolctl.threadpool_limits``); None leaves BLAS as the
         caller set it. One is the default: the solver's matrix products are small or
-        memory-bound (``benchmarks/bench_mmc_threads.py``).
+        memory-bound (``benchmarks/studies/mmc_threads.py``).
 
     Returns
     -------

@@ -88,7 +88,8 @@ def negative_pair_similarities(X, class_codes, A, *, max_pairs=None, random_stat
     max_pairs : int or None, default=None
         With at most this many negative pairs, all of them are scored (in blocks sized from
         scikit-learn's ``working_memory``); otherwise ``max_pairs`` negative pairs drawn
-        uniformly with replacement. None: ``CALIBRATION_PAIRS`` (250,000).
+        uniformly with replacement. None: 250,000, the pairs PointwiseROCSimilarity calibrates
+        its threshold on.
     random_state : int, RandomState instance or None, default=None
         Seed of the pair sample.
 

@@ -23,6 +23,15 @@ def _data():
     return X.astype(np.float32), y
 
 
+def _image_module():
+    """A network of image items without batch norm (whose statistics are each rank's own)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(1, 4, 2), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(24, 8)
+        )
+
+
 ESTIMATORS = {
     "SOPRCEmbedder": (
         SOPRCEmbedder,
@@ -38,6 +47,11 @@ ESTIMATORS = {
             device="cpu",
             tpr_source="auxiliary",
         ),
+    ),
+    # uint8 images of shape (1, 3, 4), read as values / 255 batch by batch on each rank.
+    "SOPRCEmbedder-images": (
+        SOPRCEmbedder,
+        dict(module=_image_module(), max_epochs=3, device="cpu"),
     ),
     "SNMClassifier": (
         SNMClassifier,
@@ -69,6 +83,9 @@ def _fit(name, batch_size):
         X[np.abs(X) < 0.8] = 0
         X = sp.csr_matrix(X)
         snm_settings.SPARSE_INPUT_MIN_FEATURES = 0  # the sparse layer for these few features
+    if name.endswith("-images"):
+        scaled = (X - X.min()) / (X.max() - X.min())
+        X = np.round(255 * scaled).astype(np.uint8).reshape(-1, 1, 3, 4)
     try:
         model = cls(**params, batch_size=batch_size, random_state=0).fit(X, y)
     finally:

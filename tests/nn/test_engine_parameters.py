@@ -353,7 +353,8 @@ _SNM_TAKEN = {
             SOPRCEmbedder,
             SOPRCLoss,
             ["module", "hidden_layer_sizes", "n_components"]
-            + ["samples_per_class", "class_weights", "weight_averaging", "prior_warmup"],
+            + ["samples_per_class", "class_weights", "weight_averaging", "prior_warmup"]
+            + ["augmentation", "freeze_batchnorm"],
             _SOPRC_TAKEN,
         ),
         (

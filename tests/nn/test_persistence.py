@@ -1,5 +1,4 @@
-"""Saving and loading fitted estimators (pickle, joblib, skops) without running code, and their
-export to ONNX."""
+"""Saving and loading fitted estimators (pickle, joblib, skops) without running code."""
 
 import copy
 import io
@@ -9,14 +8,13 @@ import warnings
 import joblib
 import numpy as np
 import pytest
-import scipy.sparse as sp
 import sklearn.exceptions
 import torch
-from sklearn.datasets import make_blobs
+from helpers import fit_small_estimator, onnx_session, small_blobs
 from torch import nn
 
 import skrank
-from skrank import MMC, PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
+from skrank import PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
 from skrank.exceptions import InconsistentVersionWarning
 from skrank.nn import Checkpoint
 from skrank.nn._engine import _SerializedTorch
@@ -50,48 +48,6 @@ class TinyNet(nn.Module):
         return self.body(x)
 
 
-def _blobs():
-    return make_blobs(n_samples=160, centers=4, n_features=6, random_state=0)
-
-
-def _fit(name):
-    X, y = _blobs()
-    small = dict(max_epochs=2, random_state=0, device="cpu")
-    if name == "MMC":
-        return MMC(max_iter=20).fit(X, y), X
-    if name == "PointwiseROCSimilarity":
-        return PointwiseROCSimilarity().fit(X, y), X
-    if name == "SOPRCEmbedder":
-        model = SOPRCEmbedder(hidden_layer_sizes=(16,), n_components=4, batch_size=32, **small)
-        return model.fit(X, y), X
-    if name == "SOPRCEmbedder-auxiliary-schedule-bar":
-        model = SOPRCEmbedder(
-            hidden_layer_sizes=(16,),
-            n_components=4,
-            batch_size=32,
-            tpr_source="auxiliary",
-            lr_milestones=[1],
-            verbose=1,
-            **small,
-        )
-        return model.fit(X, y), X
-    if name == "SNMClassifier":
-        model = SNMClassifier(
-            n_components=8, hidden_layer_sizes=(16,), neighbor_weight=0.2, **small
-        )
-        return model.fit(X, y), X
-    if name.startswith("SNMClassifier-multilabel-tfidf"):
-        counts = sp.csr_matrix(np.round(np.abs(X)))
-        labels = (np.abs(X) > 1).astype(int)
-        labels = np.insert(labels, 1, 0, axis=1)  # a label without examples: not in the table
-        centroid_weight = 2.0 if name.endswith("centroids") else 0.0
-        model = SNMClassifier(
-            n_components=8, neighbor_weight=0.2, centroid_weight=centroid_weight, **small
-        )
-        return model.fit(counts, labels), counts
-    raise ValueError(name)
-
-
 NAMES = [
     "MMC",
     "PointwiseROCSimilarity",
@@ -107,7 +63,7 @@ NAMES = [
 def fitted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {name: _fit(name) for name in NAMES}
+        return {name: fit_small_estimator(name) for name in NAMES}
 
 
 def _outputs(model, X):
@@ -189,14 +145,14 @@ def test_auxiliary_vectors_and_callbacks_survive(fitted):
 
 def test_loaded_estimator_trains_on(fitted):
     model, X = fitted["SOPRCEmbedder-auxiliary-schedule-bar"]
-    y = _blobs()[1]
+    y = small_blobs()[1]
     for restored in (pickle.loads(pickle.dumps(model)), _skops_round_trip(model)[0]):
         restored.set_params(warm_start=True, max_epochs=1, verbose=0).fit(X, y)
         assert restored.n_iter_ == 1 and len(restored.history_) == 3
 
 
 def test_loading_is_the_users_choice_for_their_own_module():
-    X, y = _blobs()
+    X, y = small_blobs()
     model = SOPRCEmbedder(module=TinyNet(), batch_size=32, max_epochs=1, random_state=0)
     model.fit(X, y)
     saved = model.__getstate__()[TORCH_STATE_KEY]
@@ -225,7 +181,7 @@ def test_loading_draws_nothing_from_torchs_generator(fitted):
 
 
 def test_numpy_random_state_parameter_needs_no_trust():
-    X, y = _blobs()
+    X, y = small_blobs()
     model = SOPRCEmbedder(
         hidden_layer_sizes=(8,), batch_size=32, max_epochs=1, random_state=np.random.RandomState(0)
     ).fit(X, y)
@@ -340,7 +296,7 @@ def test_files_of_earlier_versions_are_refused_without_running_them():
 
 def test_torch_load_is_never_asked_to_run_code(fitted, monkeypatch, tmp_path):
     """Every load path: pickle, joblib, skops, a copy, a user's module, a checkpoint."""
-    X, y = _blobs()
+    X, y = small_blobs()
     custom = SOPRCEmbedder(module=TinyNet(), batch_size=32, max_epochs=1, random_state=0)
     custom.fit(X, y)
     checkpoint = tmp_path / "run.ckpt"
@@ -411,7 +367,7 @@ def test_model_fitted_on_a_gpu_loads_on_a_cpu(fitted, monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("name", ["SOPRCEmbedder", "SNMClassifier"])
 def test_gpu_fitted_round_trip(name, monkeypatch, tmp_path):
-    X, y = _blobs()
+    X, y = small_blobs()
     small = dict(max_epochs=2, random_state=0, device="cuda")
     if name == "SOPRCEmbedder":
         model = SOPRCEmbedder(hidden_layer_sizes=(16,), n_components=4, batch_size=32, **small)
@@ -425,7 +381,7 @@ def test_gpu_fitted_round_trip(name, monkeypatch, tmp_path):
     on_gpu = sio.loads(data, trusted=untrusted)
     for before, after in zip(expected, _outputs(on_gpu, X), strict=True):
         np.testing.assert_array_equal(before, after)
-    session = _onnx_session(model, tmp_path)  # exported from the GPU's weights
+    session = onnx_session(model, tmp_path)  # exported from the GPU's weights
     outputs = session.run(None, {"X": model.onnx_inputs(X)})
     if name == "SOPRCEmbedder":
         np.testing.assert_allclose(outputs[0], expected, rtol=1e-5, atol=1e-5)
@@ -437,72 +393,3 @@ def test_gpu_fitted_round_trip(name, monkeypatch, tmp_path):
     assert all(t.device.type == "cpu" for t in on_cpu.module_.state_dict().values())
     for before, after in zip(expected, _outputs(on_cpu, X), strict=True):
         np.testing.assert_allclose(before, after, rtol=1e-5, atol=1e-5)
-
-
-# ---------------------------------------------------------------------- ONNX
-def _onnx_session(model, tmp_path):
-    pytest.importorskip("onnxscript")
-    onnxruntime = pytest.importorskip("onnxruntime")
-    path = model.export_onnx(tmp_path / "model.onnx")
-    assert path == str(tmp_path / "model.onnx")
-    return onnxruntime.InferenceSession(path)
-
-
-def test_soprc_onnx_graph_equals_transform(fitted, tmp_path):
-    model, X = fitted["SOPRCEmbedder"]
-    session = _onnx_session(model, tmp_path)
-    assert [i.name for i in session.get_inputs()] == ["X"]
-    (embedding,) = session.run(None, {"X": model.onnx_inputs(X)})
-    np.testing.assert_allclose(embedding, model.transform(X), rtol=1e-5, atol=1e-6)
-    (sparse_embedding,) = session.run(None, {"X": model.onnx_inputs(sp.csr_matrix(X[:7]))})
-    np.testing.assert_allclose(sparse_embedding, model.transform(X[:7]), rtol=1e-5, atol=1e-6)
-
-
-def test_snm_onnx_graph_equals_the_label_scores(fitted, tmp_path):
-    model, X = fitted["SNMClassifier-multilabel-tfidf"]  # TF-IDF inputs, sparse, votes on
-    assert model.input_normalization_ == "tfidf"
-    session = _onnx_session(model, tmp_path)
-    inputs = model.onnx_inputs(X)
-    assert isinstance(inputs, np.ndarray) and inputs.dtype == np.float32
-    scores, embeddings = session.run(None, {"X": inputs})
-    network_scores = model.network_(torch.from_numpy(inputs)) @ model.network_.label_table().T
-    trained = model.trained_labels_
-    assert scores.shape[1] == len(model.classes_) == len(trained) + 1
-    np.testing.assert_allclose(
-        scores[:, trained], network_scores.detach().numpy(), rtol=1e-5, atol=1e-5
-    )
-    assert np.all(scores[:, 1] == np.float32(np.finfo(np.float32).min))
-    finished = model.decision_function_from_onnx(scores, embeddings)
-    np.testing.assert_allclose(finished, model.decision_function(X), rtol=1e-5, atol=1e-5)
-    assert model.neighbor_weight_ > 0  # the votes stay outside the graph
-    assert not np.allclose(scores, model.decision_function(X), atol=1e-3)
-    with pytest.raises(ValueError, match="outputs of the exported graph"):
-        model.decision_function_from_onnx(scores[:, :3], embeddings)
-
-
-def test_snm_onnx_outputs_take_the_centroid_rule_outside_the_graph(fitted, tmp_path):
-    model, X = fitted["SNMClassifier-multilabel-tfidf-centroids"]
-    assert model.centroid_weight_ == 2.0 and model.neighbor_weight_ > 0
-    session = _onnx_session(model, tmp_path)
-    inputs = model.onnx_inputs(X)
-    scores, embeddings = session.run(None, {"X": inputs})
-    network_scores = model.network_(torch.from_numpy(inputs)) @ model.network_.label_table().T
-    trained = model.trained_labels_
-    np.testing.assert_allclose(
-        scores[:, trained], network_scores.detach().numpy(), rtol=1e-5, atol=1e-5
-    )
-    finished = model.decision_function_from_onnx(scores, embeddings, X)
-    np.testing.assert_allclose(finished, model.decision_function(X), rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="pass X"):
-        model.decision_function_from_onnx(scores, embeddings)
-    with pytest.raises(ValueError, match="X has 3 rows"):
-        model.decision_function_from_onnx(scores, embeddings, X[:3])
-
-
-def test_onnx_export_names_the_extra_when_packages_are_missing(fitted, monkeypatch, tmp_path):
-    import importlib.util
-
-    model, _ = fitted["SOPRCEmbedder"]
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match=r'pip install "\.\[onnx\]"'):
-        model.export_onnx(tmp_path / "model.onnx")

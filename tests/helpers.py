@@ -73,9 +73,10 @@ def assert_predictions_follow(model, X, scores):
         np.testing.assert_allclose(
             top_scores, np.take_along_axis(scores, labels, axis=1), atol=1e-4
         )
-    predicted = np.asarray(model.predict(X))
+    predicted = model.predict(X)
+    predicted = predicted.toarray() if hasattr(predicted, "toarray") else np.asarray(predicted)
     top = brute_force_top_k(scores, model.n_set_candidates_)
-    rows = np.arange(len(X))[:, None]
+    rows = np.arange(predicted.shape[0])[:, None]
     assert predicted[rows[:, 0], top[:, 0]].all()  # the best label in every label set
     assert predicted.sum() == predicted[rows, top].sum()  # only among the best candidates
 

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..losses import OrderedWeightedLoss
-from ..metrics._labels import check_label_targets
+from ..metrics._labels import check_label_targets, top_k_hits
 from ..nn import (
     TORCH_ATTRIBUTE_DOCS,
     TORCH_INPUT_DOCS,
@@ -40,10 +40,10 @@ from ..utils._deprecation import (
     with_deprecated_constraints,
 )
 from ..utils._docstrings import fill_shared_docs
-from ..utils._memory import check_dense_fits
+from ..utils._memory import check_dense_fits, chunk_rows
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
-from . import _label_search, _settings, _targets
+from . import _calibration, _label_search, _settings, _targets
 from ._blend import Blend, NeighborVotes, choose_blend_weights, top_k_score
 from ._centroids import centroids_from_state, centroids_state, input_centroids
 from ._label_embedding import (
@@ -87,6 +87,11 @@ def _with_attributes_of_earlier_fits(state):
         "label_optimizer_": state.get("label_optimizer"),
         "search_probes_": None,
         "_search_seed": 0,
+        # Saved before probabilities: predict keeps the score_k rule.
+        "probability_temperature_": None,
+        "probability_bias_": None,
+        "threshold_": None,
+        "n_set_candidates_": None,
     }
     return {**earlier, **state}
 
@@ -181,7 +186,15 @@ default="auto"
         ``label_learning_rate_`` holds the rate used.
     score_k : int, default=1
         The ``k`` of :meth:`score` and of the validation score early stopping monitors (both
-        Precision@k), and of multilabel :meth:`predict`.
+        Precision@k), and of multilabel :meth:`predict` where ``threshold_`` is None.
+    threshold : float in (0, 1) or "auto", default="auto"
+        Multilabel :meth:`predict`: each row's labels of :meth:`predict_proba` at least
+        ``threshold``, and its best label in any case, among its best
+        ``n_set_candidates_`` labels. ``"auto"``: the threshold (0.02 to 0.98, by 0.01) with
+        the best example-based F1 on the validation rows; without validation rows
+        (``validation_fraction=None``), the ``score_k`` best labels. ``threshold_`` holds the
+        threshold used. A float needs validation rows (the probabilities are calibrated on
+        them).
     search : {"auto", "exact", "ivf", "faiss"}, default="auto"
         Top-k search over the label table at prediction: ``"exact"``, a chunked scan;
         ``"ivf"``, faiss inverted lists (:class:`~skrank.metrics.FaissIVFIndex`, the ``ann``
@@ -274,6 +287,16 @@ default="auto"
         rows (1.0 for the exact search).
     search_probes_ : int or None
         Cells probed by the ``"ivf"`` search (None for the others).
+    probability_temperature_, probability_bias_ : float or None
+        The calibration of :meth:`predict_proba`, ``sigmoid(t s + c)`` of the prediction
+        score ``s``, fitted by logistic loss on the validation rows' best
+        ``max(5, n_set_candidates_)`` labels (None without validation rows).
+    threshold_ : float or None
+        The probability threshold of multilabel :meth:`predict` (``threshold`` resolved;
+        None for multiclass targets, and for the ``score_k`` rule without validation rows).
+    n_set_candidates_ : int
+        The labels a row's label set is chosen among: the largest label count of a training
+        row, at most 100.
     neighbor_weight_ : float
         The weight of the neighbours' votes used (``"auto"`` resolved).
     neighbor_embeddings_ : ndarray of shape (n_training_rows, `n_components_`), float32 or None
@@ -329,6 +352,7 @@ float32 or None
             ],
             "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
             "score_k": [Interval(Integral, 1, None, closed="left")],
+            "threshold": [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})],
             "search": [StrOptions({"auto", "exact", "faiss", "ivf"})],
             "n_neighbors": [Interval(Integral, 1, None, closed="left")],
             "neighbor_weight": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
@@ -387,6 +411,7 @@ float32 or None
         label_optimizer="auto",
         label_learning_rate=None,
         score_k=1,
+        threshold="auto",
         search="auto",
         n_neighbors=10,
         neighbor_weight="auto",
@@ -431,6 +456,12 @@ float32 or None
         _label_search.check_search_with_centroids(
             self.search, "centroid_weight", self.centroid_weight
         )
+        if self.threshold != "auto" and self.validation_fraction is None:
+            raise ValueError(
+                f"threshold={self.threshold!r} is a probability, calibrated on the validation "
+                "rows: set validation_fraction (e.g. 0.1), or threshold='auto' for the "
+                "score_k best labels."
+            )
         continuing = self.warm_starting()
         with naming_inputs("X", "y"):
             X, y = validate_data(
@@ -481,7 +512,33 @@ float32 or None
         if self.centroid_weight_ > 0:
             self.centroids_ = input_centroids(rows, positives)
         self._prepare_search(X if validation is None else validation[0])
+        self._fit_probabilities(validation, rows_validation, positives)
         return self
+
+    def _fit_probabilities(self, validation, rows_validation, positives):
+        """Calibrate :meth:`predict_proba` and choose ``threshold_`` on the validation rows'
+        best labels (see ``_calibration``)."""
+        n_trained = len(self.trained_labels_)
+        self.n_set_candidates_ = _calibration.set_candidates(positives, n_trained)
+        self.probability_temperature_ = self.probability_bias_ = self.threshold_ = None
+        if validation is None:
+            return
+        X_val, y_val = validation
+        k = min(max(5, self.n_set_candidates_), n_trained)
+        embeddings = self.forward(X_val, as_numpy=True)
+        scores, top = self._predictor().table_top_k(embeddings, rows_validation, k)
+        hits, n_true = top_k_hits(y_val, top)
+        calibration = _calibration.fit_calibration(scores, hits)
+        self.probability_temperature_, self.probability_bias_ = calibration
+        if not self._multilabel_output:
+            return
+        if self.threshold != "auto":
+            self.threshold_ = float(self.threshold)
+            return
+        candidates = slice(0, self.n_set_candidates_)
+        self.threshold_ = _calibration.choose_threshold(
+            calibration.probabilities(scores[:, candidates]), hits[:, candidates], n_true
+        )
 
     def _apply_settings(self, settings, continuing):
         """Store the resolved settings as fitted attributes (a warm start keeps the previous
@@ -778,7 +835,7 @@ float32 or None
             self.input_transformer_ = _settings.fit_input_weighting(X, self.input_normalization_)
         return _settings.weigh_inputs(X, self.input_normalization_, self.input_transformer_)
 
-    def predict_top_k(self, X, k, return_scores=False):
+    def predict_top_k(self, X, k, return_scores=False, return_proba=False):
         """The ``k`` highest-scored labels of each example, best first.
 
         Computed in chunks of examples and of labels: memory stays ``O(n k)`` beyond the
@@ -791,6 +848,9 @@ float32 or None
             Number of labels per example, ``1 <= k <= n_labels``.
         return_scores : bool, default=False
             Also return the scores of those labels.
+        return_proba : bool, default=False
+            Also return their probabilities (:meth:`predict_proba`'s, without building the
+            ``n x K`` matrix: multiclass rows are normalised in chunks of rows).
 
         Returns
         -------
@@ -801,13 +861,100 @@ float32 or None
             nearest-centroid rule when ``centroid_weight_ > 0`` and blended with the
             neighbours' votes when ``neighbor_weight_ > 0``; ``-3.4e38`` for labels without a
             training example, see ``trained_labels_``); only if ``return_scores``.
+        probabilities : ndarray of shape (n_samples, k), float32
+            Their probabilities; only if ``return_proba``.
         """
-        scores, indices = self._predicted_top_k(*self._validate_for_prediction(X, rows=True), k)
-        labels = self.classes_[indices]
-        return (labels, scores) if return_scores else labels
+        X, rows = self._validate_for_prediction(X, rows=True)
+        calibration = self._calibration() if return_proba else None
+        scores, indices = self._predicted_top_k(X, rows, k)
+        outputs = [self.classes_[indices]]
+        if return_scores:
+            outputs.append(scores)
+        if return_proba:
+            if self._multilabel_output:
+                probabilities = self._probabilities(calibration, scores)
+            else:
+                maxima, sums = self._exponential_sums(calibration, X, rows)
+                untrained = scores == _targets.UNTRAINED_LABEL_SCORE
+                probabilities = calibration.exponentials(scores, maxima, untrained) / sums[:, None]
+            outputs.append(probabilities.astype(np.float32))
+        return tuple(outputs) if len(outputs) > 1 else outputs[0]
+
+    def _calibration(self):
+        """The fitted :class:`~skrank.multilabel._calibration.Calibration`; a ``ValueError``
+        for a model fitted without validation rows."""
+        check_is_fitted(self)
+        if self.probability_temperature_ is None:
+            raise ValueError(
+                "Probabilities are calibrated on the validation rows, and this model was "
+                "fitted without them (validation_fraction=None) or saved before they "
+                "existed: fit it with validation_fraction set (e.g. 0.1)."
+            )
+        return _calibration.Calibration(self.probability_temperature_, self.probability_bias_)
+
+    @staticmethod
+    def _probabilities(calibration, scores):
+        """The calibrated probabilities of prediction ``scores``, 0 for the labels without a
+        training example."""
+        return calibration.probabilities(scores, scores == _targets.UNTRAINED_LABEL_SCORE)
+
+    def _exponential_sums(self, calibration, X, rows):
+        """Each multiclass row's largest score and sum of the exponentials of every label
+        relative to it (:meth:`~skrank.multilabel._calibration.Calibration.exponentials`), in
+        chunks of rows."""
+        maxima, sums = [], []
+        step = chunk_rows(X.shape[0], 12 * len(self.classes_))
+        for start in range(0, X.shape[0], step):
+            part = slice(start, start + step)
+            embeddings = torch.from_numpy(self.forward(X[part], as_numpy=True))
+            scores = self._predictor().scores(embeddings, None if rows is None else rows[part])
+            untrained = scores == _targets.UNTRAINED_LABEL_SCORE
+            maxima.append(scores.max(axis=1))
+            sums.append(calibration.exponentials(scores, maxima[-1], untrained).sum(axis=1))
+        return np.concatenate(maxima), np.concatenate(sums)
+
+    def predict_proba(self, X):
+        """Calibrated probabilities of every label, shape (n_samples, n_labels).
+
+        One strictly increasing map of the prediction scores (:meth:`decision_function`),
+        ``sigmoid(t s + c)`` with ``t`` and ``c`` fitted on the validation rows
+        (``probability_temperature_``, ``probability_bias_``): rankings, and so the top-k
+        labels and P@k, are those of the scores. Multilabel: each label's probability;
+        multiclass: the softmax of ``t s``, rows that sum to 1 (two classes: two columns,
+        ``p_1 = sigmoid(t (s_1 - s_0))``). The labels
+        without a training example get 0. Needs validation rows (``validation_fraction``);
+        refuses (``MemoryError``) when the matrix would take more than half of the
+        available memory: use ``predict_top_k(X, k, return_proba=True)``.
+
+        Parameters
+        ----------
+        {X}
+
+        Returns
+        -------
+        probabilities : ndarray of shape (n_samples, n_labels), float32
+        """
+        X, rows = self._validate_for_prediction(X, rows=True)
+        calibration = self._calibration()
+        check_dense_fits(
+            X.shape[0],
+            len(self.classes_),
+            "predict_proba",
+            "Use predict_top_k(X, k, return_proba=True), which never builds it, or pass "
+            "fewer rows at a time.",
+        )
+        embeddings = torch.from_numpy(self.forward(X, as_numpy=True))
+        scores = self._predictor().scores(embeddings, rows)
+        if self._multilabel_output:
+            return self._probabilities(calibration, scores)
+        untrained = scores == _targets.UNTRAINED_LABEL_SCORE
+        exponentials = calibration.exponentials(scores, scores.max(axis=1), untrained)
+        return (exponentials / exponentials.sum(axis=1, keepdims=True)).astype(np.float32)
 
     def predict(self, X):
-        """Best label of each example; multilabel: indicator of the ``score_k`` best labels.
+        """Best label of each example; multilabel: indicator of each example's labels of
+        probability at least ``threshold_`` (at least one), or of its ``score_k`` best labels
+        where ``threshold_`` is None (see ``threshold``).
 
         Parameters
         ----------
@@ -822,8 +969,15 @@ float32 or None
         X, rows = self._validate_for_prediction(X, rows=True)
         if not self._multilabel_output:
             return self.classes_[self._predicted_top_k(X, rows, 1)[1][:, 0]]
-        _, top = self._predicted_top_k(X, rows, self.score_k)
-        return _targets.indicator_of_top(top, len(self.classes_), self._multilabel_output)
+        if self.threshold_ is None:
+            _, top = self._predicted_top_k(X, rows, self.score_k)
+            return _targets.indicator_of_top(top, len(self.classes_), self._multilabel_output)
+        scores, top = self._predicted_top_k(X, rows, self.n_set_candidates_)
+        probabilities = self._probabilities(self._calibration(), scores)
+        chosen = _calibration.label_sets(probabilities, self.threshold_)
+        return _targets.indicator_of_top(
+            top, len(self.classes_), self._multilabel_output, chosen=chosen
+        )
 
     def decision_function(self, X):
         """Scores of every label, shape (n_samples, n_labels).

@@ -139,13 +139,17 @@ def scores_of_every_label(scores, trained, n_labels):
     return every_label
 
 
-def indicator_of_top(top, n_labels, multilabel_output):
+def indicator_of_top(top, n_labels, multilabel_output, chosen=None):
     """The multilabel predictions of the top-k label columns ``top`` (n, k): a 0/1 indicator,
-    sparse CSR or dense with the dtype of the targets given at fit (``multilabel_output``)."""
+    sparse CSR or dense with the dtype of the targets given at fit (``multilabel_output``);
+    with ``chosen`` (a boolean (n, k) mask), only the labels it marks."""
     sparse_output, dtype = multilabel_output
     n_samples, k = top.shape
+    if chosen is None:
+        chosen = np.ones(top.shape, dtype=bool)
+    indptr = np.concatenate([[0], np.cumsum(chosen.sum(axis=1))])
     indicator = sp.csr_matrix(
-        (np.ones(n_samples * k, dtype=dtype), top.ravel(), np.arange(0, n_samples * k + 1, k)),
+        (np.ones(int(indptr[-1]), dtype=dtype), top[chosen], indptr),
         shape=(n_samples, n_labels),
     )
     indicator.sort_indices()

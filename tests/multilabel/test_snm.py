@@ -139,6 +139,21 @@ def test_multilabel_targets(sparse_targets):
     predicted = clf.predict(X)
     assert sp.issparse(predicted) == sparse_targets and predicted.dtype == Y.dtype
     predicted = predicted.toarray() if sparse_targets else predicted
+    # each row's labels of probability at least threshold_ among its 3 best (the most labels
+    # of a training row), its best label in any case
+    assert clf.n_set_candidates_ == 3 and 0 < clf.threshold_ < 1
+    probabilities = clf.predict_proba(X)
+    top = clf.predict_top_k(X, 3)
+    rows = np.arange(len(X))[:, None]
+    expected = np.zeros_like(probabilities, dtype=bool)
+    expected[rows, top] = probabilities[rows, top] >= clf.threshold_
+    expected[rows[:, 0], top[:, 0]] = True
+    np.testing.assert_array_equal(predicted, expected)
+    assert (predicted.sum(axis=1) <= 3).all() and len(np.unique(predicted.sum(axis=1))) > 1
+    # without a threshold (a model fitted without validation rows), the score_k best labels
+    clf.threshold_ = None
+    predicted = clf.predict(X)
+    predicted = predicted.toarray() if sparse_targets else predicted
     np.testing.assert_array_equal(predicted.sum(axis=1), 3)
     top = clf.predict_top_k(X, 3)
     np.testing.assert_array_equal(np.sort(top, axis=1), np.nonzero(predicted)[1].reshape(-1, 3))
@@ -411,7 +426,8 @@ def test_early_stopping_scores_at_most_its_row_cap_of_the_validation_rows(monkey
     monkeypatch.setattr(Predictor, "table_top_k", counting_top_k)
     params = dict(FAST, max_epochs=3, validation_fraction=0.25, neighbor_weight=0.0)
     clf = SNMClassifier(random_state=0, callbacks=[Holdout()], **params).fit(X, y)
-    assert scored == [7] * 3 and len(clf.history_) == 3
+    # each epoch scores 7 rows; then the calibration of probabilities reads all 50
+    assert scored == [7] * 3 + [50] and len(clf.history_) == 3
     # the first rows of the shuffled split: the score of the fitted model on them
     X_val, y_val = held_out[0]
     assert held_out[0][0].shape[0] == 50

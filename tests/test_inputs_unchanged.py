@@ -309,12 +309,15 @@ def _call_snm(inputs, tmp_path):
     model.predict(inputs.X(FEATURES))
     model.predict_top_k(inputs.X(FEATURES), 2, return_scores=True)
     model.decision_function(inputs.X(FEATURES))
+    model.predict_proba(inputs.X(FEATURES))
     model.forward(inputs.X(FEATURES))
     model.score(inputs.X(FEATURES), inputs.y(LABELS))
     multilabel_model = SNMClassifier(**SNM_PARAMS, **TORCH_FAST).fit(
         inputs.X(FEATURES, np.float32), inputs.Y(INDICATOR)
     )
     multilabel_model.predict(inputs.X(FEATURES))
+    multilabel_model.predict_proba(inputs.X(FEATURES))
+    multilabel_model.predict_top_k(inputs.X(FEATURES), 2, return_proba=True)
     multilabel_model.score(inputs.X(FEATURES), inputs.Y(INDICATOR))
 
 
@@ -414,6 +417,12 @@ def _call_faiss(cls, **kwargs):
 def _call_top_k_inner_products(inputs, tmp_path):
     table = inputs.tensor(FEATURES)
     metrics.top_k_inner_products(inputs.tensor(FEATURES[:4]), lambda a, b: table[a:b], N, 3)
+
+
+def _call_expected_calibration_error(inputs, tmp_path):
+    metrics.expected_calibration_error(
+        inputs.array(np.array([0, 1, 1, 0, 1])), inputs.array(np.array([0.1, 0.7, 0.9, 0.4, 0.5]))
+    )
 
 
 def _call_label_propensities(inputs, tmp_path):
@@ -785,7 +794,15 @@ _ESTIMATOR_COMMON = {"fit", "score"}
 ENTRY_POINTS = {
     "skrank.SNMClassifier": Entry(
         _call_snm,
-        methods=("fit", "predict", "predict_top_k", "decision_function", "forward", "score"),
+        methods=(
+            "fit",
+            "predict",
+            "predict_top_k",
+            "predict_proba",
+            "decision_function",
+            "forward",
+            "score",
+        ),
         exempt_methods={**ENGINE_METHODS, **ONNX_METHODS},
     ),
     "skrank.SOPRCEmbedder": Entry(
@@ -874,6 +891,9 @@ ENTRY_POINTS = {
     "skrank.metrics.make_retrieval_scorer": Entry(
         _call_scorer(lambda: metrics.make_retrieval_scorer(metrics.recall_at_k_score, k=2)),
         kinds=NO_SPARSE,
+    ),
+    "skrank.metrics.expected_calibration_error": Entry(
+        _call_expected_calibration_error, kinds=DENSE_ONLY
     ),
     "skrank.metrics.label_propensities": Entry(_call_label_propensities),
     "skrank.metrics.map_at_r_score": Entry(_retrieval(metrics.map_at_r_score), kinds=NO_SPARSE),

@@ -12,6 +12,7 @@
 - Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`,
   :func:`top_k_ndcg_score`, :func:`top_k_psp_score` (propensity-scored, with
   :func:`label_propensities`).
+- Probabilities: :func:`expected_calibration_error` (equal-width bins).
 - Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
 - Exact top-k search with the tie rule every skrank metric uses (the smaller index first):
   :func:`top_k_indices`, :func:`top_k_inner_products` (chunked, over a large table), and the
@@ -20,6 +21,7 @@
   "precision@5", "tpr@fpr=0.01", ...), :func:`make_retrieval_scorer`.
 """
 
+from ._calibration import expected_calibration_error
 from ._extreme import label_propensities, top_k_ndcg_score, top_k_psp_score
 from ._labels import top_k_precision_score, top_k_recall_score
 from ._ranking import (
@@ -50,6 +52,7 @@ __all__ = [
     "FaissIVFIndex",
     "FaissInnerProductIndex",
     "auprc_score",
+    "expected_calibration_error",
     "get_scorer",
     "label_propensities",
     "make_retrieval_scorer",

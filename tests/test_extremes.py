@@ -809,6 +809,20 @@ def _estimator_cases():
             fit_pattern = pattern
             if bad == "3d" and name in ("MMC", "PointwiseROC"):
                 fit_pattern = "n_pairs, 2, n_features"  # fit reads a 3-D X as pairs
+            if name == "SOPRC" and bad in ("1d", "3d"):
+                # SOPRCEmbedder reads 3-D and 4-D X as images: a 5-D X is of no rank it takes,
+                # and 3-D items differ from the feature rows it was fitted on.
+                if bad == "3d":
+                    bad_X = X[:, :, None, None, None]
+                fit_pattern = "2-D .* or images"
+                if bad == "3d":
+                    pattern = "fitted on feature rows"
+                if bad == "3d":
+                    yield Case(
+                        f"{name}-predict-X-images",
+                        lambda f=fit: f(X, Y, X_eval=X[:, :, None]),
+                        Fails(ValueError, "X", "fitted on feature rows"),
+                    )
             yield Case(
                 f"{name}-fit-X-{bad}",
                 lambda f=fit, b=bad_X: f(b, Y),

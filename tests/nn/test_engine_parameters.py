@@ -362,7 +362,8 @@ _SNM_TAKEN = {
             LabelEmbeddingNetwork,
             ["loss", "surrogate", "margin", "n_negatives", "top_k_negatives", "negative_weights"]
             + ["power_exponent", "weight_scale", "input_normalization", "label_init"]
-            + ["label_optimizer", "label_learning_rate", "score_k", "search", "n_neighbors"]
+            + ["label_optimizer", "label_learning_rate", "score_k", "threshold", "search"]
+            + ["n_neighbors"]
             + ["neighbor_weight", "centroid_weight"]
             # deprecated, "deprecated" by default (removed in 0.3)
             + ["embedding_dim", "encoder_init", "input_optimizer", "input_learning_rate"],

@@ -203,15 +203,11 @@ def choose_blend_weights(
     """
     if len(neighbor_weights) == 1 and len(centroid_weights) == 1:
         return neighbor_weights[0], centroid_weights[0]
-    X_train, y_train, rows_train = train
     X_held_out, y_held_out, rows_held_out = held_out
     # The votes' weight is compared without the centroids: a fixed centroid weight is left out.
     scored_weights = centroid_weights if len(centroid_weights) > 1 else (0.0,)
-    blend = blend._replace(
-        neighbors=NeighborVotes.from_rows(forward(X_train), y_train)
-        if any(neighbor_weights)
-        else None,
-        centroids=input_centroids(rows_train, y_train) if len(scored_weights) > 1 else None,
+    blend = blend_of_rows(
+        blend, train, forward, votes=any(neighbor_weights), centroids=len(scored_weights) > 1
     )
     labels = {(a, b): [] for a in neighbor_weights for b in scored_weights}
     for scores, similarities, votes in blend.chunks(
@@ -234,6 +230,17 @@ def choose_blend_weights(
         return neighbor_weight, centroid_weights[0]
     tops = [top[neighbor_weight, b] for b in scored_weights]
     return neighbor_weight, best_weight(scored_weights, tops, y_held_out)
+
+
+def blend_of_rows(blend, train, forward, *, votes, centroids):
+    """``blend`` with the voting rows (``votes``) and the label centroids (``centroids``) of
+    the rows ``train``, a tuple (X, positives, rows) as :func:`choose_blend_weights` takes it:
+    what held-out rows are scored by, none of them voting or in a centroid."""
+    X, positives, rows = train
+    return blend._replace(
+        neighbors=NeighborVotes.from_rows(forward(X), positives) if votes else None,
+        centroids=input_centroids(rows, positives) if centroids else None,
+    )
 
 
 def best_weight(weights, tops, targets):

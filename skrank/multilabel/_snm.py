@@ -44,7 +44,7 @@ from ..utils._memory import check_dense_fits, chunk_rows
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from . import _calibration, _label_search, _settings, _targets
-from ._blend import Blend, NeighborVotes, choose_blend_weights, top_k_score
+from ._blend import Blend, NeighborVotes, blend_of_rows, choose_blend_weights, top_k_score
 from ._centroids import centroids_from_state, centroids_state, input_centroids
 from ._label_embedding import (
     LabelEmbeddingNetwork,
@@ -512,12 +512,16 @@ float32 or None
         if self.centroid_weight_ > 0:
             self.centroids_ = input_centroids(rows, positives)
         self._prepare_search(X if validation is None else validation[0])
-        self._fit_probabilities(validation, rows_validation, positives)
+        self._fit_probabilities(
+            validation, rows_validation, positives, (X_train, y_train, rows_train)
+        )
         return self
 
-    def _fit_probabilities(self, validation, rows_validation, positives):
+    def _fit_probabilities(self, validation, rows_validation, positives, train):
         """Calibrate :meth:`predict_proba` and choose ``threshold_`` on the validation rows'
-        best labels (see ``_calibration``)."""
+        best labels (see ``_calibration``), scored as predictions score them, with the votes
+        and the centroids of the rows ``train`` (X, positives, rows) alone: a validation row
+        never votes for its own labels."""
         n_trained = len(self.trained_labels_)
         self.n_set_candidates_ = _calibration.set_candidates(positives, n_trained)
         self.probability_temperature_ = self.probability_bias_ = self.threshold_ = None
@@ -526,7 +530,15 @@ float32 or None
         X_val, y_val = validation
         k = min(max(5, self.n_set_candidates_), n_trained)
         embeddings = self.forward(X_val, as_numpy=True)
-        scores, top = self._predictor().table_top_k(embeddings, rows_validation, k)
+        predictor = self._predictor()
+        blend = blend_of_rows(
+            predictor.blend,
+            train,
+            functools.partial(self.forward, as_numpy=True),
+            votes=self.neighbor_weight_ > 0,
+            centroids=self.centroid_weight_ > 0,
+        )
+        scores, top = predictor._replace(blend=blend).table_top_k(embeddings, rows_validation, k)
         hits, n_true = top_k_hits(y_val, top)
         calibration = _calibration.fit_calibration(scores, hits)
         self.probability_temperature_, self.probability_bias_ = calibration

@@ -790,6 +790,42 @@ def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
     np.testing.assert_allclose(restored.decision_function(X_test), dense, atol=1e-4)
 
 
+def test_the_calibration_scores_validation_rows_by_the_votes_of_the_other_rows(monkeypatch):
+    """The probabilities are calibrated on the validation rows' best labels, blended with the
+    votes of the fitting rows alone: a validation row never votes for its own labels."""
+    X, y = clustered(n_samples=300, n_labels=20, noise=1.5)
+    seen = []
+    original = snm_module._calibration.fit_calibration
+
+    def recording(scores, hits):
+        seen.append((np.array(scores), np.array(hits)))
+        return original(scores, hits)
+
+    monkeypatch.setattr(snm_module._calibration, "fit_calibration", recording)
+    params = dict(FAST, validation_fraction=0.3, neighbor_weight=0.5, centroid_weight=0.0)
+    clf = SNMClassifier(random_state=0, **params).fit(X, y)
+    train, held_out = train_test_split(
+        np.arange(300), test_size=0.3, random_state=check_random_state(0)
+    )
+    Y = np.eye(20)[y]
+    embeddings = clf.forward(X).numpy()
+    label_scores = embeddings[held_out] @ clf.network_.label_table().numpy().T
+    scale = clf.network_.score_scale
+
+    def blended(keys, labels):
+        votes = brute_force_votes(embeddings[held_out], normalize(keys), labels, clf.n_neighbors)
+        return 0.5 * label_scores + 0.5 * scale * votes
+
+    (scores, hits), k = seen[0], seen[0][0].shape[1]
+    expected = blended(embeddings[train], Y[train])
+    top = brute_force_top_k(expected, k)
+    np.testing.assert_allclose(scores, np.take_along_axis(expected, top, axis=1), atol=1e-4)
+    np.testing.assert_array_equal(hits, np.take_along_axis(Y[held_out], top, axis=1) > 0)
+    # every training row votes at prediction, the validation rows among them
+    leaky = blended(embeddings, Y)
+    assert not np.allclose(np.sort(leaky, axis=1)[:, -k:][:, ::-1], scores, atol=1e-3)
+
+
 def test_neighbor_votes_with_faiss_search_match_the_exact_search():
     """``search="faiss"`` gives the candidates of the blend: where the HNSW search of the label
     scores is exact (12 labels), the blended top-k equals the exact search's, scores included."""

@@ -886,9 +886,9 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     clf.forward = lambda X_rows, **kw: forwarded.append(X_rows.shape[0]) or original(X_rows, **kw)
     positives = sp.csr_matrix(Y.astype(np.int8))
     validation = (X[held_out], positives[held_out])
-    chosen = clf._choose_blend_weights(
-        X[train], positives[train], validation, X[train], X[held_out]
-    )
+    train_rows = (X[train], positives[train], X[train])
+    held_out_rows = clf._held_out_scoring(train_rows, validation, X[held_out])
+    chosen = clf._choose_blend_weights(held_out_rows)
     assert chosen == (clf.neighbor_weight_, clf.centroid_weight_)
     assert sorted(forwarded) == sorted([len(train), len(held_out)])
     del clf.forward
@@ -1150,13 +1150,9 @@ def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
         clf.centroids_.toarray(), brute_force_centroids(X.toarray(), Y_table), atol=1e-5
     )
     positives = sp.csr_matrix(Y_table.astype(np.int8))
-    chosen = clf._choose_blend_weights(
-        inputs[train],
-        positives[train],
-        (inputs[held_out], positives[held_out]),
-        X[train],
-        X[held_out],
-    )
+    train_rows = (inputs[train], positives[train], X[train])
+    validation = (inputs[held_out], positives[held_out])
+    chosen = clf._choose_blend_weights(clf._held_out_scoring(train_rows, validation, X[held_out]))
     assert chosen == (0.0, clf.centroid_weight_)
 
 

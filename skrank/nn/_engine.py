@@ -837,9 +837,7 @@ default=None
         self.module_.to(device)
         if self.criterion_ is not None:
             self.criterion_.to(device)
-        inputs = TrainingInputs(
-            X, device, sparse_rows=self._reads_sparse_rows(), num_workers=self.num_workers
-        )
+        inputs = self._training_inputs(X, device)
         targets = self.prepare_targets(y, device)
         self.optimizers_ = self.initialize_optimizers()
         self.sampler_ = self.get_batch_sampler(y, inputs.index_device, rng)
@@ -1036,16 +1034,19 @@ shape (n_samples, channels, height, width), or skrank.nn.ItemDataset
                 chunk_size = chunk_rows(X.shape[0], item_bytes)
         outputs, start = None, 0
         with torch.no_grad():
-            inputs = TrainingInputs(
-                X, device, sparse_rows=self._reads_sparse_rows(), num_workers=self.num_workers
-            )
-            for rows in inputs.chunks(chunk_size):
+            for rows in self._training_inputs(X, device).chunks(chunk_size):
                 chunk = network(rows)
                 if outputs is None:  # filled in place: no second copy to concatenate
                     outputs = chunk.new_empty((X.shape[0], *chunk.shape[1:]))
                 outputs[start : start + chunk.shape[0]] = chunk
                 start += chunk.shape[0]
         return outputs.cpu().numpy() if as_numpy else outputs
+
+    def _training_inputs(self, X, device):
+        # An __init__ that lists every parameter itself, written before num_workers, reads in
+        # the main process.
+        workers = getattr(self, "num_workers", 0)
+        return TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows(), num_workers=workers)
 
     def _reads_sparse_rows(self):
         """Whether the network reads :class:`~skrank.nn.SparseRows` (``accepts_sparse_rows``)."""

@@ -134,11 +134,11 @@ def _as_item(value, name, what):
         value = torch.from_numpy(np.require(value, requirements=["W"]))
     if not isinstance(value, torch.Tensor):
         raise TypeError(
-            f"{name}: {what} a {type(value).__name__}, not a tensor; a Dataset X gives one item "
-            "tensor an index (its labels go to y)."
+            f"{name}: {what} is a {type(value).__name__}, not a tensor; a Dataset X gives one "
+            "item tensor an index (its labels go to y)."
         )
     if value.ndim not in (1, 2, 3):
-        raise ValueError(f"{name}: {what} shape {tuple(value.shape)}; items are {_ITEM_RANKS}.")
+        raise ValueError(f"{name}: {what} has shape {tuple(value.shape)}; items are {_ITEM_RANKS}.")
     if value.ndim == 2:
         value = value[None]
     scaled = value.ndim == 3 and value.dtype == torch.uint8
@@ -276,14 +276,14 @@ class ItemDataset(torch.utils.data.Dataset):
                 values = read_image(self.paths[row])
             except (OSError, ValueError) as error:
                 raise ValueError(f"{name} cannot be read as an image: {error}") from error
-            item = _as_item(values, name, "is")
+            item = _as_item(values, name, "the image")
         else:
-            item = _as_item(self.source[row], name, "is")
+            item = _as_item(self.source[row], name, "the item")
         if self.item_transform is not None:
             with torch.random.fork_rng(devices=[], enabled=seed is not None):
                 if seed is not None:
                     torch.manual_seed(seed)
-                item = _as_item(self.item_transform(item), name, "item_transform returned")
+                item = _as_item(self.item_transform(item), name, "the output of item_transform")
         if self.item_shape is not None and tuple(item.shape) != self.item_shape:
             known = (
                 f"{self.estimator} was fitted on items of shape {self.item_shape}"

@@ -12,6 +12,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import GridSearchCV
 
 from skrank import SNMClassifier, SOPRCEmbedder
+from skrank.nn import ItemDataset
 
 
 def _digits(n_classes=6, per_class=12):
@@ -138,6 +139,18 @@ def test_grid_search_indexes_an_array_of_paths(digit_files, one_torch_thread):
     ).fit(paths, y)
     assert search.best_estimator_.item_shape_ == (1, 8, 8)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_grid_search_indexes_an_item_dataset_without_reading_it(digit_files, one_torch_thread):
+    """scikit-learn indexes an ItemDataset as an array (a subset a fold): the fits read its
+    items with item_transform, where a bare Dataset would become a list of its tensors."""
+    images, y, _ = digit_files
+    search = GridSearchCV(
+        _embedder(max_epochs=1, validation_fraction=None, item_transform=_pad_and_shift),
+        {"learning_rate": [0.05]},
+        cv=2,
+    ).fit(ItemDataset(_Tensors(torch.from_numpy(images))), y)
+    assert search.best_estimator_.item_shape_ == (1, 10, 10)
 
 
 def test_errors_name_the_file(digit_files, tmp_path):

@@ -131,7 +131,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     read as values / 255 in [0, 1] (as torchvision and kornia expect), batch by batch, so that
     no float copy of the whole set is made (in memory or memory-mapped); float images are read
     as they are. The network, the ``augmentation`` and the ONNX graph of
-    :meth:`export_onnx` all see those values. Read more in :ref:`soprc-images`.
+    :meth:`export_onnx` all see those values. ``X`` may also be a
+    :class:`torch.utils.data.Dataset` of item tensors or the paths of image files (decoded by
+    Pillow), read the same way one mini-batch at a time by ``num_workers`` processes, each item
+    mapped by ``item_transform``. Read more in :ref:`soprc-images`.
 
     Parameters
     ----------

@@ -247,6 +247,10 @@ class ItemDataset(torch.utils.data.Dataset):
         return self.shape[0]
 
     def __getitem__(self, key):
+        if isinstance(key, tuple) and all(
+            k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in key[1:]
+        ):
+            key = key[0]  # X[rows, ...], as scikit-learn indexes arrays
         if isinstance(key, Integral):
             return self.read(int(key))
         subset = copy.copy(self)
@@ -304,7 +308,8 @@ class ItemDataset(torch.utils.data.Dataset):
         return item
 
     def __array__(self, dtype=None, copy=None):
-        items = torch.stack([self.read(position) for position in range(len(self))]).numpy()
+        # Seeded as TrainingInputs.chunks reads them (by position), as transform sees them.
+        items = torch.stack([self.read(i, seed=i) for i in range(len(self))]).numpy()
         return items if dtype is None else items.astype(dtype, copy=False)
 
 

@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from helpers import TensorItems, assert_same_weights
 from PIL import Image
 from sklearn.datasets import load_digits
 from sklearn.model_selection import GridSearchCV
@@ -33,17 +34,6 @@ def _png_files(directory, images):
     return np.asarray(paths)
 
 
-class _Tensors(torch.utils.data.Dataset):
-    def __init__(self, items):
-        self.items = items
-
-    def __len__(self):
-        return len(self.items)
-
-    def __getitem__(self, i):
-        return self.items[i]
-
-
 def _pad_and_shift(item):
     """Pad to 10 x 10, then a random shift of up to one pixel (from torch's generator)."""
     padded = torch.nn.functional.pad(item, (1, 1, 1, 1))
@@ -65,12 +55,6 @@ def _embedder(**params):
     return SOPRCEmbedder(**{**SMALL, **params})
 
 
-def _assert_same_weights(a, b):
-    expected = a.module_.state_dict()
-    for name, value in b.module_.state_dict().items():
-        assert torch.equal(value, expected[name]), name
-
-
 @pytest.fixture(scope="module")
 def digit_files(tmp_path_factory):
     images, y = _digits()
@@ -82,13 +66,13 @@ def test_png_files_and_a_dataset_give_the_model_of_the_array(digit_files, one_to
     from_array = _embedder().fit(images, y)
     from_files = _embedder().fit(list(paths), y)
     assert from_files.item_shape_ == (1, 8, 8) and from_files.n_features_in_ == 64
-    _assert_same_weights(from_array, from_files)
+    assert_same_weights(from_array, from_files)
     assert from_files.history_ == [
         {**record, "duration": other["duration"]}
         for record, other in zip(from_array.history_, from_files.history_, strict=True)
     ]
-    dataset = _Tensors(torch.from_numpy(images))
-    _assert_same_weights(from_array, _embedder().fit(dataset, y))
+    dataset = TensorItems(torch.from_numpy(images))
+    assert_same_weights(from_array, _embedder().fit(dataset, y))
     embedding = from_array.transform(images)
     np.testing.assert_array_equal(from_files.transform(paths), embedding)
     np.testing.assert_array_equal(from_array.transform(dataset), embedding)
@@ -108,7 +92,7 @@ def test_the_model_does_not_depend_on_num_workers(digit_files, one_torch_thread)
     main = _embedder(**params).fit(paths, y)
     workers = _embedder(**params, num_workers=2).fit(paths, y)
     assert main.item_shape_ == (1, 10, 10)
-    _assert_same_weights(main, workers)
+    assert_same_weights(main, workers)
     assert [r["validation_score"] for r in main.history_] == [
         r["validation_score"] for r in workers.history_
     ]
@@ -128,6 +112,14 @@ def test_warm_start_and_persistence_of_a_model_of_files(digit_files, one_torch_t
         loaded.transform(paths)
     loaded.set_params(item_transform=_pad_and_shift)
     np.testing.assert_array_equal(loaded.transform(paths), model.transform(paths))
+    sio = pytest.importorskip("skops.io")
+    data = sio.dumps(model)
+    untrusted = sio.get_untrusted_types(data=data)
+    assert all(name.startswith("skrank.") for name in untrusted)
+    from_skops = sio.loads(data, trusted=untrusted)
+    assert from_skops.item_transform is None and model.item_transform is _pad_and_shift
+    from_skops.set_params(item_transform=_pad_and_shift)
+    np.testing.assert_array_equal(from_skops.transform(paths), model.transform(paths))
 
 
 def test_grid_search_indexes_an_array_of_paths(digit_files, one_torch_thread):
@@ -149,7 +141,7 @@ def test_grid_search_indexes_an_item_dataset_without_reading_it(digit_files, one
         _embedder(max_epochs=1, validation_fraction=None, item_transform=_pad_and_shift),
         {"learning_rate": [0.05]},
         cv=2,
-    ).fit(ItemDataset(_Tensors(torch.from_numpy(images))), y)
+    ).fit(ItemDataset(TensorItems(torch.from_numpy(images))), y)
     assert search.best_estimator_.item_shape_ == (1, 10, 10)
 
 

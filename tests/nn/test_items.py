@@ -6,26 +6,12 @@ import sys
 import numpy as np
 import pytest
 import torch
+from helpers import TensorItems
 from PIL import Image
 
 from skrank.nn import ItemDataset, TrainingInputs, is_item_source, read_image
 from skrank.nn._items import image_paths
 from skrank.sampling import EpochBatches
-
-
-class _Items(torch.utils.data.Dataset):
-    """Item ``i`` of ``values``, counting the reads."""
-
-    def __init__(self, values):
-        self.values = values
-        self.reads = 0
-
-    def __len__(self):
-        return len(self.values)
-
-    def __getitem__(self, i):
-        self.reads += 1
-        return self.values[i]
 
 
 def _random_shift(item):
@@ -66,7 +52,7 @@ def test_sequences_of_paths_and_datasets_are_item_sources(tmp_path):
     assert image_paths(np.asarray([str(p) for p in paths])) == image_paths(paths)
     for other in ([], [1, 2], np.zeros((2, 3)), np.asarray([["a", "b"]]), "a.png"):
         assert image_paths(other) is None
-    assert is_item_source(paths) and is_item_source(_Items([])) and is_item_source("a.png")
+    assert is_item_source(paths) and is_item_source(TensorItems([])) and is_item_source("a.png")
     assert not is_item_source(np.zeros((3, 4))) and not is_item_source([[1.0, 2.0]])
     with pytest.raises(TypeError, match="X is one path"):
         ItemDataset(str(tmp_path / "a.png"))
@@ -77,7 +63,7 @@ def test_dataset_items_are_read_as_arrays_are():
     feature rows; a subset reads nothing and keeps the source's row numbers."""
     rng = np.random.RandomState(0)
     images = rng.randint(0, 256, size=(6, 4, 5)).astype(np.uint8)
-    source = _Items([torch.from_numpy(image) for image in images])
+    source = TensorItems([torch.from_numpy(image) for image in images])
     items = ItemDataset(source)
     assert items.shape == (6, 1, 4, 5) and items.ndim == 4 and items.dtype == np.float32
     expected = torch.from_numpy(images[:, None]).to(torch.float32).div_(255)
@@ -88,9 +74,10 @@ def test_dataset_items_are_read_as_arrays_are():
     assert torch.equal(subset[0], expected[5])
     np.testing.assert_array_equal(np.asarray(subset), expected[[5, 1, 3]].numpy())
     assert items[1:3].shape == (2, 1, 4, 5) and items[[0, 2]].rows.tolist() == [0, 2]
-    floats = ItemDataset(_Items(list(rng.normal(size=(3, 2, 4, 4)))))  # float64 arrays
+    assert items[np.array([4, 0]), ...].rows.tolist() == [4, 0]  # as scikit-learn indexes
+    floats = ItemDataset(TensorItems(list(rng.normal(size=(3, 2, 4, 4)))))  # float64 arrays
     assert floats[0].dtype == torch.float32 and floats.item_shape == (2, 4, 4)
-    rows = ItemDataset(_Items(list(np.arange(12, dtype=np.uint8).reshape(3, 4))))
+    rows = ItemDataset(TensorItems(list(np.arange(12, dtype=np.uint8).reshape(3, 4))))
     assert rows.item_shape == (4,) and rows[2].tolist() == [8.0, 9.0, 10.0, 11.0]
 
 
@@ -106,7 +93,7 @@ def test_dataset_items_are_read_as_arrays_are():
 def test_bad_items_are_errors_naming_them(values, error, match):
     """The first item is read when the dataset is built, the others as they are read."""
     with pytest.raises(error, match=match):
-        ItemDataset(_Items(values))[1]
+        ItemDataset(TensorItems(values))[1]
 
 
 def test_a_dataset_without_a_length_or_items_is_refused():
@@ -117,7 +104,7 @@ def test_a_dataset_without_a_length_or_items_is_refused():
     with pytest.raises(TypeError, match="without a length"):
         ItemDataset(Stream())
     with pytest.raises(ValueError, match="holds no items"):
-        ItemDataset(_Items([]))
+        ItemDataset(TensorItems([]))
     with pytest.raises(TypeError, match="must be a torch.utils.data.Dataset"):
         ItemDataset([1, 2])
 
@@ -151,7 +138,7 @@ def test_reading_files_without_pillow_names_the_extra(tmp_path, monkeypatch):
 
 
 def test_item_transform_runs_seeded_and_leaves_torchs_generator_alone():
-    items = ItemDataset(_Items(list(torch.rand(4, 6))), item_transform=_random_shift)
+    items = ItemDataset(TensorItems(list(torch.rand(4, 6))), item_transform=_random_shift)
     torch.manual_seed(0)
     state = torch.get_rng_state()
     first = items.read(2, seed=11)
@@ -171,7 +158,7 @@ def _epoch(n_items, n_batches=3, width=4, seed=0):
 def test_batches_read_by_workers_equal_those_of_the_main_process(one_torch_thread):
     """A random item transform draws the same values with 0 or 2 workers and batch by batch:
     each item's read is seeded from one draw of torch's generator per epoch and its place."""
-    items = ItemDataset(_Items(list(torch.rand(10, 6))), item_transform=_random_shift)
+    items = ItemDataset(TensorItems(list(torch.rand(10, 6))), item_transform=_random_shift)
     epoch = _epoch(10)
     read = {}
     for workers in (0, 2):

@@ -377,34 +377,25 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         """``(X, y)`` validated, ``item_shape_`` and ``n_features_in_`` set when ``reset``."""
         if is_item_source(X):
             X = self._item_dataset(X, reset)
-            with naming_inputs("y"):
-                y = column_or_1d(y, warn=True)
-            with naming_inputs("X", "y"):
-                check_consistent_length(X, y)
-            if reset:
-                self.item_shape_ = X.item_shape
-                self.n_features_in_ = int(np.prod(self.item_shape_))
-                if hasattr(self, "feature_names_in_"):
-                    del self.feature_names_in_
-            return X, y
-        self._check_no_item_transform()
-        rank = item_rank(X)
-        if rank == 2:
-            with naming_inputs("X", "y"):
-                X, y = validate_data(
-                    self, X, y, accept_sparse="csr", dtype=input_dtypes(X), reset=reset
-                )
-            check_float32_range(X, estimator="SOPRCEmbedder")
+        else:
+            self._check_no_item_transform()
+            rank = item_rank(X)
+            if rank == 2:
+                with naming_inputs("X", "y"):
+                    X, y = validate_data(
+                        self, X, y, accept_sparse="csr", dtype=input_dtypes(X), reset=reset
+                    )
+                check_float32_range(X, estimator="SOPRCEmbedder")
+                self._check_item_kind(X, reset)
+                if reset:
+                    self.item_shape_ = (X.shape[1],)
+                return X, y
+            if rank not in (3, 4):
+                raise ValueError(f"X must be {ITEM_SHAPES}; got an array of shape {np.shape(X)}.")
             self._check_item_kind(X, reset)
-            if reset:
-                self.item_shape_ = (X.shape[1],)
-            return X, y
-        if rank not in (3, 4):
-            raise ValueError(f"X must be {ITEM_SHAPES}; got an array of shape {np.shape(X)}.")
-        self._check_item_kind(X, reset)
-        X = check_image_items(
-            X, item_shape=None if reset else self.item_shape_, estimator="SOPRCEmbedder"
-        )
+            X = check_image_items(
+                X, item_shape=None if reset else self.item_shape_, estimator="SOPRCEmbedder"
+            )
         with naming_inputs("y"):
             y = column_or_1d(y, warn=True)
         with naming_inputs("X", "y"):

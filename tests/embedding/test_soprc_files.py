@@ -13,7 +13,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import GridSearchCV
 
 from skrank import SNMClassifier, SOPRCEmbedder
-from skrank.nn import ItemDataset
+from skrank.nn import Checkpoint, ItemDataset
 
 
 def _digits(n_classes=6, per_class=12):
@@ -120,6 +120,20 @@ def test_warm_start_and_persistence_of_a_model_of_files(digit_files, one_torch_t
     assert from_skops.item_transform is None and model.item_transform is _pad_and_shift
     from_skops.set_params(item_transform=_pad_and_shift)
     np.testing.assert_array_equal(from_skops.transform(paths), model.transform(paths))
+
+
+def test_a_checkpointed_run_of_files_resumes_exactly(digit_files, tmp_path, one_torch_thread):
+    """The seeds of the random item transform come from torch's generator, which the
+    checkpoint saves: 2 epochs and a resumed third are the run of 3."""
+    _, y, paths = digit_files
+    params = dict(max_epochs=3, weight_averaging=None, prior_warmup=None)
+    params.update(item_transform=_pad_and_shift)
+    whole = _embedder(**params).fit(paths, y)
+    path = tmp_path / "run.ckpt"
+    _embedder(**{**params, "max_epochs": 2}, callbacks=[Checkpoint(path)]).fit(paths, y)
+    resumed = _embedder(**params, warm_start=True, callbacks=[Checkpoint(path)]).fit(paths, y)
+    assert resumed.n_iter_ == 3
+    assert_same_weights(whole, resumed)
 
 
 def test_grid_search_indexes_an_array_of_paths(digit_files, one_torch_thread):

@@ -51,6 +51,8 @@ __all__ = ["SOPRCEmbedder"]
 # the default ConvNet of images.
 _DEFAULT_MLP_LAYERS = (256,)
 _DEFAULT_CONV_CHANNELS = (32, 64, 128)
+# prior_warmup="auto" for feature rows (images: None).
+_AUTO_PRIOR_WARMUP = 0.25
 
 _ITEMS_TYPE = (
     "{array-like, sparse matrix} of shape (n_samples, n_features), or array-like of shape "
@@ -156,17 +158,20 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         on held-out training classes (``benchmarks/studies/``: +0.021 validation
         mean AUPRC); ``"auto"``: 0.2 rather than 0.4 at 300 training classes of 35 items on
         average (+0.014 after 5 epochs), 0.4 at 30; see the :ref:`User Guide <soprc>`.
-    prior_warmup : float or None, default=0.25
+    prior_warmup : float, "auto" or None, default="auto"
         Fraction of the fit's training steps over which the class prior of the loss moves
         from each query's batch rate ``|P_q| / (|P_q| + |N_q|)`` to the dataset prior ``pi_c``
         (log-linearly: :class:`~skrank.losses.SOPRCLoss`'s ``dataset_prior_weight`` rises
         from 0 to 1), with ``prior="dataset"``. With many classes the dataset priors of the
         small classes are tiny, which leaves their queries almost no gradient while the
         ranking is poor; the batch rate does not. None uses the dataset prior from the first
-        step. A warm start trains on with the dataset prior. Added in 0.2, chosen on held-out
-        training classes of 1,000 classes (``benchmarks/studies/``: +0.008
-        validation mean AUPRC after 5 epochs, level after 20); see the :ref:`User Guide
-        <soprc>`.
+        step. A warm start trains on with the dataset prior. ``"auto"`` is 0.25 for feature
+        rows and None for images. Added in 0.2, chosen on held-out training classes: for
+        feature rows on 1,000 classes (``benchmarks/studies/``: +0.008 validation mean AUPRC
+        after 5 epochs, level after 20); for images on the composite digits
+        (``benchmarks/bench_soprc_images.py``), where the default network starts with
+        nearly parallel embeddings, the warm-up delays the escape from the loss's saturated
+        start (see :ref:`soprc-images`); see the :ref:`User Guide <soprc>`.
     augmentation : callable or None, default=None
         Applied to every training batch before the network: a callable taking a float tensor
         of shape ``(batch, *item_shape_)`` on the training device (the values the network
@@ -247,7 +252,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "samples_per_class": [Interval(Integral, 2, None, closed="left")],
         "class_weights": [StrOptions({"proportional", "uniform"})],
         "weight_averaging": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
-        "prior_warmup": [Interval(Real, 0, 1, closed="right"), None],
+        "prior_warmup": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"}), None],
         "augmentation": [callable, None],
         "freeze_batchnorm": ["boolean"],
     }
@@ -287,7 +292,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         samples_per_class=4,
         class_weights="proportional",
         weight_averaging="auto",
-        prior_warmup=0.25,
+        prior_warmup="auto",
         augmentation=None,
         freeze_batchnorm=False,
         **parameters,
@@ -478,16 +483,22 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         a :class:`~skrank.nn.WeightAveraging` from ``weight_averaging`` unless ``callbacks``
         holds one."""
         callbacks = super().get_default_callbacks()
-        if self.prior_warmup is not None and self.prior == "dataset":
-            callbacks.append(_PriorWarmUp(self.prior_warmup))
+        images = len(self._item_shape()) > 1
+        warmup = self.prior_warmup
+        if warmup == "auto":
+            warmup = None if images else _AUTO_PRIOR_WARMUP
+        if warmup is not None and self.prior == "dataset":
+            callbacks.append(_PriorWarmUp(warmup))
         user_averages = any(isinstance(c, WeightAveraging) for c in self.callbacks or [])
-        if self.weight_averaging is not None and not user_averages:
+        fraction = self.weight_averaging
+        if fraction == "auto":
+            fraction = (
+                None
+                if images
+                else averaging_fraction(self.sampler_.classes_per_batch, self.sampler_.n_classes)
+            )
+        if fraction is not None and not user_averages:
             steps = self.max_epochs * len(self.sampler_)
-            fraction = self.weight_averaging
-            if fraction == "auto":
-                fraction = averaging_fraction(
-                    self.sampler_.classes_per_batch, self.sampler_.n_classes
-                )
             decay = max(0.0, 1.0 - 1.0 / (fraction * steps))
             callbacks.append(WeightAveraging(decay=decay))
         return callbacks

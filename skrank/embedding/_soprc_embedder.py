@@ -149,15 +149,18 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Horizon of an exponential moving average of the network's weights, as a fraction of
         the fit's training steps ``T`` (``max_epochs`` times the batches per epoch): after
         every step, ``average = decay * average + (1 - decay) * weights`` with ``decay = 1 -
-        1 / (weight_averaging * T)`` (0.99 for 260 steps and 0.4). ``"auto"`` takes it from the
-        share of the training classes a batch holds: 0.4 when a batch holds every class,
-        falling linearly to 0.2 when it holds at most half of them. The averaged weights are
+        1 / (weight_averaging * T)`` (0.99 for 260 steps and 0.4). ``"auto"``, for feature
+        rows, takes it from the share of the training classes a batch holds: 0.4 when a batch
+        holds every class, falling linearly to 0.2 when it holds at most half of them; for
+        images it is None (see below). The averaged weights are
         those scored on the validation part, kept by early stopping and by the fitted
         estimator (a :class:`~skrank.nn.WeightAveraging` callback; one in ``callbacks``
         replaces it). None keeps the last step's weights. Added in 0.2, chosen
         on held-out training classes (``benchmarks/studies/``: +0.021 validation
         mean AUPRC); ``"auto"``: 0.2 rather than 0.4 at 300 training classes of 35 items on
-        average (+0.014 after 5 epochs), 0.4 at 30; see the :ref:`User Guide <soprc>`.
+        average (+0.014 after 5 epochs), 0.4 at 30; for images None, as ``prior_warmup``
+        (0.702 rather than 0.552 validation mean AUPRC without the warm-up); see the
+        :ref:`User Guide <soprc>`.
     prior_warmup : float, "auto" or None, default="auto"
         Fraction of the fit's training steps over which the class prior of the loss moves
         from each query's batch rate ``|P_q| / (|P_q| + |N_q|)`` to the dataset prior ``pi_c``
@@ -168,10 +171,12 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         step. A warm start trains on with the dataset prior. ``"auto"`` is 0.25 for feature
         rows and None for images. Added in 0.2, chosen on held-out training classes: for
         feature rows on 1,000 classes (``benchmarks/studies/``: +0.008 validation mean AUPRC
-        after 5 epochs, level after 20); for images on the composite digits
-        (``benchmarks/bench_soprc_images.py``), where the default network starts with
-        nearly parallel embeddings, the warm-up delays the escape from the loss's saturated
-        start (see :ref:`soprc-images`); see the :ref:`User Guide <soprc>`.
+        after 5 epochs, level after 20); for images on 20 held-out training classes of the
+        composite digits (``benchmarks/bench_soprc_images.py``, 5 epochs, seeds 0 and 1),
+        where the default ConvNet starts with nearly parallel embeddings and a saturated
+        loss, the warm-up kept the loss near 1 through the fit: 0.236 validation mean AUPRC
+        with both 0.25 and ``weight_averaging``'s horizon, 0.702 with neither (see
+        :ref:`soprc-images`).
     augmentation : callable or None, default=None
         Applied to every training batch before the network: a callable taking a float tensor
         of shape ``(batch, *item_shape_)`` on the training device (the values the network

@@ -68,7 +68,7 @@ _ITEM_DOCS = {
         "Training items: feature rows (a sparse matrix is densified one mini-batch at a time) "
         "or images (``uint8`` images are read as values / 255 one mini-batch at a time), or a "
         "torch Dataset of item tensors or the paths of image files, read one mini-batch at a "
-        "time by ``num_workers`` processes (see :ref:`soprc-images`). The network computes in "
+        "time by ``num_workers`` processes (see :ref:`item-datasets`). The network computes in "
         "float32: the largest absolute value of float items must lie in [2^-63, 2^63] (about "
         "1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
     ),

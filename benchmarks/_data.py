@@ -235,8 +235,8 @@ def xmc_split(name, quick=False):
     normalisation weights them itself; the peers read :func:`tfidf` of them).
     """
     if name in TEXT_LABELS:
-        return text_labels(name, quick)
-    if name in ("bibtex", "corel5k"):
+        parts = text_labels(name, quick)
+    elif name in ("bibtex", "corel5k"):
         loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
         train, test = loader(subset="train"), loader(subset="test")
         parts = train.data, train.target, test.data, test.target

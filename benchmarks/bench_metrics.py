@@ -158,20 +158,9 @@ def run_child(method, n_samples, device, memory_limit_gib, timeout):
         return {"failure": f"killed: {failure.reason}"}
 
 
-COLUMNS = [
-    "N",
-    "method",
-    "time (s)",
-    "time / floor",
-    "peak RSS (MiB)",
-    "extra (MiB)",
-    "mean AUPRC",
-    "Recall@1",
-    "Recall@10",
-    "MAP@R",
-    "R-precision",
-    "max abs diff vs torch",
-]
+COLUMNS = ["N", "method", "time (s)", "time / floor", "peak RSS (MiB)", "extra (MiB)",
+           "mean AUPRC", "Recall@1", "Recall@10", "MAP@R", "R-precision",
+           "max abs diff vs torch"]  # fmt: skip
 
 
 def table_rows(rows):
@@ -185,17 +174,10 @@ def table_rows(rows):
         difference = max((abs(result[key] - reference[key]) for key in common), default=None)
         ratio = result["seconds"] / floor["seconds"] if floor and "seconds" in floor else None
         table.append(
-            [
-                n_samples,
-                method,
-                round(result["seconds"], 2),
-                None if ratio is None else round(ratio, 2),
-                round(result["peak_mib"]),
-                round(result["extra_mib"]),
-                *[result.get(key) for key in KEYS],
-                difference,
-            ]
-        )
+            [n_samples, method, round(result["seconds"], 2),
+             None if ratio is None else round(ratio, 2), round(result["peak_mib"]),
+             round(result["extra_mib"]), *[result.get(key) for key in KEYS], difference]
+        )  # fmt: skip
     return table
 
 

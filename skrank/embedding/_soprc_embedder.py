@@ -296,8 +296,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         defaults={"lambda_pos": 10.0, "lambda_neg": 2.0, "tpr_source": "batch"},
         notes={
             "lambda_neg": "``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a "
-            "validation split of the MNIST training images (``benchmarks/bench_soprc.py "
-            "--validation``: +0.004 validation mean AUPRC over 3 seeds) and level on held-out "
+            "validation split of the MNIST training images (``benchmarks/studies/``: +0.004 "
+            "validation mean AUPRC over 3 seeds) and level on held-out "
             "training classes (``benchmarks/studies/``: +0.0005 over 6 seeds).",
             "max_auxiliary_length": "Memory per step grows as ``batch_size * "
             "(samples_per_class - 1) * max L_c``.",

@@ -790,6 +790,42 @@ def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
     np.testing.assert_allclose(restored.decision_function(X_test), dense, atol=1e-4)
 
 
+def test_the_calibration_scores_validation_rows_by_the_votes_of_the_other_rows(monkeypatch):
+    """The probabilities are calibrated on the validation rows' best labels, blended with the
+    votes of the fitting rows alone: a validation row never votes for its own labels."""
+    X, y = clustered(n_samples=300, n_labels=20, noise=1.5)
+    seen = []
+    original = snm_module._calibration.fit_calibration
+
+    def recording(scores, hits):
+        seen.append((np.array(scores), np.array(hits)))
+        return original(scores, hits)
+
+    monkeypatch.setattr(snm_module._calibration, "fit_calibration", recording)
+    params = dict(FAST, validation_fraction=0.3, neighbor_weight=0.5, centroid_weight=0.0)
+    clf = SNMClassifier(random_state=0, **params).fit(X, y)
+    train, held_out = train_test_split(
+        np.arange(300), test_size=0.3, random_state=check_random_state(0)
+    )
+    Y = np.eye(20)[y]
+    embeddings = clf.forward(X).numpy()
+    label_scores = embeddings[held_out] @ clf.network_.label_table().numpy().T
+    scale = clf.network_.score_scale
+
+    def blended(keys, labels):
+        votes = brute_force_votes(embeddings[held_out], normalize(keys), labels, clf.n_neighbors)
+        return 0.5 * label_scores + 0.5 * scale * votes
+
+    (scores, hits), k = seen[0], seen[0][0].shape[1]
+    expected = blended(embeddings[train], Y[train])
+    top = brute_force_top_k(expected, k)
+    np.testing.assert_allclose(scores, np.take_along_axis(expected, top, axis=1), atol=1e-4)
+    np.testing.assert_array_equal(hits, np.take_along_axis(Y[held_out], top, axis=1) > 0)
+    # every training row votes at prediction, the validation rows among them
+    leaky = blended(embeddings, Y)
+    assert not np.allclose(np.sort(leaky, axis=1)[:, -k:][:, ::-1], scores, atol=1e-3)
+
+
 def test_neighbor_votes_with_faiss_search_match_the_exact_search():
     """``search="faiss"`` gives the candidates of the blend: where the HNSW search of the label
     scores is exact (12 labels), the blended top-k equals the exact search's, scores included."""
@@ -850,9 +886,9 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     clf.forward = lambda X_rows, **kw: forwarded.append(X_rows.shape[0]) or original(X_rows, **kw)
     positives = sp.csr_matrix(Y.astype(np.int8))
     validation = (X[held_out], positives[held_out])
-    chosen = clf._choose_blend_weights(
-        X[train], positives[train], validation, X[train], X[held_out]
-    )
+    train_rows = (X[train], positives[train], X[train])
+    held_out_rows = clf._held_out_scoring(train_rows, validation, X[held_out])
+    chosen = clf._choose_blend_weights(held_out_rows)
     assert chosen == (clf.neighbor_weight_, clf.centroid_weight_)
     assert sorted(forwarded) == sorted([len(train), len(held_out)])
     del clf.forward
@@ -1114,13 +1150,9 @@ def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
         clf.centroids_.toarray(), brute_force_centroids(X.toarray(), Y_table), atol=1e-5
     )
     positives = sp.csr_matrix(Y_table.astype(np.int8))
-    chosen = clf._choose_blend_weights(
-        inputs[train],
-        positives[train],
-        (inputs[held_out], positives[held_out]),
-        X[train],
-        X[held_out],
-    )
+    train_rows = (inputs[train], positives[train], X[train])
+    validation = (inputs[held_out], positives[held_out])
+    chosen = clf._choose_blend_weights(clf._held_out_scoring(train_rows, validation, X[held_out]))
     assert chosen == (0.0, clf.centroid_weight_)
 
 

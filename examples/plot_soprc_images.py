@@ -11,9 +11,9 @@ With ``module=None`` it then trains a small convolutional network
 
 This example compares, on classes never seen in training, the MLP on the flattened pixels with
 the convolutional network, without and with augmentation, and shows what each retrieves. It is
-small, so that the documentation builds in about a minute on one CPU thread: 1,541 training
-images, a small network, 15 epochs. ``benchmarks/bench_soprc_images.py`` measures the same
-comparison on 6,000 training images, over seeds, against tuned peers.
+small, so that it runs in about a minute on one CPU thread: 1,541 training images, a small
+network, 15 epochs. ``benchmarks/bench_soprc_images.py`` measures the same comparison on 6,000
+training images, over seeds, against tuned peers.
 """
 
 # %%

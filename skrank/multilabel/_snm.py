@@ -88,12 +88,22 @@ def _with_attributes_of_earlier_fits(state):
         "search_probes_": None,
         "_search_seed": 0,
         # Saved before probabilities: predict keeps the score_k rule.
-        "probability_temperature_": None,
-        "probability_bias_": None,
+        "probability_knots_": None,
+        "probability_logits_": None,
         "threshold_": None,
         "n_set_candidates_": None,
     }
-    return {**earlier, **state}
+    state = {**earlier, **state}
+    # Saved with the sigmoid of a linear map: the same map, as knots and logits.
+    temperature, bias = (
+        state.pop("probability_temperature_", None),
+        state.pop("probability_bias_", None),
+    )
+    if temperature is not None:
+        state["probability_knots_"], state["probability_logits_"] = _calibration.linear_calibration(
+            temperature, bias
+        )
+    return state
 
 
 @fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
@@ -287,10 +297,13 @@ default="auto"
         rows (1.0 for the exact search).
     search_probes_ : int or None
         Cells probed by the ``"ivf"`` search (None for the others).
-    probability_temperature_, probability_bias_ : float or None
-        The calibration of :meth:`predict_proba`, ``sigmoid(t s + c)`` of the prediction
-        score ``s``, fitted by logistic loss on the validation rows' best
-        ``max(5, n_set_candidates_)`` labels (None without validation rows).
+    probability_knots_, probability_logits_ : ndarray of shape (n_knots,) or None
+        The calibration of :meth:`predict_proba`, ``sigmoid(z(s))`` of the prediction score
+        ``s``, ``z`` strictly increasing and piecewise linear: ``probability_logits_`` at the
+        scores ``probability_knots_`` (the lowest and highest validation scores and 6
+        quantiles between), linear between and beyond them. Fitted by logistic loss on the
+        validation rows' best ``max(5, n_set_candidates_)`` labels (None without validation
+        rows).
     threshold_ : float or None
         The probability threshold of multilabel :meth:`predict` (``threshold`` resolved;
         None for multiclass targets, and for the ``score_k`` rule without validation rows).
@@ -520,7 +533,7 @@ float32 or None
         best labels (see ``_calibration``)."""
         n_trained = len(self.trained_labels_)
         self.n_set_candidates_ = _calibration.set_candidates(positives, n_trained)
-        self.probability_temperature_ = self.probability_bias_ = self.threshold_ = None
+        self.probability_knots_ = self.probability_logits_ = self.threshold_ = None
         if validation is None:
             return
         X_val, y_val = validation
@@ -529,7 +542,7 @@ float32 or None
         scores, top = self._predictor().table_top_k(embeddings, rows_validation, k)
         hits, n_true = top_k_hits(y_val, top)
         calibration = _calibration.fit_calibration(scores, hits)
-        self.probability_temperature_, self.probability_bias_ = calibration
+        self.probability_knots_, self.probability_logits_ = calibration
         if not self._multilabel_output:
             return
         if self.threshold != "auto":
@@ -884,13 +897,13 @@ float32 or None
         """The fitted :class:`~skrank.multilabel._calibration.Calibration`; a ``ValueError``
         for a model fitted without validation rows."""
         check_is_fitted(self)
-        if self.probability_temperature_ is None:
+        if self.probability_knots_ is None:
             raise ValueError(
                 "Probabilities are calibrated on the validation rows, and this model was "
                 "fitted without them (validation_fraction=None) or saved before they "
                 "existed: fit it with validation_fraction set (e.g. 0.1)."
             )
-        return _calibration.Calibration(self.probability_temperature_, self.probability_bias_)
+        return _calibration.Calibration(self.probability_knots_, self.probability_logits_)
 
     @staticmethod
     def _probabilities(calibration, scores):
@@ -917,14 +930,13 @@ float32 or None
         """Calibrated probabilities of every label, shape (n_samples, n_labels).
 
         One strictly increasing map of the prediction scores (:meth:`decision_function`),
-        ``sigmoid(t s + c)`` with ``t`` and ``c`` fitted on the validation rows
-        (``probability_temperature_``, ``probability_bias_``): rankings, and so the top-k
+        ``sigmoid(z(s))`` with ``z`` piecewise linear, fitted on the validation rows
+        (``probability_knots_``, ``probability_logits_``): rankings, and so the top-k
         labels and P@k, are those of the scores. Multilabel: each label's probability;
-        multiclass: the softmax of ``t s``, rows that sum to 1 (two classes: two columns,
-        ``p_1 = sigmoid(t (s_1 - s_0))``). The labels
-        without a training example get 0. Needs validation rows (``validation_fraction``);
-        refuses (``MemoryError``) when the matrix would take more than half of the
-        available memory: use ``predict_top_k(X, k, return_proba=True)``.
+        multiclass: the softmax of ``z(s)``, rows that sum to 1 (two classes: two columns).
+        The labels without a training example get 0. Needs validation rows
+        (``validation_fraction``); refuses (``MemoryError``) when the matrix would take more
+        than half of the available memory: use ``predict_top_k(X, k, return_proba=True)``.
 
         Parameters
         ----------

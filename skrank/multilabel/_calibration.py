@@ -26,12 +26,16 @@ THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)
 N_INNER_KNOTS = 6
 # The smallest slope of z kept: a strictly increasing map even where the scores say nothing.
 MIN_SLOPE = 1e-6
+# The inverse strength of the ridge on the slopes (in logits per standard deviation of the
+# scores), as scikit-learn's LogisticRegression C: separable pairs keep finite logits.
+RIDGE_C = 1e4
 
 
 class Calibration(NamedTuple):
     """The map ``p = sigmoid(z(score))`` of a fitted model: ``z`` takes the values ``logits`` at
-    the increasing scores ``knots`` and is linear between them and beyond them (the first and
-    last segments extended)."""
+    the increasing scores ``knots``, is linear between them and rises by ``MIN_SLOPE`` beyond
+    them (no pair was seen there: the probabilities stay near the ends' and never reach 0 or
+    1 by an extended slope)."""
 
     knots: np.ndarray
     logits: np.ndarray
@@ -41,8 +45,10 @@ class Calibration(NamedTuple):
         scores = np.asarray(scores, np.float64)
         knots, logits = np.asarray(self.knots, np.float64), np.asarray(self.logits, np.float64)
         slopes = np.diff(logits) / np.diff(knots)
-        segment = np.clip(np.searchsorted(knots, scores, side="right") - 1, 0, len(slopes) - 1)
-        return logits[segment] + slopes[segment] * (scores - knots[segment])
+        inside = np.clip(scores, knots[0], knots[-1])
+        segment = np.clip(np.searchsorted(knots, inside, side="right") - 1, 0, len(slopes) - 1)
+        beyond = MIN_SLOPE * (scores - inside)
+        return logits[segment] + slopes[segment] * (inside - knots[segment]) + beyond
 
     def probabilities(self, scores, untrained=None):
         """The probabilities of ``scores`` (an ndarray); 0 where ``untrained`` (a mask, or
@@ -62,18 +68,15 @@ class Calibration(NamedTuple):
         return exponentials
 
 
+# The knots of a linear map, beyond any score of a scaled cosine and its blend.
+LINEAR_RANGE = 1e6
+
+
 def linear_calibration(temperature, bias):
-    """The :class:`Calibration` of ``sigmoid(temperature * score + bias)``."""
-    return Calibration(np.array([0.0, 1.0]), np.array([bias, temperature + bias]))
-
-
-def _segment_lengths(scores, knots):
-    """How far each score runs along each segment of ``knots``: the columns of ``z`` in the
-    segments' slopes (the first and last segments extended beyond the knots)."""
-    lengths = np.clip(scores[:, None], knots[:-1], knots[1:]) - knots[:-1]
-    lengths[:, 0] += np.minimum(scores - knots[0], 0.0)
-    lengths[:, -1] += np.maximum(scores - knots[-1], 0.0)
-    return lengths
+    """The :class:`Calibration` of ``sigmoid(temperature * score + bias)`` (on scores within
+    ``LINEAR_RANGE``)."""
+    knots = np.array([-LINEAR_RANGE, LINEAR_RANGE])
+    return Calibration(knots, temperature * knots + bias)
 
 
 def fit_calibration(scores, hits, n_inner_knots=N_INNER_KNOTS):
@@ -81,7 +84,8 @@ def fit_calibration(scores, hits, n_inner_knots=N_INNER_KNOTS):
 
     ``z`` is ``z_0`` at the lowest score plus, along each segment between knots (the lowest
     and highest scores and ``n_inner_knots`` quantiles between), its slope times the length
-    run; the loss is convex in ``z_0`` and the slopes, each kept at least ``MIN_SLOPE``.
+    run; the loss is convex in ``z_0`` and the slopes, each kept at least ``MIN_SLOPE``, with
+    a ridge ``sum((slope * std(scores)) ** 2) / (2 RIDGE_C)``.
 
     Parameters
     ----------
@@ -105,14 +109,17 @@ def fit_calibration(scores, hits, n_inner_knots=N_INNER_KNOTS):
     if hits.all() or not hits.any() or len(knots) < 2:
         rate = np.clip(hits.mean() if hits.size else 0.5, 1e-3, 1 - 1e-3)
         return linear_calibration(MIN_SLOPE, float(np.log(rate / (1 - rate))))
-    lengths = _segment_lengths(scores, knots)
+    # how far each score runs along each segment: z's columns in the segments' slopes
+    lengths = np.clip(scores[:, None], knots[:-1], knots[1:]) - knots[:-1]
     targets = hits.astype(np.float64)
+    ridge = scores.var() / (RIDGE_C * len(scores))
 
     def loss(parameters):
-        z = parameters[0] + lengths @ parameters[1:]
+        slopes = parameters[1:]
+        z = parameters[0] + lengths @ slopes
         gradient = (expit(z) - targets) / len(z)
-        value = np.mean(np.logaddexp(0.0, z) - targets * z)
-        return value, np.concatenate([[gradient.sum()], lengths.T @ gradient])
+        value = np.mean(np.logaddexp(0.0, z) - targets * z) + ridge * (slopes @ slopes) / 2
+        return value, np.concatenate([[gradient.sum()], lengths.T @ gradient + ridge * slopes])
 
     rate = targets.mean()
     start = np.concatenate([[np.log(rate / (1 - rate))], np.full(len(knots) - 1, MIN_SLOPE)])

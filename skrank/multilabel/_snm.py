@@ -301,9 +301,9 @@ default="auto"
         The calibration of :meth:`predict_proba`, ``sigmoid(z(s))`` of the prediction score
         ``s``, ``z`` strictly increasing and piecewise linear: ``probability_logits_`` at the
         scores ``probability_knots_`` (the lowest and highest validation scores and 6
-        quantiles between), linear between and beyond them. Fitted by logistic loss on the
-        validation rows' best ``max(5, n_set_candidates_)`` labels (None without validation
-        rows).
+        quantiles between), linear between them, rising by 1e-6 a unit of score beyond.
+        Fitted by logistic loss on the validation rows' best ``max(5, n_set_candidates_)``
+        labels (None without validation rows).
     threshold_ : float or None
         The probability threshold of multilabel :meth:`predict` (``threshold`` resolved;
         None for multiclass targets, and for the ``score_k`` rule without validation rows).

@@ -12,7 +12,12 @@ from skrank.multilabel import _calibration as calibration
 
 
 def brute_force_logit(knots, logits, score):
-    """One score: the segment it falls in (the first or last beyond the knots), by a loop."""
+    """One score: the segment it falls in by a loop; beyond the knots, the end's logit plus
+    the smallest slope."""
+    if score < knots[0]:
+        return logits[0] + calibration.MIN_SLOPE * (score - knots[0])
+    if score > knots[-1]:
+        return logits[-1] + calibration.MIN_SLOPE * (score - knots[-1])
     segment = 0
     for j in range(len(knots) - 1):
         if score >= knots[j]:
@@ -37,6 +42,8 @@ def test_the_map_interpolates_the_knots_and_extends_the_end_segments():
     knots, logits = np.array([-1.0, 0.0, 0.5, 2.0]), np.array([-4.0, -1.0, 0.0, 3.0])
     cal = calibration.Calibration(knots, logits)
     scores = np.array([[-3.0, -1.0, -0.2, 0.0], [0.3, 0.5, 1.7, 5.0]])
+    # beyond the knots: strictly increasing, near the ends' probabilities
+    assert -4.0 - 2.1e-6 < cal.logit(-3.0) < cal.logit(-2.0) < -4.0
     expected = np.vectorize(lambda s: brute_force_logit(knots, logits, s))(scores)
     np.testing.assert_allclose(cal.logit(scores), expected)
     np.testing.assert_allclose(cal.probabilities(scores), expit(expected), rtol=1e-6)
@@ -118,3 +125,13 @@ def test_label_sets_and_their_f1_match_scikit_learn():
            for t in thresholds]  # fmt: skip
     chosen = calibration.choose_threshold(probabilities, hits, Y.sum(axis=1), thresholds)
     assert chosen == thresholds[int(np.argmax(f1s))]
+
+
+def test_separable_pairs_keep_finite_increasing_logits():
+    scores = np.array([[90.0, 80.0, 30.0], [85.0, 40.0, 20.0]])
+    hits = scores > 60
+    cal = calibration.fit_calibration(scores, hits)
+    assert np.all(np.isfinite(cal.logits)) and np.all(np.diff(cal.logits) > 0)
+    probabilities = cal.probabilities(scores).astype(np.float64)
+    assert np.all((probabilities > 0) & (probabilities < 1))
+    assert probabilities[hits].min() > 0.9 and probabilities[~hits].max() < 0.1

@@ -1047,7 +1047,11 @@ float32 or None
         centroids) and the neighbours' votes (``neighbor_weight_ > 0``), which
         :meth:`decision_function_from_onnx` adds to the outputs; without them, ``scores`` is
         what :meth:`decision_function` returns, to float32 rounding (two-class targets: one
-        column per class). Needs ``onnx`` and ``onnxscript`` (the ``onnx`` extra, which also
+        column per class). Probabilities are not in the graph: :meth:`predict_proba` is
+        ``sigmoid(z(s))`` of these scores, ``z`` the interpolation of ``probability_logits_``
+        at ``probability_knots_`` (``numpy.interp`` within the knots; multiclass rows: the
+        softmax of ``z(s)``), 0 for the labels without a training example. Needs ``onnx`` and
+        ``onnxscript`` (the ``onnx`` extra, which also
         installs ``onnxruntime`` to run graphs). Read more in the :ref:`User Guide
         <persistence>`.
 

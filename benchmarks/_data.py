@@ -174,12 +174,14 @@ QUICK_GENERATED = {
     ),  # fmt: skip
     "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
 }
-# The Debian package indexes of shared/data: file, label column, the characters that split a
-# package's name into words, the file's escape character.
+# The Debian package indexes: the variable naming their folder (else shared/data's), file,
+# label column, the characters that split a package's name into words, the escape character.
 TEXT_LABELS = {
-    "debtags": ("debtags/debtags.tsv.gz", "tags", r"[-.]", None),
-    "debian-suggests": ("debian-suggests/debian-suggests.tsv.gz", "labels", r"[-.+]", "\\"),
-}
+    "debtags": ("SKRANK_DEBTAGS", "debtags.tsv.gz", "tags", r"[-.]", None),
+    "debian-suggests": (
+        "SKRANK_DEBIAN_SUGGESTS", "debian-suggests.tsv.gz", "labels", r"[-.+]", "\\"
+    ),
+}  # fmt: skip
 QUICK_ROWS = (4_000, 1_000)
 XMC_DATA = (*TEXT_LABELS, "bibtex", "corel5k", *GENERATED)
 
@@ -193,16 +195,17 @@ def text_labels(name, quick=False):
     the packages it recommends or suggests (debian-suggests), on the file's fixed split.
     ``Y_test`` has a column more for each label seen only in test rows, after the training
     labels: no method predicts it, so it counts as a miss. ``quick``: the first 4,000 training
-    and 1,000 test rows. The files are read from :data:`SHARED_DATA`.
+    and 1,000 test rows. The files are read from ``$SKRANK_DEBTAGS`` (debtags) or
+    ``$SKRANK_DEBIAN_SUGGESTS``, else from the data set's folder of :data:`SHARED_DATA`.
     """
     import pandas as pd
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import MultiLabelBinarizer
 
-    file, column, separators, escape = TEXT_LABELS[name]
-    path = SHARED_DATA / file
+    variable, file, column, separators, escape = TEXT_LABELS[name]
+    path = Path(os.environ.get(variable) or SHARED_DATA / name) / file
     if not path.exists():
-        raise FileNotFoundError(f"No {path}: set SKRANK_SHARED_DATA to the folder holding {file}.")
+        raise FileNotFoundError(f"No {path}: set {variable} to the folder holding {file}.")
     table = pd.read_csv(
         path, sep="\t", quoting=csv.QUOTE_NONE, escapechar=escape, keep_default_na=False
     )

@@ -503,18 +503,8 @@ class Benchmark:
         return self.data(**params)
 
 
-def run_benchmark(
-    benchmark,
-    seeds,
-    *,
-    methods=None,
-    timeout=None,
-    memory_limit_gib=None,
-    anonymous=False,
-    environment=None,
-    runs=None,
-    report=None,
-):
+def run_benchmark(benchmark, seeds, *, methods=None, timeout=None, memory_limit_gib=None,
+                  anonymous=False, environment=None, runs=None, report=None):  # fmt: skip
     """Every method of ``benchmark`` on every seed, each fit in a child process of its own.
 
     Parameters

@@ -25,30 +25,20 @@ method by method (``--resume``):
   covers the choice and the refit. debtags, Bibtex and Corel5k only: debian-suggests' 20,184
   and the generated shapes' 10^4 to 6.7 x 10^5 binary SVMs exceed a 2-core machine's budget.
 
-Data (``--data``):
+Data (``--data``; :func:`_data.xmc_split`, alike for every method):
 
-- ``debtags``: the Debian package index (``debtags.tsv.gz`` of ``$SKRANK_DEBTAGS``, by default
-  ``shared/data/debtags`` beside the repository): one row a package, its name (``-`` and ``.``
-  read as spaces) and one-line description as ``TfidfVectorizer()`` rows fitted on the
-  training rows, its debtags as labels
-  (``MultiLabelBinarizer`` of the training rows' tags), the fixed split of its ``split``
-  column. Tags seen only in test rows cannot be predicted and count as misses (they lower
-  recall and nDCG, not P@k). Every method reads the same TF-IDF rows.
-- ``debian-suggests``: the same packages' index read for the long tail
-  (``debian-suggests.tsv.gz`` of ``$SKRANK_DEBIAN_SUGGESTS``, by default
-  ``shared/data/debian-suggests``): the same rows of text (a name's ``-``, ``.`` and ``+`` read
-  as spaces), the packages each one recommends or suggests as labels (20,184 in the training
-  rows, most on one row), its fixed split; labels of test rows only count as misses.
+- ``debtags`` and ``debian-suggests``: the Debian package index (``$SKRANK_DEBTAGS``,
+  ``$SKRANK_DEBIAN_SUGGESTS``, by default ``shared/data``): TF-IDF rows of a package's name
+  and one-line description, its tags (debtags) or the packages it recommends or suggests
+  (debian-suggests: 20,184 training labels, most on one row) as labels, the file's fixed split;
+  labels of test rows only count as misses (they lower recall and nDCG, not P@k).
 - ``bibtex`` and ``corel5k``: their own train/test splits; their word counts reach the peers as
-  sublinear TF-IDF rows of unit norm, the features their documentation assumes, while
-  ``SNMClassifier`` applies the same weighting itself.
-- three problems of :func:`skrank.datasets.make_extreme_classification` shaped like the SNM
-  paper's data sets, scaled to a 2-core machine: ``amazoncat-13k`` (13,330 labels and 5.04
-  labels a row as the data set; 50,000 features), ``wikilshtc-325k`` (10^5 labels, 3.19 labels
-  a row; 200,000 features) and ``amazon-670k`` (670,091 labels, 135,909 features and 5.45
-  labels a row as the data set), each with 40,000 rows, a fifth held out for test, alike for
-  every method (the data sets have 0.5-1.8 million rows: the defaults of the slowest method
-  would take hours a fit here).
+  sublinear TF-IDF rows of unit norm (:func:`_data.tfidf`), the features their documentation
+  assumes, while ``SNMClassifier`` applies the same weighting itself.
+- ``amazoncat-13k``, ``wikilshtc-325k``, ``amazon-670k``: rows of
+  :func:`skrank.datasets.make_extreme_classification` shaped like the SNM paper's data sets,
+  40,000 rows, a fifth held out for test (the data sets' 0.5-1.8 million rows would take the
+  slowest method hours a fit here).
 
 Measured per run: P@1/3/5, PSP@1/3/5 (propensities of the training labels, ``A=0.55,
 B=1.5``), nDCG@5, fit wall time, prediction wall time for the whole test set (top 10), and the
@@ -83,16 +73,15 @@ Usage::
     python benchmarks/bench_xmc.py --quick          # small rows, a smoke run
 """
 
-import csv
 import json
 import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from _data import GENERATED, TEXT_LABELS, tfidf, xmc_split
 from _harness import (
     PECOS_PYTHON,
     ChildFailed,
@@ -105,12 +94,11 @@ from _harness import (
     timed_cpu,
     versions_in,
 )
-from _results import REPOSITORY, RESULTS_DIR, Results
+from _results import RESULTS_DIR, Results, summary
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
-SHARED_DATA = REPOSITORY.parent / "shared" / "data"
 K = 5
 # The labels a run ranks: the top K for P@k and PSP@k, up to TOP_SETS for the F1 of a fixed
 # top-k (k chosen on the validation split).
@@ -122,90 +110,17 @@ VALIDATION_FRACTION = 0.2
 FREQUENCY_BUCKETS = ((0, 0), (1, 1), (2, 5), (6, 20), (21, None))
 METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
 METHODS += ("centroid", "linear")
-REAL = ("debtags", "debian-suggests", "bibtex", "corel5k")
+REAL = (*TEXT_LABELS, "bibtex", "corel5k")
 LINEAR_DATA = ("debtags", "bibtex", "corel5k")  # where the one-vs-rest SVMs fit the budget
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
 # Threads of every method: OMP_NUM_THREADS (torch and BLAS read it; PECOS, omikuji and napkinXC
 # are given it), else each library's default.
 THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
-# Generated rows: the preset, and the sizes scaled to a 2-core machine.
-GENERATED = {
-    "amazoncat-13k": dict(preset="amazoncat-13k", n_features=50_000, n_samples=40_000),
-    "wikilshtc-325k": dict(
-        preset="wikilshtc-325k", n_labels=100_000, n_features=200_000, n_samples=40_000
-    ),
-    "amazon-670k": dict(preset="amazon-670k", n_samples=40_000),
-}
-QUICK = {
-    "amazoncat-13k": dict(preset="amazoncat-13k", n_features=5_000, n_samples=4_000),
-    "wikilshtc-325k": dict(
-        preset="wikilshtc-325k", n_labels=5_000, n_features=8_000, n_samples=4_000
-    ),  # fmt: skip
-    "amazon-670k": dict(preset="amazon-670k", n_labels=20_000, n_samples=3_000),
-}
-QUICK_TEXT = (4_000, 1_000)  # training and test rows of the smoke run of a text data set
-
-
-class TextData(NamedTuple):
-    """A data set of package texts and their labels: where it is, how it reads."""
-
-    variable: str  # the environment variable of its folder
-    file: str
-    labels: str  # the column of comma-separated labels
-    name_separators: str  # the characters of a package name read as spaces (a regex class)
-    read_options: dict
-
-
-TEXT = {
-    "debtags": TextData("SKRANK_DEBTAGS", "debtags.tsv.gz", "tags", "-.", {}),
-    "debian-suggests": TextData(
-        "SKRANK_DEBIAN_SUGGESTS", "debian-suggests.tsv.gz", "labels", "-.+", {"escapechar": "\\"}
-    ),
-}
 
 
 # ------------------------------------------------------------------------------ data
 def data_directory(name, quick):
     return CACHE / (name + ("-quick" if quick else ""))
-
-
-def text_parts(name, quick):
-    """The TF-IDF rows and label indicators of a :data:`TEXT` data set (debtags,
-    debian-suggests): (X_train, Y_train, X_test, Y_test).
-
-    ``Y_test`` has one more column for each label seen only in test rows, after the training
-    labels: no method predicts it, so it counts as a miss.
-    """
-    import pandas as pd
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.preprocessing import MultiLabelBinarizer
-
-    data = TEXT[name]
-    folder = Path(os.environ.get(data.variable, SHARED_DATA / name))
-    path = folder / data.file
-    if not path.exists():
-        raise FileNotFoundError(f"No {path}: set {data.variable} to the folder of {data.file}.")
-    table = pd.read_csv(
-        path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, **data.read_options
-    )
-    names = table["package"].str.replace(f"[{data.name_separators}]", " ", regex=True)
-    text = names + " " + table["description"]
-    tags = table[data.labels].str.split(",")
-    train, test = (table["split"] == "train").to_numpy(), (table["split"] == "test").to_numpy()
-    if quick:
-        train = train & (np.cumsum(train) <= QUICK_TEXT[0])
-        test = test & (np.cumsum(test) <= QUICK_TEXT[1])
-    training_tags = MultiLabelBinarizer().fit(tags[train]).classes_
-    test_only = sorted({tag for row in tags[test] for tag in row}.difference(training_tags))
-    labels = MultiLabelBinarizer(classes=[*training_tags, *test_only], sparse_output=True)
-    labels.fit(tags[train | test])
-    vectorizer = TfidfVectorizer().fit(text[train])
-    return (
-        vectorizer.transform(text[train]),
-        labels.transform(tags[train])[:, : len(training_tags)],
-        vectorizer.transform(text[test]),
-        labels.transform(tags[test]),
-    )
 
 
 def prepare(name, quick):
@@ -214,35 +129,15 @@ def prepare(name, quick):
     if (directory / "Y_test.npz").exists():
         return directory
     directory.mkdir(parents=True, exist_ok=True)
-    if name in TEXT:
-        parts = text_parts(name, quick)
-    elif name in ("bibtex", "corel5k"):
-        from skrank.datasets import load_bibtex, load_corel5k
-
-        loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
-        train, test = loader(subset="train"), loader(subset="test")
-        parts = train.data, train.target, test.data, test.target
-    else:
-        from skrank.datasets import make_extreme_classification
-
-        X, Y = make_extreme_classification(**(QUICK if quick else GENERATED)[name], random_state=0)
-        n_train = X.shape[0] - X.shape[0] // 5
-        parts = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+    parts = xmc_split(name, quick)
     for part, matrix in zip(("X_train", "Y_train", "X_test", "Y_test"), parts, strict=True):
-        matrix = sp.csr_matrix(matrix)
-        matrix.sort_indices()  # napkinXC reads unsorted rows wrongly (and crashes)
         sp.save_npz(directory / f"{part}.npz", matrix)
-    if name in ("bibtex", "corel5k"):
-        from sklearn.feature_extraction.text import TfidfTransformer
-
-        # Counts: the peers read them as the TF-IDF rows their documentation assumes (SNM's
-        # default input_normalization applies the same weighting itself).
-        tfidf = TfidfTransformer(sublinear_tf=True).fit(parts[0])
+    if name in ("bibtex", "corel5k"):  # counts: the peers read TF-IDF rows
         peers = directory / "tfidf"
         peers.mkdir(exist_ok=True)
-        sp.save_npz(peers / "X_train.npz", tfidf.transform(parts[0]).tocsr())
-        sp.save_npz(peers / "X_test.npz", tfidf.transform(parts[2]).tocsr())
-        sp.save_npz(peers / "Y_train.npz", sp.csr_matrix(parts[1]))
+        X_train, X_test = tfidf(parts[0], parts[2])
+        for part, matrix in (("X_train", X_train), ("X_test", X_test), ("Y_train", parts[1])):
+            sp.save_npz(peers / f"{part}.npz", matrix)
     return directory
 
 
@@ -303,7 +198,6 @@ def run_snm(directory, seed, max_epochs=None):
     import torch._dynamo  # noqa: F401  (imported by torch.optim's first optimiser: an import)
 
     from skrank import SNMClassifier
-    from skrank.metrics._search import overlap_recall
 
     X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
     model = SNMClassifier(random_state=seed)
@@ -333,7 +227,8 @@ def run_snm(directory, seed, max_epochs=None):
     }
     if model.search_ != "exact":
         exact = model.set_params(search="exact").predict_top_k(X_test, K)
-        extra["recall_of_exact_top5"] = overlap_recall(top[:, :K], exact)
+        found = (top[:, :K, None] == exact[:, None, :]).any(axis=1)
+        extra["recall_of_exact_top5"] = float(found.mean())
     return record(top, fit, predict_seconds, memory, **extra)
 
 
@@ -521,40 +416,36 @@ def evaluate(Y_train, Y_test, top):
     ``Y_test`` may have more columns than ``Y_train`` (labels of test rows only, never
     predicted); their propensities are those of labels without a training row.
     """
-    from skrank.metrics import label_propensities
-    from skrank.metrics._extreme import ndcg_from_hits, psp_from_top
-    from skrank.metrics._labels import mean_top_k_scores, top_k_hits
+    from skrank.metrics import label_propensities, top_k_label_scores
 
-    n_labels = Y_test.shape[1]
-    # A missing prediction points at an extra column that no row holds.
-    targets = sp.hstack([Y_test, sp.csr_matrix((Y_test.shape[0], 1))]).tocsr()
-    targets.eliminate_zeros()
-    top = np.where(top < 0, n_labels, top)
-    unseen = sp.csr_matrix((Y_train.shape[0], n_labels - Y_train.shape[1]))
-    propensities = np.append(label_propensities(sp.hstack([Y_train, unseen])), 1.0)
-    ks = np.array([1, 3, 5])
+    unseen = sp.csr_matrix((Y_train.shape[0], Y_test.shape[1] - Y_train.shape[1]))
+    propensities = label_propensities(sp.hstack([Y_train, unseen]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # test rows without labels are excluded
-        hits, n_true = top_k_hits(targets, top)
-        precision = mean_top_k_scores(hits, n_true, ks, "precision")
-        psp = psp_from_top(targets, top, ks, propensities)
-        ndcg = ndcg_from_hits(hits, n_true, np.array([5]))
+        found = top_k_label_scores(Y_test, top, [1, 3, 5], propensities=propensities)
     return {
-        **{f"P@{k}": float(v) for k, v in zip(ks, precision, strict=True)},
-        **{f"PSP@{k}": float(v) for k, v in zip(ks, psp, strict=True)},
-        "nDCG@5": float(ndcg[0]),
+        **{f"P@{k}": found[f"precision@{k}"] for k in (1, 3, 5)},
+        **{f"PSP@{k}": found[f"psp@{k}"] for k in (1, 3, 5)},
+        "nDCG@5": found["ndcg@5"],
     }
+
+
+def hits_of(Y, top):
+    """Whether each of the label columns ``top`` (-1: no label) is a label of its row of the
+    indicator ``Y``, and each row's number of labels."""
+    Y = sp.csr_matrix(Y, dtype=np.float64)
+    Y.eliminate_zeros()
+    padded = sp.hstack([Y, sp.csr_matrix((Y.shape[0], 1))], format="csr")  # -1: no row's
+    rows = np.repeat(np.arange(top.shape[0]), top.shape[1])
+    hits = np.asarray(padded[rows, np.where(top < 0, Y.shape[1], top).ravel()]) != 0
+    return hits.reshape(top.shape), Y.getnnz(axis=1)
 
 
 def f1_of_top(Y, top):
     """Example-based F1 (scikit-learn's ``f1_score(..., average="samples")``) of each fixed
     top-k label set, k = 1 ... ``top.shape[1]``, of the label columns ``top`` (best first, -1:
     no label), against the indicator ``Y``: a list, k = 1 first."""
-    from skrank.metrics._labels import top_k_hits
-
-    targets = sp.hstack([Y, sp.csr_matrix((Y.shape[0], 1))]).tocsr()  # -1: a column of no row
-    targets.eliminate_zeros()
-    hits, n_true = top_k_hits(targets, np.where(top < 0, Y.shape[1], top))
+    hits, n_true = hits_of(Y, top)
     found = np.cumsum(hits, axis=1)
     predicted = np.cumsum(top >= 0, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -598,20 +489,12 @@ def recall_by_frequency(Y_train, Y, top):
 
 def top_calibration_error(Y, top, top_proba):
     """The expected calibration error (15 equal-width bins) of the probabilities ``top_proba``
-    of the labels ``top`` (the top 5 of each row), over their (row, label) pairs pooled; None
-    where skrank has no ``expected_calibration_error``."""
-    import skrank.metrics
+    of the labels ``top`` (the top 5 of each row), over their (row, label) pairs pooled."""
+    from skrank.metrics import expected_calibration_error
 
-    calibration_error = getattr(skrank.metrics, "expected_calibration_error", None)
-    if calibration_error is None:
-        return None
-    from skrank.metrics._labels import top_k_hits
-
-    targets = sp.hstack([Y, sp.csr_matrix((Y.shape[0], 1))]).tocsr()
-    targets.eliminate_zeros()
-    hits, _ = top_k_hits(targets, np.where(top < 0, Y.shape[1], top))
     ranked = top >= 0
-    return float(calibration_error(hits[ranked].astype(np.float64), top_proba[ranked], n_bins=15))
+    hits = hits_of(Y, top)[0][ranked].astype(np.float64)
+    return float(expected_calibration_error(hits, top_proba[ranked], n_bins=15))
 
 
 def measure(data, method, seed, quick, split="test"):
@@ -882,7 +765,7 @@ def _bucket_note(name, run):
 
 def _data_note(name, quick, runs):
     """The note of one data set: its shape, SNM's settings, the linear baseline's choice."""
-    directory = data_directory(name, quick)
+    directory = prepare(name, quick)
     X_train, Y_train, X_test, Y_test = load(directory, "X_train", "Y_train", "X_test", "Y_test")
     note = (
         f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
@@ -913,11 +796,10 @@ def _data_note(name, quick, runs):
 
 
 def _mean_std(values, digits):
-    if not values:
-        return None
-    if len(values) == 1:
-        return round(float(values[0]), digits)
-    return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
+    """One run's value, or the runs' ``"mean ± std"``."""
+    if len(values) <= 1:
+        return round(float(values[0]), digits) if values else None
+    return summary(values, digits)
 
 
 def main(argv=None):

@@ -204,3 +204,25 @@ def onnx_session(model, tmp_path):
     path = model.export_onnx(tmp_path / "model.onnx")
     assert path == str(tmp_path / "model.onnx")
     return onnxruntime.InferenceSession(path)
+
+
+class TensorItems(torch.utils.data.Dataset):
+    """A torch Dataset whose item ``i`` is ``items[i]`` (a tensor or an array), counting reads."""
+
+    def __init__(self, items):
+        self.items = items
+        self.reads = 0
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        self.reads += 1
+        return self.items[i]
+
+
+def assert_same_weights(a, b):
+    """The fitted networks of ``a`` and ``b`` hold bitwise equal weights and buffers."""
+    expected = a.module_.state_dict()
+    for name, value in b.module_.state_dict().items():
+        assert torch.equal(value, expected[name]), name

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import torch
+from helpers import TensorItems
 from matplotlib import pyplot as plt
 
 from skrank import (
@@ -482,6 +483,7 @@ def _call_training_inputs(inputs, tmp_path):
         list(training.chunks(10))
         epoch = sampling.ShuffledBatchSampler(N, 8, random_state=0).epoch()
         training.batch(epoch, 0)
+        list(training.batches(epoch))
 
 
 def _call_pair_scatter(function):
@@ -703,6 +705,16 @@ def _call_check_image_items(inputs, tmp_path):
     nn.check_image_items(inputs.array(np.minimum(images * 50, 255), dtype=np.uint8))
 
 
+def _call_item_dataset(inputs, tmp_path):
+    """Items of a Dataset of the user's arrays: float images, uint8 images (scaled) and
+    feature rows, read through an item transform."""
+    images = np.abs(FEATURES[:, :4]).reshape(-1, 2, 2)
+    for values in (images, np.minimum(images * 50, 255).astype(np.uint8), FEATURES):
+        items = nn.ItemDataset(TensorItems(inputs.array(values)), item_transform=lambda x: 2 * x)
+        items.read(1, seed=0)
+        np.asarray(items[np.array([2, 0])])
+
+
 def _call_input_inspection(function):
     def call(inputs, tmp_path):
         function(inputs.X(FEATURES))
@@ -760,6 +772,7 @@ EXEMPT = {
     "skrank.nn.current_context": "reads the process group of a device, " + _TAKES_NO_ARRAYS,
     "skrank.nn.export_module": "writes a module to a file, " + _TAKES_NO_ARRAYS,
     "skrank.nn.layer_sizes": "normalises a layer-size parameter, " + _TAKES_NO_ARRAYS,
+    "skrank.nn.read_image": "decodes an image file, " + _TAKES_NO_ARRAYS,
     "skrank.nn.module_output_dim": (
         "runs a module on a batch of zeros it makes itself, " + _TAKES_NO_ARRAYS
     ),
@@ -964,8 +977,10 @@ ENTRY_POINTS = {
     "skrank.nn.item_rank": Entry(_call_input_inspection(nn.item_rank), kinds=ARRAY_KINDS),
     "skrank.nn.check_image_items": Entry(_call_check_image_items, kinds=DENSE_ONLY),
     "skrank.nn.TrainingInputs": Entry(
-        _call_training_inputs, kinds=ARRAYS_ONLY, methods=("rows", "chunks", "batch")
+        _call_training_inputs, kinds=ARRAYS_ONLY, methods=("rows", "chunks", "batch", "batches")
     ),
+    "skrank.nn.ItemDataset": Entry(_call_item_dataset, kinds=DENSE_ONLY, methods=("read",)),
+    "skrank.nn.is_item_source": Entry(_call_input_inspection(nn.is_item_source), kinds=ARRAY_KINDS),
     "skrank.plotting.MeanPrecisionRecallDisplay": Entry(
         _call_mean_precision_recall_display,
         kinds=NO_SPARSE,

@@ -26,6 +26,7 @@ from ..nn import (
     BaseTorchEstimator,
     Callback,
     ConvNet,
+    ItemDataset,
     UnitRows,
     WeightAveraging,
     check_image_items,
@@ -35,6 +36,7 @@ from ..nn import (
     gather_summing_gradient,
     gather_with_gradient,
     input_dtypes,
+    is_item_source,
     item_rank,
     layer_sizes,
     module_output_dim,
@@ -53,19 +55,27 @@ _DEFAULT_MLP_LAYERS = (256,)
 _DEFAULT_CONV_CHANNELS = (32, 64, 128)
 
 _ITEMS_TYPE = (
-    "{array-like, sparse matrix} of shape (n_samples, n_features), or array-like of shape "
-    "(n_samples, height, width) or (n_samples, channels, height, width)"
+    "{array-like, sparse matrix} of shape (n_samples, n_features), array-like of shape "
+    "(n_samples, height, width) or (n_samples, channels, height, width), "
+    "torch.utils.data.Dataset, or sequence of str or os.PathLike"
 )
 _ITEM_DOCS = {
     "training_X": (
         "X",
         _ITEMS_TYPE,
         "Training items: feature rows (a sparse matrix is densified one mini-batch at a time) "
-        "or images (``uint8`` images are read as values / 255 one mini-batch at a time). The "
-        "network computes in float32: the largest absolute value of float items must lie in "
-        "[2^-63, 2^63] (about 1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
+        "or images (``uint8`` images are read as values / 255 one mini-batch at a time), or a "
+        "torch Dataset of item tensors or the paths of image files, read one mini-batch at a "
+        "time by ``num_workers`` processes (see :ref:`soprc-images`). The network computes in "
+        "float32: the largest absolute value of float items must lie in [2^-63, 2^63] (about "
+        "1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
     ),
-    "X": ("X", _ITEMS_TYPE, "Items: feature rows, or images of the fit's ``item_shape_``."),
+    "X": (
+        "X",
+        _ITEMS_TYPE,
+        "Items: feature rows, or images of the fit's ``item_shape_`` (for a Dataset or files, "
+        "after ``item_transform``).",
+    ),
 }
 
 
@@ -121,7 +131,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     read as values / 255 in [0, 1] (as torchvision and kornia expect), batch by batch, so that
     no float copy of the whole set is made (in memory or memory-mapped); float images are read
     as they are. The network, the ``augmentation`` and the ONNX graph of
-    :meth:`export_onnx` all see those values. Read more in :ref:`soprc-images`.
+    :meth:`export_onnx` all see those values. ``X`` may also be a
+    :class:`torch.utils.data.Dataset` of item tensors or the paths of image files (decoded by
+    Pillow), read the same way one mini-batch at a time by ``num_workers`` processes, each item
+    mapped by ``item_transform``. Read more in :ref:`soprc-images`.
 
     Parameters
     ----------
@@ -182,6 +195,18 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         statistics (the layers stay in evaluation mode each time training resumes) and their
         affine parameters (not trained), as the SOPRC paper does with a pretrained backbone.
         Needs a ``module``: the default network has no pretrained weights.
+    item_transform : callable or None, default=None
+        Applied to each item of a torch Dataset or of image files ``X`` as it is read, at
+        ``fit``, validation and :meth:`transform` alike (e.g. resizing the images to one
+        shape): a callable taking a float32 tensor on the CPU, ``(channels, height, width)``
+        (``uint8`` values read as values / 255) or ``(n_features,)``, and returning the item
+        the network reads, of the same shape for every item. It runs in the ``num_workers``
+        processes that read the items (it must pickle where they are spawned); its random
+        draws, if any, come from torch's generator, seeded for each read from ``random_state``
+        and the item's place in the epoch, so that the model does not depend on
+        ``num_workers``. An array ``X`` is refused with it: transform the array first. A saved
+        model does not store it: a model loaded from pickle, joblib or skops has
+        ``item_transform=None``; set it again before transforming items that need it.
     {component_parameters}
     {shared_parameters}
 
@@ -223,9 +248,10 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
     """
 
     retrieval_metric = "cosine"
-    # The augmentation serves training only: a saved model stores None in its place, so that
-    # nothing of it (a kornia pipeline, a function) is needed or run at load time.
-    training_only_parameters = ("augmentation",)
+    # The augmentation serves training only, and the item transform is the user's to give
+    # again: a saved model stores None in their place, so that nothing of theirs (a kornia
+    # pipeline, a function) is needed or run at load time.
+    training_only_parameters = ("augmentation", "item_transform")
 
     _parameter_constraints = {
         **TORCH_PARAMETER_CONSTRAINTS,
@@ -250,6 +276,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "prior_warmup": [Interval(Real, 0, 1, closed="right"), None],
         "augmentation": [callable, None],
         "freeze_batchnorm": ["boolean"],
+        "item_transform": [callable, None],
     }
 
     component_parameters = ComponentParameters(
@@ -290,6 +317,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         prior_warmup=0.25,
         augmentation=None,
         freeze_batchnorm=False,
+        item_transform=None,
         **parameters,
     ):
         store_parameters(self, locals())
@@ -347,23 +375,27 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
     def _validate_training_data(self, X, y, reset):
         """``(X, y)`` validated, ``item_shape_`` and ``n_features_in_`` set when ``reset``."""
-        rank = item_rank(X)
-        if rank == 2:
-            with naming_inputs("X", "y"):
-                X, y = validate_data(
-                    self, X, y, accept_sparse="csr", dtype=input_dtypes(X), reset=reset
-                )
-            check_float32_range(X, estimator="SOPRCEmbedder")
+        if is_item_source(X):
+            X = self._item_dataset(X, reset)
+        else:
+            self._check_no_item_transform()
+            rank = item_rank(X)
+            if rank == 2:
+                with naming_inputs("X", "y"):
+                    X, y = validate_data(
+                        self, X, y, accept_sparse="csr", dtype=input_dtypes(X), reset=reset
+                    )
+                check_float32_range(X, estimator="SOPRCEmbedder")
+                self._check_item_kind(X, reset)
+                if reset:
+                    self.item_shape_ = (X.shape[1],)
+                return X, y
+            if rank not in (3, 4):
+                raise ValueError(f"X must be {ITEM_SHAPES}; got an array of shape {np.shape(X)}.")
             self._check_item_kind(X, reset)
-            if reset:
-                self.item_shape_ = (X.shape[1],)
-            return X, y
-        if rank not in (3, 4):
-            raise ValueError(f"X must be {ITEM_SHAPES}; got an array of shape {np.shape(X)}.")
-        self._check_item_kind(X, reset)
-        X = check_image_items(
-            X, item_shape=None if reset else self.item_shape_, estimator="SOPRCEmbedder"
-        )
+            X = check_image_items(
+                X, item_shape=None if reset else self.item_shape_, estimator="SOPRCEmbedder"
+            )
         with naming_inputs("y"):
             y = column_or_1d(y, warn=True)
         with naming_inputs("X", "y"):
@@ -374,6 +406,25 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
             if hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
         return X, y
+
+    def _item_dataset(self, X, reset):
+        """A Dataset or image files ``X`` as an :class:`~skrank.nn.ItemDataset`, its items
+        checked against the fitted ``item_shape_`` unless ``reset``."""
+        items = ItemDataset(
+            X,
+            self.item_transform,
+            None if reset else self._item_shape(),
+            estimator="SOPRCEmbedder",
+        )
+        self._check_item_kind(items, reset)
+        return items
+
+    def _check_no_item_transform(self):
+        if self.item_transform is not None:
+            raise ValueError(
+                "item_transform applies to the items of a torch Dataset or of image files X as "
+                "they are read; X is an array: transform it before, or give it as a Dataset."
+            )
 
     def _check_item_kind(self, X, reset):
         """Refuse images for a model of feature rows and feature rows for a model of images."""
@@ -571,6 +622,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
     def _validate_for_transform(self, X):
         check_is_fitted(self)
+        if is_item_source(X):
+            return self._item_dataset(X, reset=False)
+        self._check_no_item_transform()
         self._check_item_kind(X, reset=False)
         if len(self._item_shape()) > 1:
             return check_image_items(

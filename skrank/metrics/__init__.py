@@ -11,7 +11,8 @@
   recall levels).
 - Extreme classification: :func:`top_k_recall_score`, :func:`top_k_precision_score`,
   :func:`top_k_ndcg_score`, :func:`top_k_psp_score` (propensity-scored, with
-  :func:`label_propensities`).
+  :func:`label_propensities`), and all of them at once from ranked top-k labels (no score
+  matrix): :func:`top_k_label_scores`.
 - Probabilities: :func:`expected_calibration_error` (equal-width bins).
 - Pairs of a labelled set: :func:`pair_scores_and_labels`, :func:`pairwise_roc_score`.
 - Exact top-k search with the tie rule every skrank metric uses (the smaller index first):
@@ -22,7 +23,12 @@
 """
 
 from ._calibration import expected_calibration_error
-from ._extreme import label_propensities, top_k_ndcg_score, top_k_psp_score
+from ._extreme import (
+    label_propensities,
+    top_k_label_scores,
+    top_k_ndcg_score,
+    top_k_psp_score,
+)
 from ._labels import top_k_precision_score, top_k_recall_score
 from ._ranking import (
     auprc_score,
@@ -69,6 +75,7 @@ __all__ = [
     "retrieval_scores",
     "top_k_indices",
     "top_k_inner_products",
+    "top_k_label_scores",
     "top_k_ndcg_score",
     "top_k_precision_score",
     "top_k_psp_score",

@@ -34,7 +34,7 @@ from ._labels import (
     top_k_hits,
 )
 
-__all__ = ["label_propensities", "top_k_ndcg_score", "top_k_psp_score"]
+__all__ = ["label_propensities", "top_k_label_scores", "top_k_ndcg_score", "top_k_psp_score"]
 
 
 def label_propensities(y, *, A=0.55, B=1.5):
@@ -214,3 +214,76 @@ def top_k_psp_score(y_true, y_score, k=1, *, propensities, labels=None, normaliz
         raise ValueError("propensities must lie in (0, 1]; use label_propensities(y_train).")
     scores = psp_from_top(targets, top, ks, propensities, normalize)
     return float(scores[0]) if is_scalar else scores
+
+
+def top_k_label_scores(y_true, top_k, k=(1, 3, 5), *, propensities=None):
+    """Precision@k, Recall@k, nDCG@k and PSP@k of ranked labels, without a score matrix.
+
+    The metrics of :func:`~skrank.metrics.top_k_precision_score`,
+    :func:`~skrank.metrics.top_k_recall_score`, :func:`top_k_ndcg_score` and
+    :func:`top_k_psp_score` (normalised), computed from each example's best labels as a ranker
+    returns them (e.g. :meth:`SNMClassifier.predict_top_k <skrank.SNMClassifier.predict_top_k>`
+    of an indicator fit, or a peer library's top-k lists), never from an ``n x K`` matrix.
+    Examples without a true label are excluded with a ``UserWarning``.
+
+    Parameters
+    ----------
+    y_true : array-like or sparse matrix of shape (n_samples, n_labels)
+        Indicator matrix of the true labels (a sparse one is never densified).
+    top_k : array-like of int of shape (n_samples, m)
+        Column indices of each example's best labels, best first; ``-1`` where the ranker gave
+        fewer than ``m`` labels (a miss).
+    k : int or sequence of int, default=(1, 3, 5)
+        Cut-offs, each at most ``m``.
+    propensities : array-like of shape (n_labels,) or None, default=None
+        Label propensities (:func:`label_propensities` of the training labels): PSP@k is
+        computed when given.
+
+    Returns
+    -------
+    scores : dict
+        ``"precision@k"``, ``"label_recall@k"`` and ``"ndcg@k"`` for each ``k`` (the names of
+        :func:`~skrank.metrics.get_scorer`), then ``"psp@k"`` with ``propensities``; floats.
+
+    Examples
+    --------
+    >>> from skrank.metrics import top_k_label_scores
+    >>> y_true = [[1, 0, 1], [0, 1, 0]]
+    >>> top_k_label_scores(y_true, [[0, 1], [2, -1]], k=[1, 2])
+    {'precision@1': 0.5, 'precision@2': 0.25, 'label_recall@1': 0.25, 'label_recall@2': 0.25, \
+'ndcg@1': 0.5, 'ndcg@2': 0.3065735963827292}
+    """
+    y_true = canonical_csr(sparse.csr_matrix(y_true), dtype=np.float64, drop_zeros=True)
+    if values_outside_zero_one(y_true) is not None:
+        raise ValueError("y_true must be a multilabel indicator matrix of 0s and 1s.")
+    top_k = np.asarray(top_k)
+    n_samples, n_labels = y_true.shape
+    if top_k.ndim != 2 or top_k.shape[0] != n_samples or not np.issubdtype(top_k.dtype, np.integer):
+        raise ValueError(
+            f"top_k must be an integer array of shape ({n_samples}, m); got {top_k.dtype} "
+            f"{top_k.shape}."
+        )
+    if top_k.size and (top_k.min() < -1 or top_k.max() >= n_labels):
+        raise ValueError(f"top_k holds columns outside -1 .. {n_labels - 1}.")
+    ks = np.atleast_1d(np.asarray(k))
+    if ks.ndim != 1 or not np.issubdtype(ks.dtype, np.integer) or ks.min() < 1:
+        raise ValueError(f"k must be positive integers; got {k!r}.")
+    if ks.max() > top_k.shape[1]:
+        raise ValueError(f"k={k!r} exceeds the {top_k.shape[1]} labels of top_k a row.")
+    # A missing label points at an extra column that no example holds.
+    targets = sparse.hstack([y_true, sparse.csr_matrix((n_samples, 1))], format="csr")
+    top_k = np.where(top_k < 0, n_labels, top_k)
+    hits, n_true = top_k_hits(targets, top_k)
+    scores = {}
+    for kind, name in (("precision", "precision"), ("recall", "label_recall")):
+        values = mean_top_k_scores(hits, n_true, ks, kind)
+        scores |= {f"{name}@{cut}": float(value) for cut, value in zip(ks, values, strict=True)}
+    ndcg = ndcg_from_hits(hits[:, : ks.max()], n_true, ks)
+    scores |= {f"ndcg@{cut}": float(value) for cut, value in zip(ks, ndcg, strict=True)}
+    if propensities is not None:
+        propensities = np.append(np.asarray(propensities, dtype=np.float64), 1.0)
+        if propensities.shape != (n_labels + 1,):
+            raise ValueError(f"propensities must have shape ({n_labels},).")
+        psp = psp_from_top(targets, top_k[:, : ks.max()], ks, propensities)
+        scores |= {f"psp@{cut}": float(value) for cut, value in zip(ks, psp, strict=True)}
+    return scores

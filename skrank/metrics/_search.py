@@ -200,8 +200,9 @@ class FaissInnerProductIndex:
 
     Building the graph costs time once, and results are approximate (a true top-k row can be
     missed, more often for unstructured tables than for clustered ones). Measured on a 2-core CPU
-    (``benchmarks/bench_snm.py --part search``), top-10 of 1,000 queries over ``10^5`` rows of
-    dimension 128 (two runs): the exact chunked scan of :func:`top_k_inner_products` took 0.7-1 s;
+    (``benchmarks/studies/results/bench_snm_search.json``), top-10 of 1,000 queries over
+    ``10^5`` rows of dimension 128 (two runs): the exact chunked scan of
+    :func:`top_k_inner_products` took 0.7-1 s;
     the graph took 7-48 s to build, then searched in 0.14-0.3 s with recall 0.996 on a clustered
     table but 0.4-1.5 s with recall 0.51 on a uniform one. The graph pays off when a very large,
     clustered table serves many queries.

@@ -9,9 +9,10 @@
 - :class:`TrainingInputs` and :class:`Batch`: the training data on the device and the batches
   a step receives; :class:`RowSubset`, :func:`memory_mapped` and :func:`input_dtypes`, for
   inputs read from a memory-mapped file; :func:`check_image_items`, :func:`item_rank` and
-  :data:`ITEM_SHAPES`, for image items; :class:`MLP`, the default network, and
-  :class:`ConvNet`, the default network of image items, with :func:`layer_sizes` and
-  :func:`module_output_dim`; :class:`SparseRows` and
+  :data:`ITEM_SHAPES`, for image items; :class:`ItemDataset`, :func:`is_item_source` and
+  :func:`read_image`, for the items of a torch Dataset or of image files; :class:`MLP`, the
+  default network, and :class:`ConvNet`, the default network of image items, with
+  :func:`layer_sizes` and :func:`module_output_dim`; :class:`SparseRows` and
   :class:`SparseLinear`, sparse batches and the layer that reads only their non-zero features;
   :class:`RowSparseOptimizer`, which updates only the rows of a table a step read;
   :func:`resolve_device`.
@@ -60,6 +61,7 @@ from ._engine import (
     TORCH_PARAMETER_DOCS,
     BaseTorchEstimator,
 )
+from ._items import ItemDataset, is_item_source, read_image
 from ._modules import MLP, ConvNet, layer_sizes, module_output_dim
 from ._onnx import UnitRows, check_onnx_installed, dense_float32, export_module
 from ._optim import RowSparseOptimizer
@@ -81,6 +83,7 @@ __all__ = [
     "ConvNet",
     "DistributedContext",
     "EarlyStopping",
+    "ItemDataset",
     "LRScheduler",
     "ProgressBar",
     "RowSparseOptimizer",
@@ -98,10 +101,12 @@ __all__ = [
     "gather_summing_gradient",
     "gather_with_gradient",
     "input_dtypes",
+    "is_item_source",
     "item_rank",
     "layer_sizes",
     "memory_mapped",
     "module_output_dim",
+    "read_image",
     "resolve_device",
     "store_parameters",
 ]

@@ -15,6 +15,10 @@ validation split) is a :class:`RowSubset` of it, read the same way.
 Image items, an ``X`` of shape ``(n_samples, channels, height, width)``, are held the same way;
 ``uint8`` images stay ``uint8`` (on the device or in their file) and each batch becomes float32
 values / 255 on the device, so that no float copy of the whole set is ever made.
+
+The items of an :class:`~skrank.nn.ItemDataset` (a torch Dataset, or image files) are read
+batch by batch as well, by a :class:`torch.utils.data.DataLoader` of ``num_workers`` processes
+that reads the next batches while the step trains on this one.
 """
 
 import mmap
@@ -27,6 +31,7 @@ from sklearn.utils import check_array
 
 from ..utils._validation import canonical_csr, check_float32_range, naming_inputs
 from ._device import indexed_device
+from ._items import ItemDataset, item_loader
 from ._sparse import SparseRows
 
 # Share of the free memory of a CUDA device that the training inputs may take.
@@ -39,6 +44,22 @@ _FLAT_SPARSE_ROW_DEVICES = {"cpu"}
 # Devices whose image batches are handed over in the channels-last layout (the faster one for
 # the convolutions of cuDNN, chosen by the layout of their inputs).
 _CHANNELS_LAST_DEVICES = {"cuda"}
+# Seeds of the reads of an epoch's items are drawn below this bound (and stay int64 when added
+# to an item's place in the epoch).
+_SEED_BOUND = 2**62
+
+
+class _BatchParts(NamedTuple):
+    """The rows of a batch this process reads, before they are read (see ``Batch``)."""
+
+    indices: torch.Tensor
+    valid: torch.Tensor
+    groups: torch.Tensor | None
+    global_indices: torch.Tensor | None
+    part: slice
+    global_valid: torch.Tensor | None
+    global_groups: torch.Tensor | None
+    seeds: list | None
 
 
 class Batch(NamedTuple):
@@ -253,15 +274,20 @@ class TrainingInputs:
 
     Parameters
     ----------
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), or ndarray of shape \
-(n_samples, channels, height, width)
-        Inputs: feature rows, or image items (``uint8`` images are read as values / 255).
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), ndarray of shape \
+(n_samples, channels, height, width), or skrank.nn.ItemDataset
+        Inputs: feature rows, or image items (``uint8`` images are read as values / 255), or
+        the items of a Dataset or of image files.
     device : torch.device
         The training device.
     sparse_rows : bool, default=False
         For a sparse ``X``, hand out batches as :class:`~skrank.nn.SparseRows` (the non-zeros
         only) instead of dense rows: what a module with ``accepts_sparse_rows`` reads. Resident
         rows come in the padded layout (fixed shapes), streamed ones in the flat layout.
+    num_workers : int, default=0
+        For an :class:`~skrank.nn.ItemDataset` ``X``, the worker processes of the
+        :class:`torch.utils.data.DataLoader` that reads its items in :meth:`batches` and
+        :meth:`chunks` (0: this process). Other inputs are read by this process.
 
     Attributes
     ----------
@@ -280,11 +306,16 @@ class TrainingInputs:
     its rows, converts them to float32 and copies them to ``device``, so the process's
     anonymous memory holds a batch, not ``X``. Its values, and so a fit, are the same as from
     ``X`` in memory. ``uint8`` images are kept as ``uint8`` (four times smaller than float32)
-    wherever they are held and copied; a batch becomes float32 on ``device``.
+    wherever they are held and copied; a batch becomes float32 on ``device``. The items of an
+    :class:`~skrank.nn.ItemDataset` are read batch by batch (in pinned memory for CUDA); when
+    its ``item_transform`` may draw random numbers, the reads of an epoch are seeded from one
+    draw of torch's generator at its first batch and each item's place in the epoch, so that
+    any ``num_workers`` reads the same values.
     """
 
-    def __init__(self, X, device, sparse_rows=False):
+    def __init__(self, X, device, sparse_rows=False, num_workers=0):
         self.device = indexed_device(device)
+        self.num_workers = int(num_workers)
         self.n_samples = X.shape[0]
         self.item_shape = tuple(int(side) for side in X.shape[1:])
         self.n_features = int(np.prod(self.item_shape))
@@ -295,7 +326,11 @@ class TrainingInputs:
             len(self.item_shape) == 3 and self.device.type in _CHANNELS_LAST_DEVICES
         )
         self._dense = self._columns = self._values = self._csr = self._mapped = None
-        if memory_mapped(X):
+        self._items = self._epoch_seed = None
+        if isinstance(X, ItemDataset):
+            self._items = X
+            self.resident = False
+        elif memory_mapped(X):
             self._mapped = X if isinstance(X, RowSubset) else RowSubset(X, np.arange(X.shape[0]))
             self.resident = False
         elif sp.issparse(X):
@@ -335,11 +370,17 @@ class TrainingInputs:
         self._columns = torch.as_tensor(columns, device=self.device)
         self._values = torch.as_tensor(values, device=self.device)
 
-    def rows(self, indices):
+    def rows(self, indices, seeds=None):
         """Rows ``indices`` (a tensor on ``index_device``) as float32 on the training device:
         dense (images of ``uint8`` as values / 255), or :class:`~skrank.nn.SparseRows` with
-        ``sparse_rows``."""
-        if self._dense is not None:
+        ``sparse_rows``. ``seeds``, for the items of an :class:`~skrank.nn.ItemDataset`, seed
+        the read of each (see :meth:`~skrank.nn.ItemDataset.read`)."""
+        if self._items is not None:
+            seeds = [None] * indices.shape[0] if seeds is None else seeds
+            rows = torch.stack(
+                [self._items.read(i, seed) for i, seed in zip(indices.tolist(), seeds, strict=True)]
+            )
+        elif self._dense is not None:
             rows = self._dense[indices]
         elif self._columns is not None and self.sparse_rows:
             return SparseRows(self._columns[indices], self._values[indices])
@@ -363,6 +404,10 @@ class TrainingInputs:
             rows = torch.from_numpy(np.require(taken, dtype=dtype, requirements=["C", "W"]))
         else:
             rows = torch.from_numpy(self._csr[indices.numpy()].toarray())
+        return self._placed(rows)
+
+    def _placed(self, rows):
+        """Dense rows read from the host or the device, as the step reads them on the device."""
         if rows.device != self.device:
             if torch.cuda.is_available() and not rows.is_pinned():
                 rows = rows.pin_memory()
@@ -374,14 +419,54 @@ class TrainingInputs:
         return rows
 
     def chunks(self, chunk_size):
-        """Consecutive chunks of rows, in order, as :meth:`rows` gives them."""
-        for start in range(0, self.n_samples, chunk_size):
+        """Consecutive chunks of rows, in order, as :meth:`rows` gives them (the items of an
+        :class:`~skrank.nn.ItemDataset` read by ``num_workers`` processes, each seeded by its
+        row number)."""
+        starts = range(0, self.n_samples, chunk_size)
+        if self._items is not None:
+            keys = [
+                [(row, row) for row in range(start, min(start + chunk_size, self.n_samples))]
+                for start in starts
+            ]
+            for rows in self._loader(keys):
+                yield self._placed(rows)
+            return
+        for start in starts:
             stop = min(start + chunk_size, self.n_samples)
             yield self.rows(torch.arange(start, stop, device=self.index_device))
+
+    def _loader(self, keys):
+        return item_loader(
+            self._items,
+            keys,
+            num_workers=self.num_workers,
+            pin_memory=self.device.type == "cuda",
+        )
 
     def batch(self, epoch, number, context=None):
         """Batch ``number`` of an :class:`~skrank.sampling.EpochBatches`, as a :class:`Batch`:
         in a data-parallel ``context``, this rank's part of it."""
+        parts = self._parts(epoch, number, context)
+        return self._assembled(self.rows(parts.indices, parts.seeds), parts)
+
+    def batches(self, epoch, context=None):
+        """The batches of an :class:`~skrank.sampling.EpochBatches`, in order, as
+        :meth:`batch` gives them; the items of an :class:`~skrank.nn.ItemDataset` are read
+        ahead by ``num_workers`` processes."""
+        n_batches = epoch.indices.shape[0]
+        if self._items is None or self.num_workers == 0:
+            for number in range(n_batches):
+                yield self.batch(epoch, number, context)
+            return
+        parts = [self._parts(epoch, number, context) for number in range(n_batches)]
+        keys = [
+            list(zip(p.indices.tolist(), p.seeds or [None] * p.indices.shape[0], strict=True))
+            for p in parts
+        ]
+        for batch_parts, rows in zip(parts, self._loader(keys), strict=True):
+            yield self._assembled(self._placed(rows), batch_parts)
+
+    def _parts(self, epoch, number, context):
         indices, valid = epoch.indices[number], epoch.valid[number]
         groups = None if epoch.groups is None else epoch.groups[number]
         global_indices, part = None, slice(None)
@@ -394,7 +479,19 @@ class TrainingInputs:
             if groups is not None:
                 n_groups = groups.shape[0] // context.world_size
                 groups = groups[context.rank * n_groups : (context.rank + 1) * n_groups]
-        rows = self.rows(indices)
+        seeds = None
+        if self._items is not None and self._items.item_transform is not None:
+            if number == 0:
+                self._epoch_seed = int(torch.randint(_SEED_BOUND, ()))
+            # Seeds of the places of the whole batch: the same values on every rank.
+            first = self._epoch_seed + number * epoch.indices.shape[1] + (part.start or 0)
+            seeds = list(range(first, first + indices.shape[0]))
+        return _BatchParts(
+            indices, valid, groups, global_indices, part, global_valid, global_groups, seeds
+        )
+
+    def _assembled(self, rows, parts):
+        indices, valid, groups, global_indices, part, global_valid, global_groups, _ = parts
         if self.index_device != self.device:  # streamed from the host
             indices, valid = indices.to(self.device), valid.to(self.device)
             groups = None if groups is None else groups.to(self.device)

@@ -123,6 +123,15 @@ TORCH_PARAMETER_DOCS = {
         ":func:`torch.set_num_threads` (and numpy's and scipy's, for the parts that use them, "
         "with ``threadpoolctl``; see :ref:`threads`).",
     ),
+    "num_workers": (
+        "int",
+        "Worker processes of the :class:`torch.utils.data.DataLoader` that reads the items of a "
+        "torch Dataset or of image files (``SOPRCEmbedder``'s ``X``) at ``fit``, validation and "
+        "``transform``, decoding and transforming the next batches while the network trains on "
+        "this one (0: the main process). Arrays and sparse matrices (every input of "
+        "``SNMClassifier``) are read by the main process whatever its value. The model does not "
+        "depend on it.",
+    ),
     "verbose": ("int", "Show a progress bar over epochs (a :class:`~skrank.nn.ProgressBar`)."),
     "random_state": (
         "int, RandomState instance or None",
@@ -192,6 +201,7 @@ ENGINE_DEFAULTS = {
     "precision": "float32",
     "compile": False,
     "device": "auto",
+    "num_workers": 0,
     "verbose": 0,
     "random_state": None,
 }
@@ -217,6 +227,7 @@ TORCH_PARAMETER_CONSTRAINTS = {
     "precision": [StrOptions(set(_PRECISIONS))],
     "compile": ["boolean"],
     "device": [str, torch.device],
+    "num_workers": [Interval(Integral, 0, None, closed="left")],
     "verbose": ["verbose"],
     "random_state": ["random_state"],
 }
@@ -295,8 +306,9 @@ class BaseTorchEstimator(VersionedStateMixin, BaseEstimator):
     {shared_attributes}
     """
 
-    #: Parameters that serve training only (e.g. a data augmentation): a saved estimator stores
-    #: None in their place, so that loading it needs, and runs, nothing of theirs.
+    #: Parameters a saved estimator stores as None, so that loading it needs, and runs, nothing
+    #: of theirs: those that serve training only (e.g. a data augmentation) and callables of
+    #: the user's that a loaded model is given again where needed (e.g. a transform of items).
     training_only_parameters = ()
 
     _torch_parameter_constraints = TORCH_PARAMETER_CONSTRAINTS  # the name before 0.2
@@ -516,8 +528,7 @@ default=None
         self.set_training(True)
         n_batches = epoch_batches.indices.shape[0]
         losses = torch.zeros(n_batches, device=self._device)
-        for number in range(n_batches):
-            batch = inputs.batch(epoch_batches, number, self._context)
+        for number, batch in enumerate(inputs.batches(epoch_batches, self._context)):
             self._notify("on_batch_begin", batch=batch)
             loss = self.train_step(batch, targets)
             losses[number] = loss
@@ -723,11 +734,12 @@ default=None
 
         The split is random, seeded by ``random_state`` (the same on every rank of a
         data-parallel fit). The parts of a memory-mapped ``X`` are
-        :class:`~skrank.nn.RowSubset` views of it, never copies.
+        :class:`~skrank.nn.RowSubset` views of it, never copies, and those of an
+        :class:`~skrank.nn.ItemDataset` subsets of it, which read nothing.
 
         Parameters
         ----------
-        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        X : ndarray, scipy.sparse matrix or skrank.nn.ItemDataset with n_samples rows
             Validated training inputs.
         y : array-like or scipy.sparse matrix with n_samples rows
             Targets, indexable by rows.
@@ -770,8 +782,9 @@ default=None
 
         Parameters
         ----------
-        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-            Validated training inputs.
+        X : ndarray, scipy.sparse matrix or skrank.nn.ItemDataset with n_samples rows
+            Validated training inputs: feature rows, image items, or the items of a Dataset or
+            of image files.
         y : object
             Training targets, as :meth:`prepare_targets` and :meth:`get_batch_sampler` read
             them (e.g. encoded labels).
@@ -824,7 +837,7 @@ default=None
         self.module_.to(device)
         if self.criterion_ is not None:
             self.criterion_.to(device)
-        inputs = TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows())
+        inputs = self._training_inputs(X, device)
         targets = self.prepare_targets(y, device)
         self.optimizers_ = self.initialize_optimizers()
         self.sampler_ = self.get_batch_sampler(y, inputs.index_device, rng)
@@ -994,9 +1007,10 @@ default=None
 
         Parameters
         ----------
-        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), or ndarray of \
-shape (n_samples, channels, height, width)
-            Validated inputs: feature rows or image items.
+        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), ndarray of \
+shape (n_samples, channels, height, width), or skrank.nn.ItemDataset
+            Validated inputs: feature rows or image items, or the items of a Dataset or of image
+            files (read by ``num_workers`` processes).
         chunk_size : int or None, default=None
             Rows per chunk; None uses ``max(batch_size, 1024)`` for feature rows, and for
             images as many as fit scikit-learn's ``working_memory`` at 128 bytes a value of an
@@ -1020,15 +1034,19 @@ shape (n_samples, channels, height, width)
                 chunk_size = chunk_rows(X.shape[0], item_bytes)
         outputs, start = None, 0
         with torch.no_grad():
-            for rows in TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows()).chunks(
-                chunk_size
-            ):
+            for rows in self._training_inputs(X, device).chunks(chunk_size):
                 chunk = network(rows)
                 if outputs is None:  # filled in place: no second copy to concatenate
                     outputs = chunk.new_empty((X.shape[0], *chunk.shape[1:]))
                 outputs[start : start + chunk.shape[0]] = chunk
                 start += chunk.shape[0]
         return outputs.cpu().numpy() if as_numpy else outputs
+
+    def _training_inputs(self, X, device):
+        # An __init__ that lists every parameter itself, written before num_workers, reads in
+        # the main process.
+        workers = getattr(self, "num_workers", 0)
+        return TrainingInputs(X, device, sparse_rows=self._reads_sparse_rows(), num_workers=workers)
 
     def _reads_sparse_rows(self):
         """Whether the network reads :class:`~skrank.nn.SparseRows` (``accepts_sparse_rows``)."""

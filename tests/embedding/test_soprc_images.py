@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import sklearn
 import torch
+from helpers import assert_same_weights
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from torch import nn
@@ -35,19 +36,13 @@ def _embedder(**params):
     return SOPRCEmbedder(**{**SMALL, "device": "cpu", **params})
 
 
-def _assert_same_weights(a, b):
-    expected = a.module_.state_dict()
-    for name, value in b.module_.state_dict().items():
-        assert torch.equal(value, expected[name]), name
-
-
 def test_uint8_images_are_read_as_values_over_255(one_torch_thread):
     X, y = _images()
     model = _embedder().fit(X, y)
     assert model.item_shape_ == (1, 8, 8) and model.n_features_in_ == 64
     assert isinstance(model.module_, ConvNet) and model.module_.item_shape == (1, 8, 8)
     as_floats = _embedder().fit((X / np.float32(255)).astype(np.float32)[:, None], y)
-    _assert_same_weights(model, as_floats)
+    assert_same_weights(model, as_floats)
     embedding = model.transform(X)
     assert embedding.shape == (X.shape[0], 8) and embedding.dtype == np.float32
     np.testing.assert_array_equal(embedding, model.transform(X[:, None]))
@@ -77,7 +72,7 @@ def test_memory_mapped_images_fit_as_in_memory_bitwise(tmp_path, one_torch_threa
     params = dict(validation_fraction=0.25)
     from_file = _embedder(**params).fit(mapped, y)
     in_memory = _embedder(**params).fit(X, y)
-    _assert_same_weights(in_memory, from_file)
+    assert_same_weights(in_memory, from_file)
     assert [r["validation_score"] for r in from_file.history_] == [
         r["validation_score"] for r in in_memory.history_
     ]
@@ -178,7 +173,7 @@ def test_validation_warm_start_and_checkpoints_on_images(tmp_path, one_torch_thr
     _embedder(**{**params, "max_epochs": 2}, callbacks=[Checkpoint(path)]).fit(X, y)
     resumed = _embedder(**params, warm_start=True, callbacks=[Checkpoint(path)]).fit(X, y)
     assert resumed.n_iter_ == 3
-    _assert_same_weights(whole, resumed)
+    assert_same_weights(whole, resumed)
     continued = _embedder(max_epochs=1).fit(X, y)
     continued.set_params(warm_start=True).fit(X, y)
     assert len(continued.history_) == 2
@@ -207,7 +202,7 @@ def test_augmentation_applies_to_training_batches_only(one_torch_thread):
     model.score(X, y)
     assert len(counted) == steps
     again = _embedder(augmentation=CountingNoise(), validation_fraction=0.25).fit(X, y)
-    _assert_same_weights(model, again)
+    assert_same_weights(model, again)
     plain = _embedder(validation_fraction=0.25).fit(X, y)
     assert not torch.equal(plain.module_.projection.weight, model.module_.projection.weight)
 
@@ -221,7 +216,7 @@ def test_kornia_augmentation_is_seeded_by_random_state(one_torch_thread):
     X, y = _images()
     first = _embedder(augmentation=pipeline).fit(X, y)
     second = _embedder(augmentation=clone(first).augmentation).fit(X, y)
-    _assert_same_weights(first, second)
+    assert_same_weights(first, second)
     other = _embedder(augmentation=pipeline, random_state=1).fit(X, y)
     assert not torch.equal(other.module_.projection.weight, first.module_.projection.weight)
     search = GridSearchCV(

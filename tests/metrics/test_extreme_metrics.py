@@ -129,3 +129,40 @@ def test_ndcg_and_psp_scorers_of_a_classifier():
     )
     with pytest.raises(ValueError, match="k must be >= 1"):
         get_scorer("ndcg@0")
+
+
+def test_top_k_label_scores_equal_the_score_matrix_metrics():
+    from skrank.metrics import top_k_label_scores, top_k_precision_score, top_k_recall_score
+
+    y, scores = _random_problem(3)
+    y[0] = 0  # an example without a true label: excluded, as by the matrix metrics
+    propensities = label_propensities(y)
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :5]
+    with pytest.warns(UserWarning, match="no true label"):
+        found = top_k_label_scores(sp.csr_matrix(y), top, k=[1, 3, 5], propensities=propensities)
+    with pytest.warns(UserWarning):
+        expected = {
+            **{f"precision@{k}": top_k_precision_score(y, scores, k=k) for k in (1, 3, 5)},
+            **{f"label_recall@{k}": top_k_recall_score(y, scores, k=k) for k in (1, 3, 5)},
+            **{f"ndcg@{k}": top_k_ndcg_score(y, scores, k=k) for k in (1, 3, 5)},
+            **{
+                f"psp@{k}": top_k_psp_score(y, scores, k=k, propensities=propensities)
+                for k in (1, 3, 5)
+            },
+        }
+    assert found.keys() == expected.keys()
+    np.testing.assert_allclose([found[key] for key in expected], list(expected.values()))
+
+
+def test_top_k_label_scores_count_a_missing_label_as_a_miss():
+    from skrank.metrics import top_k_label_scores
+
+    y = np.array([[1, 1, 0, 0], [0, 0, 1, 0]])
+    found = top_k_label_scores(y, [[0, -1], [2, 3]], k=2)
+    # By hand: example 0 finds 1 of 2 labels in its 2 (one missing), example 1 its only one.
+    assert found["precision@2"] == pytest.approx((1 / 2 + 1 / 2) / 2)
+    assert found["label_recall@2"] == pytest.approx((1 / 2 + 1) / 2)
+    with pytest.raises(ValueError, match="exceeds"):
+        top_k_label_scores(y, [[0, 1], [2, 3]], k=3)
+    with pytest.raises(ValueError, match="outside"):
+        top_k_label_scores(y, [[0, 4], [2, 3]], k=1)

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from helpers import TensorItems
 
 from skrank import SNMClassifier, SOPRCEmbedder
 from skrank.multilabel import _settings as snm_settings
@@ -32,6 +33,11 @@ def _image_module():
         )
 
 
+def _flip_half(item):
+    """A random item transform: each rank's reads are seeded by the item's global place."""
+    return torch.flip(item, dims=(-1,)) if torch.rand(()) < 0.5 else item
+
+
 ESTIMATORS = {
     "SOPRCEmbedder": (
         SOPRCEmbedder,
@@ -52,6 +58,17 @@ ESTIMATORS = {
     "SOPRCEmbedder-images": (
         SOPRCEmbedder,
         dict(module=_image_module(), max_epochs=3, device="cpu"),
+    ),
+    # The same images as a Dataset, read by a DataLoader worker with a random item transform.
+    "SOPRCEmbedder-dataset": (
+        SOPRCEmbedder,
+        dict(
+            module=_image_module(),
+            max_epochs=3,
+            device="cpu",
+            item_transform=_flip_half,
+            num_workers=1,
+        ),
     ),
     "SNMClassifier": (
         SNMClassifier,
@@ -83,9 +100,11 @@ def _fit(name, batch_size):
         X[np.abs(X) < 0.8] = 0
         X = sp.csr_matrix(X)
         snm_settings.SPARSE_INPUT_MIN_FEATURES = 0  # the sparse layer for these few features
-    if name.endswith("-images"):
+    if name.endswith(("-images", "-dataset")):
         scaled = (X - X.min()) / (X.max() - X.min())
         X = np.round(255 * scaled).astype(np.uint8).reshape(-1, 1, 3, 4)
+    if name.endswith("-dataset"):
+        X = TensorItems(torch.from_numpy(X))
     try:
         model = cls(**params, batch_size=batch_size, random_state=0).fit(X, y)
     finally:

@@ -354,7 +354,7 @@ _SNM_TAKEN = {
             SOPRCLoss,
             ["module", "hidden_layer_sizes", "n_components"]
             + ["samples_per_class", "class_weights", "weight_averaging", "prior_warmup"]
-            + ["augmentation", "freeze_batchnorm"],
+            + ["augmentation", "freeze_batchnorm", "item_transform"],
             _SOPRC_TAKEN,
         ),
         (

@@ -5,7 +5,8 @@ pairs, and the label sets of a probability threshold chosen on the same rows.
 
 A sigmoid of a linear ``z`` is too stiff: the logit of the hit rate is not linear in the
 score, and the many low-scored pairs, nearly all negatives, set its slope and make the best
-labels' probabilities too high. Multiclass rows are the softmax of ``z(s)``, summing to 1. The
+labels' probabilities too high. Multiclass rows are the softmax of a linear ``z(s) = t s + c``,
+summing to 1 (two classes: ``p_1 = sigmoid(t (s_1 - s_0))`` follows the decision function). The
 map is the same for every label and every row, so that no ranking changes: the top-k labels,
 P@k and every score-based metric stay as they are. Built from arrays: the candidates' scores
 and whether each candidate is a true label.
@@ -127,6 +128,16 @@ def fit_calibration(scores, hits, n_inner_knots=N_INNER_KNOTS):
     fitted = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds).x
     logits = fitted[0] + np.concatenate([[0.0], np.cumsum(fitted[1:] * np.diff(knots))])
     return Calibration(knots, logits)
+
+
+def fit_linear_calibration(scores, hits):
+    """The :class:`Calibration` of ``sigmoid(t s + c)``, fitted as :func:`fit_calibration`
+    without inner knots and linear over every score: the map of multiclass rows, whose
+    softmax ``exp(t s)`` follows the decision function (two classes: ``p_1 = sigmoid(t (s_1 -
+    s_0))``)."""
+    fitted = fit_calibration(scores, hits, n_inner_knots=0)
+    slope = float(np.diff(fitted.logits)[0] / np.diff(fitted.knots)[0])
+    return linear_calibration(slope, float(fitted.logits[0] - slope * fitted.knots[0]))
 
 
 def set_candidates(positives, n_labels):

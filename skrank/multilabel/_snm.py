@@ -301,9 +301,10 @@ default="auto"
         The calibration of :meth:`predict_proba`, ``sigmoid(z(s))`` of the prediction score
         ``s``, ``z`` strictly increasing and piecewise linear: ``probability_logits_`` at the
         scores ``probability_knots_`` (the lowest and highest validation scores and 6
-        quantiles between), linear between them, rising by 1e-6 a unit of score beyond.
-        Fitted by logistic loss on the validation rows' best ``max(5, n_set_candidates_)``
-        labels (None without validation rows).
+        quantiles between), linear between them, rising by 1e-6 a unit of score beyond;
+        multiclass targets: one linear segment, knots at -1e6 and 1e6. Fitted by logistic
+        loss on the validation rows' best ``max(5, n_set_candidates_)`` labels (None without
+        validation rows).
     threshold_ : float or None
         The probability threshold of multilabel :meth:`predict` (``threshold`` resolved;
         None for multiclass targets, and for the ``score_k`` rule without validation rows).
@@ -541,7 +542,10 @@ float32 or None
         embeddings = self.forward(X_val, as_numpy=True)
         scores, top = self._predictor().table_top_k(embeddings, rows_validation, k)
         hits, n_true = top_k_hits(y_val, top)
-        calibration = _calibration.fit_calibration(scores, hits)
+        fit = _calibration.fit_calibration
+        if not self._multilabel_output:
+            fit = _calibration.fit_linear_calibration
+        calibration = fit(scores, hits)
         self.probability_knots_, self.probability_logits_ = calibration
         if not self._multilabel_output:
             return
@@ -933,7 +937,9 @@ float32 or None
         ``sigmoid(z(s))`` with ``z`` piecewise linear, fitted on the validation rows
         (``probability_knots_``, ``probability_logits_``): rankings, and so the top-k
         labels and P@k, are those of the scores. Multilabel: each label's probability;
-        multiclass: the softmax of ``z(s)``, rows that sum to 1 (two classes: two columns).
+        multiclass: the softmax of ``z(s)``, ``z`` linear there, rows that sum to 1 (two
+        classes: two columns, ``p_1 = sigmoid(z(s_1) - z(s_0))`` following the decision
+        function).
         The labels without a training example get 0. Needs validation rows
         (``validation_fraction``); refuses (``MemoryError``) when the matrix would take more
         than half of the available memory: use ``predict_top_k(X, k, return_proba=True)``.

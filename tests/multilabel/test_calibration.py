@@ -135,3 +135,14 @@ def test_separable_pairs_keep_finite_increasing_logits():
     probabilities = cal.probabilities(scores).astype(np.float64)
     assert np.all((probabilities > 0) & (probabilities < 1))
     assert probabilities[hits].min() > 0.9 and probabilities[~hits].max() < 0.1
+
+
+def test_a_linear_fit_is_linear_beyond_its_pairs():
+    scores, hits = pairs(lambda s: 1.5 * s - 1.0)
+    cal = calibration.fit_linear_calibration(scores, hits)
+    grid = np.array([-50.0, -3.0, 0.0, 3.0, 50.0])
+    slope = (cal.logit(grid[-1]) - cal.logit(grid[0])) / 100
+    np.testing.assert_allclose(cal.logit(grid), cal.logit(0.0) + slope * grid, rtol=1e-9)
+    assert slope == pytest.approx(1.5, abs=0.15)
+    one_segment = calibration.fit_calibration(scores, hits, n_inner_knots=0)
+    np.testing.assert_allclose(cal.logit(scores), one_segment.logit(scores), atol=1e-8)

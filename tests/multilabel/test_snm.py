@@ -553,6 +553,9 @@ def test_probabilities_follow_the_scores_and_multiclass_rows_sum_to_one():
         assert probabilities.shape == (len(X), n_labels)
         np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-5)
         assert np.all(clf.classes_[probabilities.argmax(axis=1)] == clf.predict(X))
+        if n_labels == 2:  # the second column follows the decision function
+            order = np.argsort(clf.decision_function(X))
+            assert np.all(np.diff(probabilities[order, 1].astype(np.float64)) >= 0)
         top, top_probabilities = clf.predict_top_k(X, 2, return_proba=True)
         columns = np.searchsorted(clf.classes_, top)
         np.testing.assert_allclose(

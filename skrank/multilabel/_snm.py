@@ -520,14 +520,27 @@ float32 or None
         # No epoch beat the start: early stopping kept the untrained model.
         if validation is not None and any(getattr(c, "kept_start", False) for c in self.callbacks_):
             self._rebuild_start(X, positives)
+        # The probabilities are calibrated on the votes and centroids of the training rows: a
+        # validation row that votes for its own labels would make them look surer than on
+        # new rows.
+        self._set_blend_rows(X_train, y_train, rows_train)
+        self._prepare_search(X if validation is None else validation[0])
+        self._fit_probabilities(validation, rows_validation, positives)
+        if validation is not None:
+            self._set_blend_rows(X, positives, rows)
+            predictor = self._fitted_predictor
+            self._fitted_predictor = self._build_predictor(predictor.settings, predictor.search)
+        return self
+
+    def _set_blend_rows(self, X, positives, rows):
+        """The voting rows and the centroids of the blend, from ``X`` (as the network reads
+        it), its ``positives`` and ``rows`` (as given), where their weights are positive."""
+        self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
         if self.neighbor_weight_ > 0:
             votes = NeighborVotes.from_rows(self.forward(X), positives)
             self.neighbor_embeddings_, self._neighbor_labels = votes.embeddings, votes[1:]
         if self.centroid_weight_ > 0:
             self.centroids_ = input_centroids(rows, positives)
-        self._prepare_search(X if validation is None else validation[0])
-        self._fit_probabilities(validation, rows_validation, positives)
-        return self
 
     def _fit_probabilities(self, validation, rows_validation, positives):
         """Calibrate :meth:`predict_proba` and choose ``threshold_`` on the validation rows'

@@ -597,6 +597,33 @@ def test_grid_search_over_the_threshold_scores_the_label_sets():
     assert search.cv_results_["split0_test_score"][2] == pytest.approx(expected)
 
 
+def test_probabilities_are_calibrated_on_votes_and_centroids_of_the_training_rows(monkeypatch):
+    """A validation row never votes for its own labels nor sits in their centroids while the
+    calibration is fitted; the fitted model votes with every training row."""
+    X, y = bag_of_words(n_samples=200)
+    held_out, seen = [], {}
+
+    class Holdout(Callback):
+        def on_train_begin(self, estimator, X, y, validation):
+            held_out.append(validation[0].shape[0])
+
+    original = snm_module.SNMClassifier._fit_probabilities
+
+    def recording(self, validation, rows_validation, positives):
+        seen["votes"] = self.neighbor_embeddings_.shape[0]
+        seen["centroids"] = self.centroids_.copy()
+        return original(self, validation, rows_validation, positives)
+
+    monkeypatch.setattr(snm_module.SNMClassifier, "_fit_probabilities", recording)
+    params = dict(FAST, hidden_layer_sizes=(), neighbor_weight=0.5, centroid_weight=1.0)
+    clf = SNMClassifier(random_state=0, callbacks=[Holdout()], **params).fit(X, y)
+    n_rows = X.shape[0]
+    assert seen["votes"] == n_rows - held_out[0] and clf.neighbor_embeddings_.shape[0] == n_rows
+    assert (seen["centroids"] != clf.centroids_).nnz > 0
+    # the fitted predictor votes with every row
+    assert clf._predictor().blend.neighbors.embeddings.shape[0] == n_rows
+
+
 def test_a_warm_start_refits_the_calibration_and_the_threshold():
     X, Y = multilabel(n_samples=160)
     clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, Y)

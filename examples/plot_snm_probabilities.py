@@ -1,7 +1,7 @@
 """
-==========================================================
+============================================================
 Probabilities, label sets and the long tail of SNM on Bibtex
-==========================================================
+============================================================
 
 :class:`skrank.SNMClassifier` ranks labels by a score; :meth:`~skrank.SNMClassifier.predict_proba`
 turns the score into a probability by one strictly increasing map fitted on the validation rows

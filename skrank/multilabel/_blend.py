@@ -20,7 +20,7 @@ from ..metrics._search import _ordered_block_top_k, _weighted_sum_top_k
 from ..sampling._labels import positive_table
 from ..utils._memory import chunk_rows
 from ._centroids import centroid_similarities, input_centroids
-from ._neighbors import blend_dense, blended_top_k, neighbor_votes
+from ._neighbors import blend_dense, blended_top_k, nearest_keys, neighbor_votes, votes_of_neighbors
 
 
 class NeighborVotes(NamedTuple):
@@ -48,8 +48,11 @@ class NeighborVotes(NamedTuple):
 
 class Blend(NamedTuple):
     """What blends a fitted model's label scores: the score scale, the two weights, the voting
-    rows and how many vote (``neighbors``, None without votes), and the label centroids of the
-    input space (``centroids``, a CSC matrix, or None without the rule)."""
+    rows and how many vote (``neighbors``, None without votes), the label centroids of the
+    input space (``centroids``, a CSC matrix, or None without the rule), and the nearest voting
+    rows of the rows scored (``nearest``: their similarities and indices, as
+    :func:`~skrank.multilabel._neighbors.nearest_keys` gives them, found once for rows scored
+    more than once; None: searched at each scoring)."""
 
     scale: float
     neighbor_weight: float = 0.0
@@ -57,6 +60,15 @@ class Blend(NamedTuple):
     neighbors: NeighborVotes | None = None
     n_neighbors: int = 10
     centroids: object = None
+    nearest: tuple | None = None
+
+    def votes(self, chunk, keys, part, n_labels):
+        """The votes of the rows ``part`` (a slice) of the rows scored, whose input embeddings
+        are ``chunk``, from the voting rows ``keys`` (:meth:`NeighborVotes.on`)."""
+        if self.nearest is None:
+            return neighbor_votes(chunk, *keys, self.n_neighbors, n_labels)
+        similarities, neighbors = (found[part].to(chunk.device) for found in self.nearest)
+        return votes_of_neighbors(similarities, neighbors, *keys[1:], n_labels)
 
     def chunks(self, embeddings, table, device, rows=None, label_scores=None):
         """Chunks of rows ``(scores, similarities, votes)`` on ``device``: the label scores of
@@ -84,7 +96,7 @@ class Blend(NamedTuple):
                     scores = torch.as_tensor(label_scores[part]).to(device)
                 votes = None
                 if keys is not None:
-                    votes = neighbor_votes(chunk, *keys, self.n_neighbors, n_labels)
+                    votes = self.votes(chunk, keys, part, n_labels)
                 similarities = None
                 if centroids is not None:
                     similarities = centroid_similarities(rows[part], centroids).to(device)
@@ -157,7 +169,7 @@ class Blend(NamedTuple):
                     chunk,
                     label_vectors,
                     torch.as_tensor(candidates[part], device=device),
-                    neighbor_votes(chunk, *keys, self.n_neighbors, n_labels),
+                    self.votes(chunk, keys, part, n_labels),
                     self.neighbor_weight,
                     self.scale,
                     k,
@@ -167,9 +179,7 @@ class Blend(NamedTuple):
         return torch.cat(top_scores).numpy(), torch.cat(top_labels).numpy()
 
 
-def choose_blend_weights(
-    *, neighbor_weights, centroid_weights, train, held_out, forward, blend, table, device, k
-):
+def choose_blend_weights(*, neighbor_weights, centroid_weights, held_out, blend, table, device, k):
     """The neighbours' and the centroids' weights with the best Precision@``k`` on held-out
     rows (ties: the smaller weight).
 
@@ -182,15 +192,12 @@ def choose_blend_weights(
     ----------
     neighbor_weights, centroid_weights : tuple of float
         The candidate weights.
-    train : tuple (X, positives, rows)
-        The training rows as the network reads them, their positive labels and the rows as
-        given: the rows that vote and give the centroids.
-    held_out : tuple (X, positives, rows) or None
-        The held-out rows alike (None: no choice to make).
-    forward : callable
-        ``forward(X)``, the input embeddings of rows ``X`` (an ndarray).
+    held_out : tuple (embeddings, positives, rows) or None
+        The held-out rows: their input embeddings (an ndarray), their positive labels and the
+        rows as given (None: no choice to make).
     blend : Blend
-        The score scale and ``n_neighbors`` (its voting rows and centroids are built here).
+        The score scale, ``n_neighbors``, and the voting rows and centroids of the training
+        rows (:func:`held_out_blend`; needed where a candidate weight is positive).
     table : torch.Tensor of shape (n_labels, n_components)
         The label vectors as scored.
     device : torch.device
@@ -203,20 +210,15 @@ def choose_blend_weights(
     """
     if len(neighbor_weights) == 1 and len(centroid_weights) == 1:
         return neighbor_weights[0], centroid_weights[0]
-    X_train, y_train, rows_train = train
-    X_held_out, y_held_out, rows_held_out = held_out
+    embeddings, y_held_out, rows_held_out = held_out
     # The votes' weight is compared without the centroids: a fixed centroid weight is left out.
     scored_weights = centroid_weights if len(centroid_weights) > 1 else (0.0,)
     blend = blend._replace(
-        neighbors=NeighborVotes.from_rows(forward(X_train), y_train)
-        if any(neighbor_weights)
-        else None,
-        centroids=input_centroids(rows_train, y_train) if len(scored_weights) > 1 else None,
+        neighbors=blend.neighbors if any(neighbor_weights) else None,
+        centroids=blend.centroids if len(scored_weights) > 1 else None,
     )
     labels = {(a, b): [] for a in neighbor_weights for b in scored_weights}
-    for scores, similarities, votes in blend.chunks(
-        forward(X_held_out), table, device, rows_held_out
-    ):
+    for scores, similarities, votes in blend.chunks(embeddings, table, device, rows_held_out):
         for a in neighbor_weights:
             base, term = blend.parts(scores, similarities, votes, a)
             chunk_top = (
@@ -234,6 +236,45 @@ def choose_blend_weights(
         return neighbor_weight, centroid_weights[0]
     tops = [top[neighbor_weight, b] for b in scored_weights]
     return neighbor_weight, best_weight(scored_weights, tops, y_held_out)
+
+
+def held_out_blend(blend, train, forward, embeddings, *, votes, centroids):
+    """``blend`` as held-out rows are scored: with the voting rows (``votes``) and the label
+    centroids (``centroids``) of the training rows alone, and the nearest voting rows of the
+    held-out rows found once (``Blend.nearest``).
+
+    Parameters
+    ----------
+    blend : Blend
+        The score scale and ``n_neighbors``.
+    train : tuple (X, positives, rows)
+        The training rows as the network reads them, their positive labels and the rows as
+        given: the rows that vote and give the centroids.
+    forward : callable
+        ``forward(X)``, the input embeddings of rows ``X`` (an ndarray).
+    embeddings : ndarray of shape (n_held_out, n_components)
+        The input embeddings of the held-out rows.
+    votes, centroids : bool
+        Whether to build the voting rows and the centroids.
+
+    Returns
+    -------
+    blend : Blend
+    """
+    X, positives, rows = train
+    neighbors = nearest = None
+    if votes:
+        neighbors = NeighborVotes.from_rows(forward(X), positives)
+        nearest = nearest_keys(
+            torch.as_tensor(embeddings),
+            torch.from_numpy(neighbors.embeddings),
+            blend.n_neighbors,
+        )
+    return blend._replace(
+        neighbors=neighbors,
+        centroids=input_centroids(rows, positives) if centroids else None,
+        nearest=nearest,
+    )
 
 
 def best_weight(weights, tops, targets):

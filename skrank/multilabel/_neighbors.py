@@ -42,27 +42,40 @@ def neighbor_votes(queries, keys, key_labels, key_counts, n_neighbors, n_labels)
     votes : torch.Tensor, sparse COO of shape (n_queries, n_labels), coalesced
         The non-zero votes (and explicit zeros for labels of neighbours of weight zero).
     """
+    similarities, neighbors = nearest_keys(queries, keys, n_neighbors)
+    return votes_of_neighbors(similarities, neighbors, key_labels, key_counts, n_labels)
+
+
+def nearest_keys(queries, keys, n_neighbors):
+    """The cosine similarities and indices ``(n_queries, min(n_neighbors, n_keys))`` of each
+    query's nearest keys, nearest first (``queries`` of any norm, ``keys`` of unit norm, as
+    :func:`neighbor_votes` takes them)."""
     n_neighbors = min(n_neighbors, keys.shape[0])
     # Blocks of similarities of a 64th of the working memory (16 MiB by default, work
     # included): they come on top of a fitted model and its voting rows.
-    similarities, neighbors = top_k_inner_products(
+    return top_k_inner_products(
         F.normalize(queries, dim=1),
         lambda start, stop: keys[start:stop],
         keys.shape[0],
         n_neighbors,
         block_elements=working_memory_bytes() // 1024,
     )
+
+
+def votes_of_neighbors(similarities, neighbors, key_labels, key_counts, n_labels):
+    """The votes of :func:`neighbor_votes` from the queries' nearest keys, their
+    ``similarities`` and indices ``neighbors`` (:func:`nearest_keys`)."""
     weights = similarities.clamp(min=0)
     weights = weights / weights.sum(dim=1, keepdim=True).clamp(min=torch.finfo(weights.dtype).tiny)
     labels = key_labels[neighbors]  # (n_queries, n_neighbors, width)
     width = labels.shape[2]
     valid = torch.arange(width, device=labels.device) < key_counts[neighbors][..., None]
-    rows = torch.arange(queries.shape[0], device=labels.device)[:, None, None].expand_as(labels)
+    rows = torch.arange(neighbors.shape[0], device=labels.device)[:, None, None].expand_as(labels)
     values = weights[..., None].expand_as(labels)
     return torch.sparse_coo_tensor(
         torch.stack([rows[valid], labels[valid]]),
         values[valid],
-        (queries.shape[0], n_labels),
+        (neighbors.shape[0], n_labels),
         check_invariants=False,
     ).coalesce()
 

@@ -44,7 +44,7 @@ from ..utils._memory import check_dense_fits, chunk_rows
 from ..utils._params import ComponentParameters, parameters_for, store_parameters
 from ..utils._validation import check_float32_range, naming_inputs
 from . import _calibration, _label_search, _settings, _targets
-from ._blend import Blend, NeighborVotes, choose_blend_weights, top_k_score
+from ._blend import Blend, NeighborVotes, choose_blend_weights, held_out_blend, top_k_score
 from ._centroids import centroids_from_state, centroids_state, input_centroids
 from ._label_embedding import (
     LabelEmbeddingNetwork,
@@ -514,46 +514,62 @@ float32 or None
         self.neighbor_weight_ = self.centroid_weight_ = 0.0
         self.fit_loop(X_train, y_train, validation)
         # The blend's weights are chosen on the model the validation rows did not shape.
-        self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(
-            X_train, y_train, validation, rows_train, rows_validation
-        )
+        train = (X_train, y_train, rows_train)
+        held_out = self._held_out_scoring(train, validation, rows_validation)
+        self.neighbor_weight_, self.centroid_weight_ = self._choose_blend_weights(held_out)
         # No epoch beat the start: early stopping kept the untrained model.
         if validation is not None and any(getattr(c, "kept_start", False) for c in self.callbacks_):
             self._rebuild_start(X, positives)
-        # The probabilities are calibrated on the votes and centroids of the training rows: a
-        # validation row that votes for its own labels would make them look surer than on
-        # new rows.
-        self._set_blend_rows(X_train, y_train, rows_train)
-        self._prepare_search(X if validation is None else validation[0])
-        self._fit_probabilities(validation, rows_validation, positives)
-        if validation is not None:
-            self._set_blend_rows(X, positives, rows)
-            predictor = self._fitted_predictor
-            self._fitted_predictor = self._build_predictor(predictor.settings, predictor.search)
-        return self
-
-    def _set_blend_rows(self, X, positives, rows):
-        """The voting rows and the centroids of the blend, from ``X`` (as the network reads
-        it), its ``positives`` and ``rows`` (as given), where their weights are positive."""
-        self.neighbor_embeddings_ = self._neighbor_labels = self.centroids_ = None
+            held_out = self._held_out_scoring(train, validation, rows_validation)
         if self.neighbor_weight_ > 0:
             votes = NeighborVotes.from_rows(self.forward(X), positives)
             self.neighbor_embeddings_, self._neighbor_labels = votes.embeddings, votes[1:]
         if self.centroid_weight_ > 0:
             self.centroids_ = input_centroids(rows, positives)
+        self._prepare_search(X if validation is None else validation[0])
+        self._fit_probabilities(held_out, positives)
+        return self
 
-    def _fit_probabilities(self, validation, rows_validation, positives):
+    def _held_out_scoring(self, train, validation, rows_validation):
+        """The validation rows as the blend scores them, ``(embeddings, positives, rows,
+        blend)`` (None without validation rows): their input embeddings, and the blend of the
+        training rows ``train`` (X, positives, rows) alone, with the votes and the centroids
+        where a candidate weight is positive: a validation row never votes for its own labels
+        nor shapes a centroid."""
+        if validation is None:
+            return None
+        X_val, y_val = validation
+        forward = functools.partial(self.forward, as_numpy=True)
+        embeddings = forward(X_val)
+        blend = held_out_blend(
+            Blend(self.network_.score_scale, n_neighbors=self.n_neighbors),
+            train,
+            forward,
+            embeddings,
+            votes=any(self._settings.neighbor_weights),
+            centroids=any(self._settings.centroid_weights),
+        )
+        return embeddings, y_val, rows_validation, blend
+
+    def _fit_probabilities(self, held_out, positives):
         """Calibrate :meth:`predict_proba` and choose ``threshold_`` on the validation rows'
-        best labels (see ``_calibration``)."""
+        best labels (see ``_calibration``), scored as predictions score them by the blend of
+        the training rows (``held_out``, :meth:`_held_out_scoring`)."""
         n_trained = len(self.trained_labels_)
         self.n_set_candidates_ = _calibration.set_candidates(positives, n_trained)
         self.probability_knots_ = self.probability_logits_ = self.threshold_ = None
-        if validation is None:
+        if held_out is None:
             return
-        X_val, y_val = validation
+        embeddings, y_val, rows_validation, blend = held_out
         k = min(max(5, self.n_set_candidates_), n_trained)
-        embeddings = self.forward(X_val, as_numpy=True)
-        scores, top = self._predictor().table_top_k(embeddings, rows_validation, k)
+        blend = blend._replace(
+            neighbor_weight=self.neighbor_weight_,
+            centroid_weight=self.centroid_weight_,
+            neighbors=blend.neighbors if self.neighbor_weight_ > 0 else None,
+            centroids=blend.centroids if self.centroid_weight_ > 0 else None,
+        )
+        predictor = self._predictor()._replace(blend=blend)
+        scores, top = predictor.table_top_k(embeddings, rows_validation, k)
         hits, n_true = top_k_hits(y_val, top)
         fit = _calibration.fit_calibration
         if not self._multilabel_output:
@@ -607,17 +623,15 @@ float32 or None
             return positives
         return positives[:, self.trained_labels_]
 
-    def _choose_blend_weights(self, X_train, y_train, validation, rows_train, rows_validation):
+    def _choose_blend_weights(self, held_out):
         """``(neighbor_weight_, centroid_weight_)``: each parameter as given, or for ``"auto"``
-        its weight with the best Precision@``score_k`` on the validation rows (see
-        :func:`~skrank.multilabel._blend.choose_blend_weights`)."""
+        its weight with the best Precision@``score_k`` on the validation rows ``held_out``
+        (:meth:`_held_out_scoring`; see :func:`~skrank.multilabel._blend.choose_blend_weights`)."""
         return choose_blend_weights(
             neighbor_weights=self._settings.neighbor_weights,
             centroid_weights=self._settings.centroid_weights,
-            train=(X_train, y_train, rows_train),
-            held_out=validation and (*validation, rows_validation),
-            forward=functools.partial(self.forward, as_numpy=True),
-            blend=Blend(self.network_.score_scale, n_neighbors=self.n_neighbors),
+            held_out=held_out and held_out[:3],
+            blend=held_out and held_out[3],
             table=self.network_.label_table(),
             device=self.inference_device(),
             k=min(self.score_k, len(self.trained_labels_)),

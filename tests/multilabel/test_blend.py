@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 from helpers import brute_force_top_k
+from sklearn import config_context
 from snm_data import brute_force_centroids, brute_force_cosines, brute_force_votes
 
 from skrank.metrics import top_k_precision_score
@@ -14,6 +15,7 @@ from skrank.multilabel._blend import (
     NeighborVotes,
     best_weight,
     choose_blend_weights,
+    held_out_blend,
     top_k_score,
 )
 from skrank.multilabel._centroids import input_centroids
@@ -73,16 +75,49 @@ def test_blended_scores_and_top_k_are_the_dense_rule(a, b):
         np.testing.assert_allclose(voted[0], scores, atol=1e-5)
 
 
+@pytest.mark.parametrize("working_memory", [1024, 1e-4])  # 1e-4 MiB: chunks of a few rows
+@pytest.mark.parametrize("b", [0.0, 1.5])
+def test_held_out_rows_are_scored_by_the_training_rows_their_neighbours_found_once(
+    working_memory, b
+):
+    """``held_out_blend``: the votes and the centroids of the training rows alone, the held-out
+    rows' nearest voting rows found once and read chunk by chunk, as the dense rule scores."""
+    table, keys, Y_keys, queries, _ = _problem(seed=2)
+    train = (keys, sp.csr_matrix(Y_keys), keys)
+    blend = held_out_blend(
+        Blend(SCALE, n_neighbors=3), train, lambda X: X.copy(), queries, votes=True, centroids=True
+    )
+    assert [part.shape for part in blend.nearest] == [(len(queries), 3)] * 2
+    blend = blend._replace(neighbor_weight=0.4, centroid_weight=b)
+    if not b:
+        blend = blend._replace(centroids=None)
+    expected = _dense_blend(queries, table, keys, Y_keys, 0.4, b)
+    vectors = torch.from_numpy(table)
+    with config_context(working_memory=working_memory):
+        chunks = list(blend.scores_in_chunks(queries, vectors, "cpu", queries))
+        dense = blend.dense_top_k(queries, vectors, "cpu", queries, 4)
+        candidates = brute_force_top_k(queries @ table.T, 4)
+        voted = blend.voted_top_k(queries, lambda rows: vectors[rows], 9, candidates, "cpu", 4)
+    assert (len(chunks) == 1) == (working_memory == 1024)
+    np.testing.assert_allclose(torch.cat(chunks).numpy(), expected, atol=1e-5)
+    np.testing.assert_array_equal(dense[1], brute_force_top_k(expected.astype(np.float32), 4))
+    if not b:
+        np.testing.assert_array_equal(voted[1], dense[1])
+        np.testing.assert_allclose(voted[0], dense[0], atol=1e-5)
+
+
 def test_the_weights_chosen_are_the_best_of_a_brute_force_comparison():
     table, keys, Y_keys, queries, Y_queries = _problem(seed=1)
     neighbor_weights, centroid_weights = (0.0, 0.3, 0.6), (0.0, 1.0, 4.0)
+    train = (keys, sp.csr_matrix(Y_keys), keys)
+    blend = held_out_blend(
+        Blend(SCALE, n_neighbors=3), train, lambda X: X.copy(), queries, votes=True, centroids=True
+    )
     chosen = choose_blend_weights(
         neighbor_weights=neighbor_weights,
         centroid_weights=centroid_weights,
-        train=(keys, sp.csr_matrix(Y_keys), keys),
         held_out=(queries, sp.csr_matrix(Y_queries), queries),
-        forward=lambda X: X.copy(),
-        blend=Blend(SCALE, n_neighbors=3),
+        blend=blend,
         table=torch.from_numpy(table),
         device="cpu",
         k=1,
@@ -98,8 +133,8 @@ def test_the_weights_chosen_are_the_best_of_a_brute_force_comparison():
     assert chosen == (a, centroid_weights[int(np.argmax(by_centroids))])
     assert len(set(by_votes)) > 1 and len(set(by_centroids)) > 1  # the choice matters here
     # one candidate each: returned as given, nothing computed
-    fixed = dict(neighbor_weights=(0.2,), centroid_weights=(3.0,), train=None, held_out=None)
-    fixed.update(forward=None, blend=None, table=None, device=None, k=1)
+    fixed = dict(neighbor_weights=(0.2,), centroid_weights=(3.0,), held_out=None, blend=None)
+    fixed.update(table=None, device=None, k=1)
     assert choose_blend_weights(**fixed) == (0.2, 3.0)
 
 

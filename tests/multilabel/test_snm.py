@@ -597,33 +597,6 @@ def test_grid_search_over_the_threshold_scores_the_label_sets():
     assert search.cv_results_["split0_test_score"][2] == pytest.approx(expected)
 
 
-def test_probabilities_are_calibrated_on_votes_and_centroids_of_the_training_rows(monkeypatch):
-    """A validation row never votes for its own labels nor sits in their centroids while the
-    calibration is fitted; the fitted model votes with every training row."""
-    X, y = bag_of_words(n_samples=200)
-    held_out, seen = [], {}
-
-    class Holdout(Callback):
-        def on_train_begin(self, estimator, X, y, validation):
-            held_out.append(validation[0].shape[0])
-
-    original = snm_module.SNMClassifier._fit_probabilities
-
-    def recording(self, validation, rows_validation, positives):
-        seen["votes"] = self.neighbor_embeddings_.shape[0]
-        seen["centroids"] = self.centroids_.copy()
-        return original(self, validation, rows_validation, positives)
-
-    monkeypatch.setattr(snm_module.SNMClassifier, "_fit_probabilities", recording)
-    params = dict(FAST, hidden_layer_sizes=(), neighbor_weight=0.5, centroid_weight=1.0)
-    clf = SNMClassifier(random_state=0, callbacks=[Holdout()], **params).fit(X, y)
-    n_rows = X.shape[0]
-    assert seen["votes"] == n_rows - held_out[0] and clf.neighbor_embeddings_.shape[0] == n_rows
-    assert (seen["centroids"] != clf.centroids_).nnz > 0
-    # the fitted predictor votes with every row
-    assert clf._predictor().blend.neighbors.embeddings.shape[0] == n_rows
-
-
 def test_a_warm_start_refits_the_calibration_and_the_threshold():
     X, Y = multilabel(n_samples=160)
     clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, Y)
@@ -910,6 +883,42 @@ def test_neighbor_votes_blend_into_every_prediction_and_leave_training_alone():
     np.testing.assert_allclose(restored.decision_function(X_test), dense, atol=1e-4)
 
 
+def test_the_calibration_scores_validation_rows_by_the_votes_of_the_other_rows(monkeypatch):
+    """The probabilities are calibrated on the validation rows' best labels, blended with the
+    votes of the fitting rows alone: a validation row never votes for its own labels."""
+    X, y = clustered(n_samples=300, n_labels=20, noise=1.5)
+    seen = []
+    original = snm_module._calibration.fit_calibration
+
+    def recording(scores, hits, **options):
+        seen.append((np.array(scores), np.array(hits)))
+        return original(scores, hits, **options)
+
+    monkeypatch.setattr(snm_module._calibration, "fit_calibration", recording)
+    params = dict(FAST, validation_fraction=0.3, neighbor_weight=0.5, centroid_weight=0.0)
+    clf = SNMClassifier(random_state=0, **params).fit(X, y)
+    train, held_out = train_test_split(
+        np.arange(300), test_size=0.3, random_state=check_random_state(0)
+    )
+    Y = np.eye(20)[y]
+    embeddings = clf.forward(X).numpy()
+    label_scores = embeddings[held_out] @ clf.network_.label_table().numpy().T
+    scale = clf.network_.score_scale
+
+    def blended(keys, labels):
+        votes = brute_force_votes(embeddings[held_out], normalize(keys), labels, clf.n_neighbors)
+        return 0.5 * label_scores + 0.5 * scale * votes
+
+    (scores, hits), k = seen[0], seen[0][0].shape[1]
+    expected = blended(embeddings[train], Y[train])
+    top = brute_force_top_k(expected, k)
+    np.testing.assert_allclose(scores, np.take_along_axis(expected, top, axis=1), atol=1e-4)
+    np.testing.assert_array_equal(hits, np.take_along_axis(Y[held_out], top, axis=1) > 0)
+    # every training row votes at prediction, the validation rows among them
+    leaky = blended(embeddings, Y)
+    assert not np.allclose(np.sort(leaky, axis=1)[:, -k:][:, ::-1], scores, atol=1e-3)
+
+
 def test_neighbor_votes_with_faiss_search_match_the_exact_search():
     """``search="faiss"`` gives the candidates of the blend: where the HNSW search of the label
     scores is exact (12 labels), the blended top-k equals the exact search's, scores included."""
@@ -970,9 +979,9 @@ def test_auto_neighbor_weight_is_the_best_on_the_validation_rows():
     clf.forward = lambda X_rows, **kw: forwarded.append(X_rows.shape[0]) or original(X_rows, **kw)
     positives = sp.csr_matrix(Y.astype(np.int8))
     validation = (X[held_out], positives[held_out])
-    chosen = clf._choose_blend_weights(
-        X[train], positives[train], validation, X[train], X[held_out]
-    )
+    train_rows = (X[train], positives[train], X[train])
+    held_out_rows = clf._held_out_scoring(train_rows, validation, X[held_out])
+    chosen = clf._choose_blend_weights(held_out_rows)
     assert chosen == (clf.neighbor_weight_, clf.centroid_weight_)
     assert sorted(forwarded) == sorted([len(train), len(held_out)])
     del clf.forward
@@ -1234,13 +1243,9 @@ def test_auto_centroid_weight_is_the_best_on_the_validation_rows():
         clf.centroids_.toarray(), brute_force_centroids(X.toarray(), Y_table), atol=1e-5
     )
     positives = sp.csr_matrix(Y_table.astype(np.int8))
-    chosen = clf._choose_blend_weights(
-        inputs[train],
-        positives[train],
-        (inputs[held_out], positives[held_out]),
-        X[train],
-        X[held_out],
-    )
+    train_rows = (inputs[train], positives[train], X[train])
+    validation = (inputs[held_out], positives[held_out])
+    chosen = clf._choose_blend_weights(clf._held_out_scoring(train_rows, validation, X[held_out]))
     assert chosen == (0.0, clf.centroid_weight_)
 
 

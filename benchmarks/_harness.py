@@ -295,20 +295,9 @@ class ChildFailed(RuntimeError):
         self.reason = reason
 
 
-def run_in_child(
-    script,
-    function,
-    arguments=None,
-    *,
-    python=None,
-    launcher=(),
-    source=REPOSITORY,
-    output=None,
-    log=None,
-    timeout=None,
-    memory_limit_gib=None,
-    environment=None,
-):
+def run_in_child(script, function, arguments=None, *, python=None, launcher=(), source=REPOSITORY,
+                 output=None, log=None, timeout=None, memory_limit_gib=None,
+                 environment=None):  # fmt: skip
     """Call ``function(**arguments)`` of ``script`` in a fresh Python process; return its result.
 
     Parameters

@@ -125,15 +125,8 @@ def cvxpy_section(results, quick):
     rows = []
     for name, fit in (("cvxpy (Clarabel)", reference), ("skrank MMC (all pairs)", ours)):
         _, objective, constraint = figure_of_merit(X @ fit["components"].T, y)
-        rows.append(
-            [
-                name,
-                round(fit["seconds"], 3),
-                f"{objective:.6f}",
-                f"{constraint:.6f}",
-                f"{objective / reference_objective - 1:+.1e}",
-            ]
-        )
+        rows.append([name, round(fit["seconds"], 3), f"{objective:.6f}", f"{constraint:.6f}",
+                     f"{objective / reference_objective - 1:+.1e}"])  # fmt: skip
     speed_up = reference["seconds"] / ours["seconds"]
     results.add_figure("cvxpy_seconds_over_skrank_seconds", speed_up)
     results.add_table(
@@ -171,17 +164,11 @@ def digits_section(results, quick):
     fits = [(name, announced(name, run)) for name, run in runs]
     reference = fits[-1][1]
     rows = [
-        [
-            name,
-            round(fit["seconds"], 2),
-            f"{merit(X, y, fit['components']):.4f}",
-            fit["n_iter"],
-            fit["converged"],
-            round(reference["seconds"] / fit["seconds"], 1) if reference else None,
-        ]
+        [name, round(fit["seconds"], 2), f"{merit(X, y, fit['components']):.4f}", fit["n_iter"],
+         fit["converged"], round(reference["seconds"] / fit["seconds"], 1) if reference else None]
         for name, fit in fits
         if fit is not None
-    ]
+    ]  # fmt: skip
     rows.append(["Euclidean metric", "-", f"{merit(X, y, np.eye(X.shape[1])):.4f}", "-", "-", "-"])
     columns = ["method", "fit s", "figure of merit", "n_iter", "converged"]
     title = f"Digits n={n}, PCA 31: figure of merit over all pairs"
@@ -203,31 +190,19 @@ def mnist_section(results, quick, n_train, n_components, runs):
     X_train, X_test, y_train, y_test = mnist_features(n_components, n_train, quick)
     n, d = X_train.shape
     fits = [(name, announced(name, run)) for name, run in runs(X_train, y_train)]
+
+    def scores(components):
+        return [f"{merit(X_train, y_train, components):.4f}",
+                f"{merit(X_test, y_test, components):.4f}",
+                f"{knn_accuracy(X_train, y_train, X_test, y_test, components):.4f}"]  # fmt: skip
+
     rows = [
-        [
-            name,
-            round(fit["seconds"], 2),
-            f"{merit(X_train, y_train, fit['components']):.4f}",
-            f"{merit(X_test, y_test, fit['components']):.4f}",
-            f"{knn_accuracy(X_train, y_train, X_test, y_test, fit['components']):.4f}",
-            fit["n_iter"],
-            fit["converged"],
-        ]
+        [name, round(fit["seconds"], 2), *scores(fit["components"]), fit["n_iter"],
+         fit["converged"]]
         for name, fit in fits
         if fit is not None
-    ]
-    identity = np.eye(d)
-    rows.append(
-        [
-            "Euclidean metric",
-            "-",
-            f"{merit(X_train, y_train, identity):.4f}",
-            f"{merit(X_test, y_test, identity):.4f}",
-            f"{knn_accuracy(X_train, y_train, X_test, y_test):.4f}",
-            "-",
-            "-",
-        ]
-    )
+    ]  # fmt: skip
+    rows.append(["Euclidean metric", "-", *scores(np.eye(d)), "-", "-"])
     results.add_table(
         f"MNIST-10k, n_train={n}, d={d} (PCA), {X_test.shape[0]} test items",
         ["method", "fit s", "merit train", "merit test", "5-NN test acc", "n_iter", "converged"],

@@ -112,36 +112,27 @@ def mmc_selection():
 
 def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection):
     Z_train, Z_test = pca(X_train, X_test)
-    rows = [["Euclidean", *linear_scores(Z_train, y_train, Z_test, y_test), 0.0]]
+
+    def row(name, embed, seconds):
+        return [name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds]
+
+    rows = [row("Euclidean", lambda Z: Z, 0.0)]
     for name, params in (
         ("MMC, defaults", {}),
         ("MMC, paper's criterion", {"scatter_ridge": 1e-8, "min_rank": None}),
     ):
         model, seconds = timed(lambda params=params: MMC(**SAMPLED, **params).fit(Z_train, y_train))
-        embed = model.transform
-        rows.append([name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds])
+        rows.append(row(name, model.transform, seconds))
     search, seconds = timed(lambda: mmc_selection().fit(Z_train, y_train))
     selection.append(validation_summary(search))
     chosen = search.best_estimator_[0]
     embed = (lambda Z: Z) if chosen == "passthrough" else chosen.transform
     selected = {k.removeprefix("mmc__"): v for k, v in search.best_params_.items()}
-    rows.append(
-        [
-            f"MMC, CV-selected {selected}",
-            *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test),
-            seconds,
-        ]
-    )
+    rows.append(row(f"MMC, CV-selected {selected}", embed, seconds))
     nca, seconds = timed(
         lambda: NeighborhoodComponentsAnalysis(random_state=0, max_iter=100).fit(Z_train, y_train)
     )
-    rows.append(
-        [
-            "sklearn NCA (max_iter=100)",
-            *linear_scores(nca.transform(Z_train), y_train, nca.transform(Z_test), y_test),
-            seconds,
-        ]
-    )
+    rows.append(row("sklearn NCA (max_iter=100)", nca.transform, seconds))
     for learner, params in (
         ("ITML_Supervised", {}),
         ("LMNN", {"n_neighbors": 5, "max_iter": 100}),
@@ -155,9 +146,7 @@ def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection)
             print(f"{name}: skipped, {failure.reason}", file=sys.stderr)
             rows.append([name, None, None, None, failure.reason])
             continue
-        embed = lambda Z, L=fitted["components"]: Z @ L.T  # noqa: E731
-        scores = linear_scores(embed(Z_train), y_train, embed(Z_test), y_test)
-        rows.append([name, *scores, fitted["seconds"]])
+        rows.append(row(name, lambda Z, L=fitted["components"]: Z @ L.T, fitted["seconds"]))
     return rows
 
 
@@ -193,21 +182,11 @@ def pair_task(X_train, y_train, X_test, y_test):
         cv=StratifiedKFold(5, shuffle=True, random_state=0),
     )
     search, seconds = timed(lambda: search.fit(Z_train, y_train))
-    rows.append(
-        [
-            f"PointwiseROCSimilarity, CV-selected {search.best_params_}",
-            *roc_model_scores(search.best_estimator_, Z_train, y_train, Z_test, y_test),
-            seconds,
-        ]
-    )
+    best = roc_model_scores(search.best_estimator_, Z_train, y_train, Z_test, y_test)
+    rows.append([f"PointwiseROCSimilarity, CV-selected {search.best_params_}", *best, seconds])
     mmc, seconds = timed(lambda: MMC(**SAMPLED).fit(Z_train, y_train))
-    rows.append(
-        [
-            "MMC, defaults",
-            *linear_scores(mmc.transform(Z_train), y_train, mmc.transform(Z_test), y_test),
-            seconds,
-        ]
-    )
+    embedded = linear_scores(mmc.transform(Z_train), y_train, mmc.transform(Z_test), y_test)
+    rows.append(["MMC, defaults", *embedded, seconds])
     return rows
 
 

@@ -58,6 +58,10 @@ def relative_difference(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
+EQUALITY_COLUMNS = ["fit", "pairs", "A: max relative difference", "objective (relative)",
+                    "n_iter labels / pairs"]  # fmt: skip
+
+
 def equality_section(results, quick):
     X, y = load_digits(return_X_y=True)
     X = PCA(n_components=20, random_state=0).fit_transform(X)
@@ -69,15 +73,9 @@ def equality_section(results, quick):
 
     def mmc_row(name, n_pairs, labelled, given):
         A_given, A_labelled = given.get_mahalanobis_matrix(), labelled.get_mahalanobis_matrix()
-        rows.append(
-            [
-                name,
-                n_pairs,
-                f"{relative_difference(A_given, A_labelled):.1e}",
-                f"{given.objective_[-1] / labelled.objective_[-1] - 1:+.1e}",
-                f"{labelled.n_iter_} / {given.n_iter_}",
-            ]
-        )
+        rows.append([name, n_pairs, f"{relative_difference(A_given, A_labelled):.1e}",
+                     f"{given.objective_[-1] / labelled.objective_[-1] - 1:+.1e}",
+                     f"{labelled.n_iter_} / {given.n_iter_}"])  # fmt: skip
 
     labelled = MMC(**PAPER).fit(X, y)
     n_all = indices.shape[0]
@@ -98,24 +96,12 @@ def equality_section(results, quick):
     alpha = PointwiseROCSimilarity(random_state=0).fit(X, y).alpha_
     labelled = PointwiseROCSimilarity(alpha=alpha).fit(X, y)
     given = PointwiseROCSimilarity(alpha=alpha).fit(pairs, labels)
-    rows.append(
-        [
-            f"PointwiseROC, alpha={alpha:.6f} (constraint active), (n, 2, d) array",
-            indices.shape[0],
-            f"{relative_difference(given.A_, labelled.A_):.1e}",
-            f"threshold {given.threshold_ - labelled.threshold_:+.1e}",
-            "-",
-        ]
-    )
+    rows.append([f"PointwiseROC, alpha={alpha:.6f} (constraint active), (n, 2, d) array",
+                 indices.shape[0], f"{relative_difference(given.A_, labelled.A_):.1e}",
+                 f"threshold {given.threshold_ - labelled.threshold_:+.1e}", "-"])  # fmt: skip
     results.add_table(
         f"Equality with the label path: digits, {n} items, PCA 20",
-        [
-            "fit",
-            "pairs",
-            "A: max relative difference",
-            "objective (relative)",
-            "n_iter labels / pairs",
-        ],
+        EQUALITY_COLUMNS,
         rows,
         notes="A: largest entry of |A_pairs - A_labels| over the largest of |A_labels|. "
         "Objective: MMC's mean dissimilar distance at the end of each fit; PointwiseROC: the "
@@ -175,6 +161,12 @@ def held_out_auc(pairs, labels, components):
     return roc_auc_score(labels == 1, -pair_distances(pairs, components))
 
 
+def pair_scores(pairs, labels, test_pairs, test_labels, components):
+    """The merit on the training pairs and the held-out ROC AUC of the metric ``components``."""
+    return [f"{merit(pairs, labels, components):.4f}",
+            f"{held_out_auc(test_pairs, test_labels, components):.4f}"]  # fmt: skip
+
+
 def metric_learn_section(results, quick, timeout):
     X_train, X_test, y_train, y_test = mnist_split()
     sizes = [1_000, 10_000] if quick else [10_000, 100_000]
@@ -202,64 +194,26 @@ def metric_learn_section(results, quick, timeout):
             except ChildFailed as failure:
                 components, seconds = None, failure.reason
             speed_up = functools.partial(speed_up_over, seconds, timeout)
-
+            scores = functools.partial(pair_scores, pairs, labels, test_pairs, test_labels)
             for name, (fitted, fit_seconds, n_iter) in fits.items():
-                rows.append(
-                    [
-                        d,
-                        n_pairs,
-                        name,
-                        round(fit_seconds, 3),
-                        speed_up(fit_seconds),
-                        f"{merit(pairs, labels, fitted):.4f}",
-                        f"{held_out_auc(test_pairs, test_labels, fitted):.4f}",
-                        n_iter,
-                    ]
-                )
-            rows.append(
-                [
-                    d,
-                    n_pairs,
-                    "skrank MMC (paper's criterion), row indices",
-                    round(index_seconds, 3),
-                    speed_up(index_seconds),
-                    "-",
-                    "-",
-                    "-",
-                ]
-            )
+                rows.append([d, n_pairs, name, round(fit_seconds, 3), speed_up(fit_seconds),
+                             *scores(fitted), n_iter])  # fmt: skip
+            index_row = ["skrank MMC (paper's criterion), row indices", round(index_seconds, 3)]
+            rows.append([d, n_pairs, *index_row, speed_up(index_seconds), "-", "-", "-"])
             if components is not None:
-                rows.append(
-                    [
-                        d,
-                        n_pairs,
-                        "metric-learn MMC",
-                        round(seconds, 3),
-                        1.0,
-                        f"{merit(pairs, labels, components):.4f}",
-                        f"{held_out_auc(test_pairs, test_labels, components):.4f}",
-                        "-",
-                    ]
-                )
+                rows.append([d, n_pairs, "metric-learn MMC", round(seconds, 3), 1.0,
+                             *scores(components), "-"])  # fmt: skip
             else:
                 rows.append([d, n_pairs, f"metric-learn MMC: {seconds}", "-", "-", "-", "-", "-"])
-            identity = np.eye(d)
-            rows.append(
-                [
-                    d,
-                    n_pairs,
-                    "Euclidean metric",
-                    "-",
-                    "-",
-                    f"{merit(pairs, labels, identity):.4f}",
-                    f"{held_out_auc(test_pairs, test_labels, identity):.4f}",
-                    "-",
-                ]
-            )
+            rows.append([d, n_pairs, "Euclidean metric", "-", "-", *scores(np.eye(d)), "-"])
             for row in rows[-5:]:
                 print("  ".join(str(cell) for cell in row), flush=True)
             add_metric_learn_table(results, rows, timeout)
             results.save()  # keep what is measured if a later fit is stopped
+
+
+METRIC_LEARN_COLUMNS = ["d", "pairs", "method", "fit s", "metric-learn s / fit s",
+                        "merit (training pairs)", "held-out pair ROC AUC", "n_iter"]  # fmt: skip
 
 
 def add_metric_learn_table(results, rows, timeout):
@@ -268,16 +222,7 @@ def add_metric_learn_table(results, rows, timeout):
     results.data["tables"] = [t for t in results.data["tables"] if t["title"] != title]
     results.add_table(
         title,
-        [
-            "d",
-            "pairs",
-            "method",
-            "fit s",
-            "metric-learn s / fit s",
-            "merit (training pairs)",
-            "held-out pair ROC AUC",
-            "n_iter",
-        ],
+        METRIC_LEARN_COLUMNS,
         rows,
         notes="Merit: mean distance over the training dissimilar pairs / root mean squared "
         "distance over the training similar ones (scale-invariant; the objective both solve "

@@ -41,6 +41,9 @@ from sklearn.datasets import load_digits
 from skrank import MMC, PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
 from skrank.datasets import load_bibtex, load_mnist, make_large_output_classification
 
+COLUMNS = ["estimator", "fitted on", "skops (MiB)", "pickle (MiB)", "size ratio",
+           "skops load (ms)", "pickle load (ms)", "load ratio", "types to trust"]  # fmt: skip
+
 
 def fitted_estimators(epochs, n_labels=100_000):
     """(name, data, fitted estimator, outputs) of each estimator measured."""
@@ -52,36 +55,16 @@ def fitted_estimators(epochs, n_labels=100_000):
     digits_X, digits_y = load_digits(return_X_y=True)
     torch_params = dict(max_epochs=epochs, device="cpu", random_state=0)
     cases = [
-        (
-            "SOPRCEmbedder",
-            "MNIST test (10,000 x 784)",
-            SOPRCEmbedder(**torch_params),
-            mnist_X,
-            mnist_y,
-        ),
-        (
-            "SNMClassifier",
-            "Bibtex train (4,880 x 1,836, 159 labels)",
-            SNMClassifier(**torch_params),
-            bibtex_X,
-            bibtex_Y,
-        ),
-        (
-            "SNMClassifier",
-            f"{n_labels:,} labels (20,000 x 64)",
-            SNMClassifier(embedding_dim=64, **torch_params),
-            large_X,
-            large_y,
-        ),
-        (
-            "PointwiseROCSimilarity",
-            "MNIST test (10,000 x 784)",
-            PointwiseROCSimilarity(),
-            mnist_X,
-            mnist_y,
-        ),
+        ("SOPRCEmbedder", "MNIST test (10,000 x 784)", SOPRCEmbedder(**torch_params), mnist_X,
+         mnist_y),
+        ("SNMClassifier", "Bibtex train (4,880 x 1,836, 159 labels)",
+         SNMClassifier(**torch_params), bibtex_X, bibtex_Y),
+        ("SNMClassifier", f"{n_labels:,} labels (20,000 x 64)",
+         SNMClassifier(embedding_dim=64, **torch_params), large_X, large_y),
+        ("PointwiseROCSimilarity", "MNIST test (10,000 x 784)", PointwiseROCSimilarity(),
+         mnist_X, mnist_y),
         ("MMC", "digits (1,797 x 64)", MMC(random_state=0), digits_X / 16, digits_y),
-    ]
+    ]  # fmt: skip
     for name, data, estimator, X, y in cases:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -139,32 +122,15 @@ def main(argv=None):
                 np.testing.assert_array_equal(before, after, err_msg=f"{name} via {kind}")
         skops_size, pickle_size = len(files["skops"]), len(files["pickle"])
         rows.append(
-            [
-                name,
-                data,
-                round(skops_size / 2**20, 3),
-                round(pickle_size / 2**20, 3),
-                round(skops_size / pickle_size, 2),
-                round(1000 * seconds["skops"], 3),
-                round(1000 * seconds["pickle"], 3),
-                round(seconds["skops"] / seconds["pickle"], 1),
-                len(untrusted),
-            ]
-        )
+            [name, data, round(skops_size / 2**20, 3), round(pickle_size / 2**20, 3),
+             round(skops_size / pickle_size, 2), round(1000 * seconds["skops"], 3),
+             round(1000 * seconds["pickle"], 3), round(seconds["skops"] / seconds["pickle"], 1),
+             len(untrusted)]
+        )  # fmt: skip
         print(rows[-1], f"(both saves: {save_seconds:.2f} s)", flush=True)
     results.add_table(
         "Saved estimators: skops file against pickle (bytes in memory)",
-        [
-            "estimator",
-            "fitted on",
-            "skops (MiB)",
-            "pickle (MiB)",
-            "size ratio",
-            "skops load (ms)",
-            "pickle load (ms)",
-            "load ratio",
-            "types to trust",
-        ],
+        COLUMNS,
         rows,
         notes=(
             "skops load: get_untrusted_types then loads with those types trusted (all skrank's "

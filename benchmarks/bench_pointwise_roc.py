@@ -24,11 +24,10 @@ benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
 import numpy as np
-from _data import pca
+from _data import mnist_rows, pca
 from _harness import parser, results_name, timed
 from _results import Results
 
-from skrank.datasets import load_mnist
 from skrank.similarity import (
     PairStatistics,
     negative_pair_similarities,
@@ -46,8 +45,7 @@ def median_time(repeats, function, *args, **kwargs):
 
 
 def mnist_features(d, n_samples):
-    X, y = load_mnist(return_X_y=True)
-    X, y = X[:n_samples].astype(np.float64), y[:n_samples]
+    X, y = mnist_rows(n_samples, np.float64)
     Z = pca(X, n_components=d, svd_solver="auto")[0] if d < X.shape[1] else X - X.mean(axis=0)
     return Z / np.linalg.norm(Z, axis=1, keepdims=True), y
 
@@ -126,6 +124,10 @@ def table_statistics(results, quick):
     )
 
 
+SOLVER_COLUMNS = ["d", "KKT (s)", "cvxpy (s)", "ratio", "rel. diff. A", "cvxpy 1e-8 (s)",
+                  "ratio 1e-8", "rel. diff. A 1e-8"]  # fmt: skip
+
+
 def table_solvers(results, quick):
     dims = [16, 64] if quick else [16, 64, 256, 784]
     rows = []
@@ -145,31 +147,12 @@ def table_solvers(results, quick):
             np.linalg.norm(solution.A - kkt.A) / np.linalg.norm(kkt.A)
             for solution in (tight, loose)
         )
-        rows.append(
-            [
-                d,
-                kkt_time,
-                tight_time,
-                tight_time / kkt_time,
-                tight_difference,
-                loose_time,
-                loose_time / kkt_time,
-                loose_difference,
-            ]
-        )
+        rows.append([d, kkt_time, tight_time, tight_time / kkt_time, tight_difference,
+                     loose_time, loose_time / kkt_time, loose_difference])  # fmt: skip
     results.add_table(
         "2. KKT closed form (solve_kkt) vs cvxpy with Clarabel (solve_cvxpy), same problem, "
         f"constraint active (MNIST, n = {2000 if quick else 10000})",
-        [
-            "d",
-            "KKT (s)",
-            "cvxpy (s)",
-            "ratio",
-            "rel. diff. A",
-            "cvxpy 1e-8 (s)",
-            "ratio 1e-8",
-            "rel. diff. A 1e-8",
-        ],
+        SOLVER_COLUMNS,
         rows,
         notes="KKT: median of 20 calls; cvxpy: median of 3 (one at d >= 256). cvxpy: duality-gap "
         "tolerances 1e-10 (solve_cvxpy's default); cvxpy 1e-8: Clarabel's own defaults. "
@@ -177,6 +160,10 @@ def table_solvers(results, quick):
         "d >= 256.",
         show=True,
     )
+
+
+CALIBRATION_COLUMNS = ["n", "d", "negative pairs", "all pairs (s)", "sampled (s)", "ratio",
+                       "FPR of sampled threshold"]  # fmt: skip
 
 
 def table_calibration(results, quick):
@@ -196,15 +183,7 @@ def table_calibration(results, quick):
     results.add_table(
         f"3. Threshold at FPR 5%: all negative pairs (in blocks) vs {sampled:,} "
         "sampled pairs (MNIST)",
-        [
-            "n",
-            "d",
-            "negative pairs",
-            "all pairs (s)",
-            "sampled (s)",
-            "ratio",
-            "FPR of sampled threshold",
-        ],
+        CALIBRATION_COLUMNS,
         rows,
         notes="FPR of sampled threshold: the false-positive rate, on all negative pairs, of the "
         "threshold computed from the sample (its standard error at 5%: "

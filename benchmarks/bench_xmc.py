@@ -55,11 +55,11 @@ each fixed top-k, k = 1 ... 10, and of the method's own ``predict`` where it has
 (``SNMClassifier.predict``; the linear baseline's one-vs-rest ``predict`` with ``C`` chosen by
 that F1 on its validation split); the recall of the top 5 among the test (row, label) pairs by
 the label's number of training rows (1, 2-5, 6-20, more); and, for the methods that estimate
-probabilities (``SNMClassifier.predict_top_k(..., return_proba=True)`` where it has it,
-napkinXC's ``PLT.predict_proba``), the expected calibration error of the top 5 labels' (row,
-label) pairs pooled (15 equal-width bins, ``skrank.metrics.expected_calibration_error`` where it
-exists). Each run on the test split has a run on the validation split of the training rows
-(20 %, ``random_state=0``; the method fitted on the other 80 %), where the fixed top-k with the
+probabilities (``SNMClassifier.predict_top_k(..., return_proba=True)``, napkinXC's
+``PLT.predict_proba``), the expected calibration error of the top 5 labels' (row, label) pairs
+pooled (15 equal-width bins, ``skrank.metrics.expected_calibration_error``). Each run on the
+test split has a run on the validation split of the training rows (20 %, ``random_state=0``;
+the method fitted on the other 80 %), where the fixed top-k with the
 best F1 is chosen (``--splits``); the linear baseline chooses it on the split of its choice of
 ``C``. The report gives the test F1 of that k.
 
@@ -208,11 +208,8 @@ def run_snm(directory, seed, max_epochs=None):
             warnings.simplefilter("always")
             _, *fit = timed_cpu(model.fit, X_train, Y_train)
         top, predict_seconds = timed(model.predict_top_k, X_test, TOP_SETS)
-    extra = {"sets": sp.csr_matrix(model.predict(X_test))}
-    if hasattr(model, "predict_proba"):  # the calibrated probabilities of the top labels
-        _, extra["top_proba"] = model.predict_top_k(X_test, TOP_SETS, return_proba=True)
-    if hasattr(model, "threshold_"):
-        extra["threshold"] = model.threshold_
+    extra = {"sets": sp.csr_matrix(model.predict(X_test)), "threshold": model.threshold_}
+    _, extra["top_proba"] = model.predict_top_k(X_test, TOP_SETS, return_proba=True)
     extra |= {
         "epochs": model.n_iter_,
         "validation_scores": [round(entry["validation_score"], 4) for entry in model.history_],

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import extmath
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
@@ -296,8 +297,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         defaults={"lambda_pos": 10.0, "lambda_neg": 2.0, "tpr_source": "batch"},
         notes={
             "lambda_neg": "``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a "
-            "validation split of the MNIST training images (``benchmarks/bench_soprc.py "
-            "--validation``: +0.004 validation mean AUPRC over 3 seeds) and level on held-out "
+            "validation split of the MNIST training images (``benchmarks/studies/``: +0.004 "
+            "validation mean AUPRC over 3 seeds) and level on held-out "
             "training classes (``benchmarks/studies/``: +0.0005 over 6 seeds).",
             "max_auxiliary_length": "Memory per step grows as ``batch_size * "
             "(samples_per_class - 1) * max L_c``.",
@@ -615,7 +616,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
     def _embed(self, X):
         embedding = self.forward(X, as_numpy=True)
-        norms = np.linalg.norm(embedding, axis=1, keepdims=True)
+        norms = extmath.row_norms(embedding)[:, None]  # no temporary of the output's size
         return np.divide(
             embedding, np.maximum(norms, np.finfo(embedding.dtype).tiny), out=embedding
         )

@@ -1,29 +1,17 @@
 """Benchmark of MMC: fit time and achieved figure of merit, side by side in one run.
 
-Compared on the same data and the same evaluation (the figure of merit ``mean dissimilar d_A /
-sqrt(mean similar d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST):
-
-* a cvxpy (Clarabel) solve of the same convex problem on a small subsample of digits;
-* metric-learn 0.7's ``MMC_Supervised``, run with the Python of a separate virtual environment
-  (metric-learn does not run with scikit-learn >= 1.8). Create it with::
-
-      python3 -m venv benchmarks/.venv-ml
-      benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
-
-  (the default place; elsewhere, set ``SKRANK_METRIC_LEARN_PYTHON``: see ``_harness.py``); the
-  metric-learn rows are skipped with a message otherwise.
-
-Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items) and MNIST-10k shipped with
-skrank (stratified 8,000 / 2,000 train / test split, PCA fitted on the training part keeping
-90% of the variance).
+On the same data and evaluation (the figure of merit ``mean dissimilar d_A / sqrt(mean similar
+d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST): skrank's MMC against a cvxpy
+(Clarabel) solve of the same convex problem on a small subsample of digits and against
+metric-learn 0.7's ``MMC_Supervised`` in its own environment (``_harness.py``; its rows are
+skipped with a message without it). Data: sklearn's digits (PCA 31, all 1,797 items) and
+MNIST-10k (stratified 8,000 / 2,000, PCA fitted on the training part keeping 90% of the
+variance).
 
 Usage::
 
     python benchmarks/bench_mmc.py            # full run (~12 minutes)
     python benchmarks/bench_mmc.py --quick    # smoke run
-
-Writes ``benchmarks/results/bench_mmc.json`` (``bench_mmc_quick.json`` with ``--quick``), whose
-tables ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
 import sys
@@ -215,7 +203,7 @@ def main(argv=None):
             versions_in(METRIC_LEARN_PYTHON, ("metric-learn", "scikit-learn", "numpy", "scipy")),
         )
     else:
-        print("metric-learn environment not found: its rows are skipped (see the docstring).")
+        print("metric-learn environment not found: its rows are skipped (see _harness.py).")
 
     cvxpy_section(results, args.quick)
     digits_section(results, args.quick)

@@ -1,7 +1,8 @@
 """The benchmarks' data: every split a benchmark reads, built in one place.
 
 - **MNIST-10k** (the 10,000 test digits shipped with skrank, pixels in [0, 1]):
-  :func:`mnist_split` (a stratified train/test split), :func:`pca` (principal axes fitted on the
+  :func:`mnist_split` (a stratified train/test split), :func:`mnist_rows` (the first rows),
+  :func:`pca` (principal axes fitted on the
   first part, centred or not);
 - **composite digits** (two to four MNIST digits side by side, classes disjoint between the
   halves): :func:`composite_digits` (the training and test halves at 100, 1,000 or 10,000
@@ -65,6 +66,12 @@ def mnist_split(train_size=None, test_size=2000, seed=0, dtype=np.float64):
         X.astype(dtype), y, train_size=train_size, test_size=test_size, stratify=y,
         random_state=seed,
     )  # fmt: skip
+
+
+def mnist_rows(n_samples=None, dtype=np.float32):
+    """The first ``n_samples`` digits of MNIST-10k (every one when None): ``X, y``."""
+    X, y = load_mnist(return_X_y=True)
+    return X[:n_samples].astype(dtype), y[:n_samples]
 
 
 def pca(X_fit, *others, n_components=0.9, centred=True, svd_solver="covariance_eigh"):
@@ -235,8 +242,8 @@ def xmc_split(name, quick=False):
     normalisation weights them itself; the peers read :func:`tfidf` of them).
     """
     if name in TEXT_LABELS:
-        return text_labels(name, quick)
-    if name in ("bibtex", "corel5k"):
+        parts = text_labels(name, quick)
+    elif name in ("bibtex", "corel5k"):
         loader = {"bibtex": load_bibtex, "corel5k": load_corel5k}[name]
         train, test = loader(subset="train"), loader(subset="test")
         parts = train.data, train.target, test.data, test.target

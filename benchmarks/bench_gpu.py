@@ -29,24 +29,23 @@ import warnings
 
 import numpy as np
 import torch
+from _data import mnist_rows
 from _harness import marginal_rate, parser, results_name, timed
 from _results import Results
 
 from skrank import SOPRCEmbedder
-from skrank.datasets import load_mnist
 from skrank.losses import SOPRCLoss
 from skrank.nn import MLP
 from skrank.sampling import ClassBalancedBatchSampler
 
 
 def mnist_part(device, epochs):
-    data = load_mnist()
-    X, y = data.data[:5000].astype(np.float32), data.target[:5000]  # pixels in [0, 1]
+    X, y = mnist_rows()
     rows = []
     for where in [device, "cpu"]:
         model = SOPRCEmbedder(max_epochs=epochs, device=where, random_state=0)
-        _, seconds = timed(model.fit, X, y, device=where)
-        rows.append([where, epochs, seconds, model.score(data.data[5000:], data.target[5000:])])
+        _, seconds = timed(model.fit, X[:5000], y[:5000], device=where)
+        rows.append([where, epochs, seconds, model.score(X[5000:], y[5000:])])
     ratio = rows[1][2] / rows[0][2]
     return rows, ratio
 
@@ -61,14 +60,8 @@ def clustered(n_samples, n_features, n_classes, seed=0):
 
 def estimator_steps_per_second(X, y, device, batch_size, hidden):
     def fit(epochs):
-        model = SOPRCEmbedder(
-            hidden_layer_sizes=hidden,
-            n_components=128,
-            batch_size=batch_size,
-            max_epochs=epochs,
-            device=device,
-            random_state=0,
-        )
+        model = SOPRCEmbedder(hidden_layer_sizes=hidden, n_components=128, batch_size=batch_size,
+                              max_epochs=epochs, device=device, random_state=0)  # fmt: skip
         _, seconds = timed(model.fit, X, y, device=device)
         return seconds, epochs * len(model.sampler_)
 

@@ -15,6 +15,13 @@ into memory (``np.load`` without ``mmap_mode``) is the baseline. ``working_memor
 16 MiB so that the chunks of the validation score stay small (scikit-learn's setting bounds every
 chunked computation of skrank).
 
+``--part images``: the same from a file of the digits as ``uint8`` images ``(n, 1, 28, 84)``
+(4 x 128 MiB: 228,261 images), memory-mapped only (in memory, an array adds its own bytes, as
+the features show), fitted with the default network of images, a :class:`~skrank.nn.ConvNet`,
+here of one block of 8 channels in batches of 64 so that an epoch over the file takes minutes
+on one thread; ``validation_fraction=0.05`` (11,414 images, scored every epoch). The output
+of ``transform`` (float32, 64 columns) is not counted: its bytes are taken off its peak.
+
 ``--part reads``: the rows of a batch (200 random rows) read from the file as the engine reads
 them (in the batch's order, numpy's fancy indexing), read in increasing row order (forward
 through the file) and put back in the batch's order, and gathered from the array in memory as
@@ -26,7 +33,8 @@ milliseconds per batch over the batches of a pass, and the ratio to the in-memor
 Usage::
 
     python benchmarks/bench_memmap.py [--part memory|reads] [--cap 256]
-    python benchmarks/bench_memmap.py --quick [--part memory|reads]  # cap 64 MiB, a smoke run
+    python benchmarks/bench_memmap.py --part images --cap 128 --epochs 1
+    python benchmarks/bench_memmap.py --quick [--part ...]  # cap 64 MiB (images: 16), a smoke run
 """
 
 import os
@@ -43,9 +51,15 @@ from skrank.datasets import make_composite_digits
 from skrank.nn import RowSubset
 
 N_DIGITS, BATCH, CHUNK = 3, 200, 10_000
+PARAMS = {
+    "memory": dict(hidden_layer_sizes=(512,), n_components=128, validation_fraction=0.1,
+                   batch_size=200),
+    "images": dict(hidden_layer_sizes=(8,), n_components=64, validation_fraction=0.05,
+                   batch_size=64),
+}  # fmt: skip
 
 
-def fit_and_transform(path, mode, epochs):
+def fit_and_transform(path, mode, epochs, part="memory"):
     """``--part memory``, in a child process: fit and transform from the file ``path`` opened
     memory-mapped or loaded (``mode``); the anonymous memory and the seconds of each phase."""
     import sklearn
@@ -55,8 +69,7 @@ def fit_and_transform(path, mode, epochs):
     torch.set_num_threads(1)
     sklearn.set_config(working_memory=16)
     y = np.load(path.replace(".npy", "_y.npy"))
-    params = dict(hidden_layer_sizes=(512,), n_components=128, max_epochs=epochs, batch_size=200,
-                  validation_fraction=0.1, device="cpu", random_state=0)  # fmt: skip
+    params = dict(**PARAMS[part], max_epochs=epochs, device="cpu", random_state=0)
     warm_up = np.array(np.load(path, mmap_mode="r")[:1000])
     SOPRCEmbedder(**{**params, "max_epochs": 1}).fit(warm_up, y[:1000]).transform(warm_up)
     del warm_up
@@ -74,14 +87,16 @@ def fit_and_transform(path, mode, epochs):
         seconds["transform"] = time.perf_counter() - clock
     return dict(start=memory.start, fit=after_fit, all=memory.increase, seconds=seconds,
                 validation_score=model.history_[-1]["validation_score"],
-                rows=int(embedding.shape[0]))  # fmt: skip
+                rows=int(embedding.shape[0]), output=embedding.nbytes)  # fmt: skip
 
 
-def write_data(path, n_bytes):
-    """Composite digits of ``n_bytes`` float32 features in ``path`` (and their labels)."""
+def write_data(path, n_bytes, images=False):
+    """Composite digits of ``n_bytes`` in ``path`` (and their labels): float32 features, or
+    ``uint8`` images ``(n, 1, 28, 28 N_DIGITS)``."""
     n_features = 28 * 28 * N_DIGITS
-    n_rows = n_bytes // (4 * n_features)
-    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n_rows, n_features))
+    n_rows = n_bytes // ((1 if images else 4) * n_features)
+    dtype, shape = (np.uint8, (1, 28, 28 * N_DIGITS)) if images else (np.float32, (n_features,))
+    X = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n_rows, *shape))
     labels = []
     for seed, start in enumerate(range(0, n_rows, CHUNK)):
         rows = min(CHUNK, n_rows - start)
@@ -89,7 +104,7 @@ def write_data(path, n_bytes):
             rows, n_digits=N_DIGITS, tail_exponent=1.0, min_class_size=2, subset="all",
             return_X_y=True, random_state=seed,
         )  # fmt: skip
-        X[start : start + rows] = data
+        X[start : start + rows] = (np.rint(data * 255) if images else data).reshape(rows, *shape)
         labels.append(target)
     X.flush()
     del X
@@ -97,12 +112,16 @@ def write_data(path, n_bytes):
     return n_rows, n_features
 
 
-def memory(path, cap, epochs, results):
+def memory(path, cap, epochs, results, part):
     rows = []
-    for mode in ("memory-mapped", "in memory"):
+    for mode in ("memory-mapped",) if part == "images" else ("memory-mapped", "in memory"):
         found = run_in_child(
-            __file__, "fit_and_transform", {"path": str(path), "mode": mode, "epochs": epochs}
+            __file__,
+            "fit_and_transform",
+            {"path": str(path), "mode": mode, "epochs": epochs, "part": part},
         )
+        if part == "images":  # the transform's output is not counted
+            found["all"] = max(found["fit"], found["all"] - found["output"])
         mib = 2**20
         seconds = found["seconds"]
         print(f"  {mode}: {found}", flush=True)
@@ -119,12 +138,14 @@ def memory(path, cap, epochs, results):
             ]
         )
         results.add_figure(mode, found)
+    kind = "uint8 images" if part == "images" else "X"
+    settings = ", ".join(f"{name}={value}" for name, value in PARAMS[part].items())
     results.add_table(
-        f"Anonymous memory of a fit and transform of X = 4 x the cap of {cap / 2**20:.0f} MiB",
+        f"Anonymous memory of a fit and transform of {kind} = 4 x the cap of {cap / 2**20:.0f} MiB",
         [
             "X",
             "peak RssAnon growth, fit (MiB)",
-            "peak, fit + transform (MiB)",
+            "peak, fit + transform" + (" less its output" if part == "images" else "") + " (MiB)",
             "peak / cap",
             "s load",
             "s fit",
@@ -132,8 +153,8 @@ def memory(path, cap, epochs, results):
             "validation mAUPRC",
         ],
         rows,
-        notes=f"SOPRCEmbedder(hidden_layer_sizes=(512,), n_components=128, max_epochs={epochs}, "
-        "validation_fraction=0.1), one torch thread, working_memory=16 MiB; RssAnon sampled "
+        notes=f"SOPRCEmbedder({settings}, max_epochs={epochs}), one torch thread, "
+        "working_memory=16 MiB; RssAnon sampled "
         "every millisecond, growth over the process's memory after a warm-up fit.",
     )
 
@@ -211,22 +232,22 @@ def reads(path, n_batches, results):
 
 def main(argv=None):
     arguments = parser(__doc__, "quick", "tag")
-    arguments.add_argument("--part", choices=["memory", "reads"], default="memory")
+    arguments.add_argument("--part", choices=["memory", "reads", "images"], default="memory")
     arguments.add_argument("--cap", type=int, default=256, help="memory cap (MiB); X is 4x it")
     arguments.add_argument("--epochs", type=int, default=2, help="--part memory: max_epochs")
     arguments.add_argument("--batches", type=int, default=200, help="--part reads: batches")
     args = arguments.parse_args(argv)
     if args.quick:
-        args.cap, args.epochs, args.batches = 64, 1, 20
+        args.cap, args.epochs, args.batches = 16 if args.part == "images" else 64, 1, 20
     torch.set_num_threads(1)
     cap = args.cap * 2**20
     results = Results(results_name("bench_memmap", args, args.part))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "X.npy"
-        n_rows, n_features = write_data(path, 4 * cap)
-        print(f"X: {n_rows:,} rows x {n_features} float32 features in {path}", flush=True)
-        if args.part == "memory":
-            memory(path, cap, args.epochs, results)
+        n_rows, n_features = write_data(path, 4 * cap, images=args.part == "images")
+        print(f"X: {n_rows:,} rows of {n_features} values in {path}", flush=True)
+        if args.part in ("memory", "images"):
+            memory(path, cap, args.epochs, results, args.part)
         else:
             reads(path, args.batches, results)
     results.save()

@@ -1,39 +1,20 @@
 """Exact retrieval metrics: skrank's torch and numpy paths, the matmul floor, PML, sklearn.
 
-Computes the exact mean AUPRC (mAP over all other items), Recall@1, Recall@10, MAP@R and
-R-precision of N random clustered embeddings (dimension 128, 100 Gaussian clusters,
-L2-normalised, cosine similarity) with:
+The exact mean AUPRC, Recall@1, Recall@10, MAP@R and R-precision of N random clustered
+embeddings (dimension 128, 100 Gaussian clusters, L2-normalised, cosine) with:
 
-- ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (the torch
-  path: float32 similarities, ranks counted without sorting, on the CPU tile by tile in a
-  numba loop when numba is installed and the call is large enough to repay loading it; the
-  default ``device="auto"``); ``torch-no-numba``: the same as users get without numba;
-  ``torch-numba-at-once``: with numba's loop loaded by the first call whatever its size (as
-  before 0.2), up to ``--at-once-max``;
-- ``numpy``: the same with ``device="numpy"`` (float64, one sort per query), up to
-  ``--numpy-max`` (641 s at N = 100,000 in an earlier run, hence not run there by default);
-- ``floor``: the float32 similarity products alone, ``X[block] @ X.T`` for blocks of 1024
-  queries on the same device, discarded (no metric can be faster than this);
-- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)`` ("mean_average_precision",
-  "precision_at_1" = Recall@1, "mean_average_precision_at_r", "r_precision"), exact faiss k-NN
-  over all N - 1 others in float32. Its memory grows as N^2 (about 6.6 GB at N = 10,000), so
-  it only runs up to ``--pml-max``;
-- ``sklearn``: a per-query loop of ``sklearn.metrics.average_precision_score`` and a stable
-  argsort for Recall@k, up to ``--sklearn-max`` (off by default).
+- ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (float32,
+  ranks counted without sorting, numba's tile loop when installed and the call repays loading
+  it); ``torch-no-numba``: the same without numba, up to ``--no-numba-max``;
+- ``numpy``: ``device="numpy"`` (float64, one sort per query), up to ``--numpy-max``;
+- ``floor``: the float32 products ``X[block] @ X.T`` alone, blocks of 1024 queries, discarded;
+- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)``, exact faiss k-NN; its
+  memory grows as N^2 (about 6.6 GB at N = 10,000): up to ``--pml-max``.
 
-Each method runs in its own child process (``_harness.run_in_child``: peak memories do not
-mix); the parent kills a child whose resident memory exceeds ``--memory-limit-gib`` or that runs
-past ``--timeout``.
-With ``--repeats R`` the methods of a size run R times, alternated (floor, torch, ..., floor,
-torch, ...), and each keeps its fastest run: on a shared machine the ratios then compare runs
-taken under similar load.
-The time is the metric computation only (not imports or data generation); "peak" is the
-child's peak resident memory during the computation, "extra" the part above its resident size
-at the start of the computation (imports and data loaded: ``_harness.PeakMemory``). Values are
-compared with skrank's (max absolute difference over the metrics both report).
-
-Results go to ``benchmarks/results/bench_metrics.json`` (``bench_metrics_<device>`` for another
-device, then ``_quick`` for ``--quick`` and ``_<tag>`` for ``--tag``).
+Each method runs in its own child process, killed past ``--memory-limit-gib`` or ``--timeout``;
+with ``--repeats R`` the methods of a size run R times, alternated, each keeping its fastest.
+Time: the metric computation only; "peak": the child's peak resident memory during it, "extra"
+the part above its start (``_harness.PeakMemory``). Values are compared with skrank's.
 
 Usage::
 
@@ -41,8 +22,6 @@ Usage::
     python benchmarks/bench_metrics.py --quick          # small smoke run
     python benchmarks/bench_metrics.py --device cuda --sizes 100000 1000000 --numpy-max 0
     OMP_NUM_THREADS=2 python benchmarks/bench_metrics.py --sizes 100000 --tag 2t
-    python benchmarks/bench_metrics.py --sizes 1000 3000 10000 --numpy-max 0 --pml-max 0 \
-        --no-numba-max 10000 --at-once-max 10000 --repeats 3 --tag first_call
 """
 
 import os
@@ -61,7 +40,7 @@ from _harness import (
 )
 from _results import Results
 
-METHODS = ("torch", "torch-no-numba", "torch-numba-at-once", "numpy", "floor", "pml", "sklearn")
+METHODS = ("torch", "torch-no-numba", "numpy", "floor", "pml")
 KEYS = ("mean_auprc", "recall@1", "recall@10", "map@r", "r_precision")
 FLOOR_BLOCK = 1024
 DIMENSION, N_CLUSTERS, SPREAD = 128, 100, 2.0
@@ -77,12 +56,10 @@ def make_embeddings(n_samples, seed=0):
     return X, y
 
 
-def load_skrank(device, numba=True, numba_at_once=False):
-    from skrank.metrics import _tiled_ranks, retrieval_scores
-
-    _tiled_ranks.USE_NUMBA = numba  # False: the torch operations users get without numba
-    if numba_at_once:  # the fused loop from the first call, however small (before 0.2)
-        _tiled_ranks.NUMBA_MIN_PAIRS = 0
+def load_skrank(device, numba=True):
+    if not numba:
+        sys.modules["numba"] = None  # as if numba were not installed: its import fails
+    from skrank.metrics import retrieval_scores
 
     def run(X, y):
         scores = retrieval_scores(X, y, k=[1, 10], metric="cosine", at_r=True, device=device)
@@ -131,30 +108,6 @@ def load_pml(device):
     return run
 
 
-def load_sklearn(device):
-    from sklearn.metrics import average_precision_score
-
-    def run(X, y):
-        X = X.astype(np.float64)
-        precisions, hits_1, hits_10 = [], [], []
-        for query in range(len(X)):
-            similarity = np.delete(X @ X[query], query)
-            is_positive = np.delete(y == y[query], query)
-            if not is_positive.any():
-                continue
-            precisions.append(average_precision_score(is_positive, similarity))
-            ranked = is_positive[np.argsort(-similarity, kind="stable")[:10]]
-            hits_1.append(ranked[0])
-            hits_10.append(ranked.any())
-        return {
-            "mean_auprc": float(np.mean(precisions)),
-            "recall@1": float(np.mean(hits_1)),
-            "recall@10": float(np.mean(hits_10)),
-        }
-
-    return run
-
-
 def worker(method, n_samples, device):
     """Child process: import, make the data, time one method; its record."""
     import torch
@@ -163,11 +116,9 @@ def worker(method, n_samples, device):
     loaders = {
         "torch": lambda: load_skrank(device),
         "torch-no-numba": lambda: load_skrank(device, numba=False),
-        "torch-numba-at-once": lambda: load_skrank(device, numba_at_once=True),
         "numpy": lambda: load_skrank("numpy"),
         "floor": lambda: load_floor(device),
         "pml": lambda: load_pml(device),
-        "sklearn": lambda: load_sklearn(device),
     }
     run = loaders[method]()
     X, y = make_embeddings(n_samples)
@@ -191,24 +142,9 @@ def run_child(method, n_samples, device, memory_limit_gib, timeout):
         return {"failure": f"killed: {failure.reason}"}
 
 
-def _format(value, digits):
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-COLUMNS = [
-    "N",
-    "method",
-    "time (s)",
-    "time / floor",
-    "peak RSS (MiB)",
-    "extra (MiB)",
-    "mean AUPRC",
-    "Recall@1",
-    "Recall@10",
-    "MAP@R",
-    "R-precision",
-    "max abs diff vs torch",
-]
+COLUMNS = ["N", "method", "time (s)", "time / floor", "peak RSS (MiB)", "extra (MiB)",
+           "mean AUPRC", "Recall@1", "Recall@10", "MAP@R", "R-precision",
+           "max abs diff vs torch"]  # fmt: skip
 
 
 def table_rows(rows):
@@ -222,33 +158,11 @@ def table_rows(rows):
         difference = max((abs(result[key] - reference[key]) for key in common), default=None)
         ratio = result["seconds"] / floor["seconds"] if floor and "seconds" in floor else None
         table.append(
-            [
-                n_samples,
-                method,
-                round(result["seconds"], 2),
-                None if ratio is None else round(ratio, 2),
-                round(result["peak_mib"]),
-                round(result["extra_mib"]),
-                *[result.get(key) for key in KEYS],
-                difference,
-            ]
-        )
+            [n_samples, method, round(result["seconds"], 2),
+             None if ratio is None else round(ratio, 2), round(result["peak_mib"]),
+             round(result["extra_mib"]), *[result.get(key) for key in KEYS], difference]
+        )  # fmt: skip
     return table
-
-
-def print_table(table):
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|" + "---|" * len(COLUMNS))
-    for row in table:
-        cells = [f"{row[0]:,}", row[1]]
-        if isinstance(row[2], str):
-            print("| " + " | ".join(cells + [row[2]]) + " |")
-            continue
-        cells += [f"{row[2]:.2f}", "n/a" if row[3] is None else f"{row[3]:.2f}x"]
-        cells += [f"{row[4]}", f"{row[5]}"]
-        cells += [_format(value, 6) for value in row[6:11]]
-        cells.append("n/a" if row[11] is None else f"{row[11]:.1e}")
-        print("| " + " | ".join(cells) + " |")
 
 
 def main(argv=None):
@@ -261,14 +175,7 @@ def main(argv=None):
     arguments.add_argument(
         "--no-numba-max", type=int, default=30_000, help="largest N for torch-no-numba"
     )
-    arguments.add_argument(
-        "--at-once-max",
-        type=int,
-        default=0,
-        help="largest N for torch-numba-at-once (numba loaded by the first call)",
-    )
     arguments.add_argument("--pml-max", type=int, default=10_000, help="largest N for pml")
-    arguments.add_argument("--sklearn-max", type=int, default=0, help="largest N for sklearn")
     arguments.add_argument("--memory-limit-gib", type=float, default=12.0)
     args = arguments.parse_args(argv)
     if args.quick:
@@ -282,10 +189,8 @@ def main(argv=None):
     for n_samples in args.sizes:
         limits = (
             ("torch-no-numba", args.no_numba_max),
-            ("torch-numba-at-once", args.at_once_max),
             ("numpy", args.numpy_max),
             ("pml", args.pml_max),
-            ("sklearn", args.sklearn_max),
         )
         methods = ["floor", "torch"] + [name for name, largest in limits if n_samples <= largest]
 
@@ -303,7 +208,6 @@ def main(argv=None):
         for method in methods:
             rows.append((n_samples, method, results[method], reference, floor))
     table = table_rows(rows)
-    print_table(table)
     device = args.device.replace(":", "") if args.device != "cpu" else None
     results = Results(
         results_name("bench_metrics", args, device),
@@ -318,17 +222,11 @@ def main(argv=None):
             f"{args.repeats} alternated run(s) per method, the fastest kept; "
             f"numpy path up to N = {args.numpy_max:,}, PML up to N = {args.pml_max:,}, "
             f"torch-no-numba (the torch CPU path without numba installed) up to N = "
-            f"{args.no_numba_max:,}"
-            + (
-                f", torch-numba-at-once (numba's loop loaded by the first call, as before 0.2) "
-                f"up to N = {args.at_once_max:,}"
-                if args.at_once_max
-                else ""
-            )
-            + "; "
+            f"{args.no_numba_max:,}; "
             "time / floor divides by the float32 similarity products alone; max abs diff "
             "over the metrics a method shares with the torch path."
         ),
+        show=True,
     )
     results.save()
 

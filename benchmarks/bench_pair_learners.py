@@ -1,36 +1,24 @@
 """The pair learners where users measure them: k-NN accuracy, TPR at low FPR, fit time.
 
-On the shipped MNIST-10k, for several seeds, a stratified 3,000 / 2,000 train / test split (the
-split of ``python -m skrank``'s MMC row, seed 0 there), compared side by side on the same split:
+MNIST-10k, stratified 3,000 / 2,000 train / test splits (``python -m skrank``'s MMC row's split
+at seed 0), one seed a split:
 
-* **k-NN task** (features: PCA fitted on the training part keeping 90% of the variance):
-  the Euclidean metric; :class:`~skrank.MMC` with its defaults, with the paper's criterion
-  (``scatter_ridge=1e-8, min_rank=None``) and with options selected on validation folds of the
-  training part by the user guide's procedure (:func:`mmc_selection`: a Pipeline
-  with ``KNeighborsClassifier(5)`` scored by accuracy on 5 stratified folds repeated 3 times;
-  candidates: no metric learning; ``scatter_ridge`` x ``min_rank`` in {1, 10, 100} x
-  {0.25, 0.5, 0.75, "full"} with all pairs; and local pairs, ``positives="nearest",
-  negatives="nearest"`` with ``n_neighbors`` x ``scatter_ridge`` x ``min_rank`` in {10, 20} x
-  {1, 10} x {0.25, 0.5}; the one-standard-error rule falls back to the Euclidean metric unless
-  the best candidate beats it by more than one standard error); scikit-learn's
-  ``NeighborhoodComponentsAnalysis``; metric-learn's ``ITML_Supervised`` and ``LMNN``.
-* **pair task** (features: the first 32 principal axes of the training part, not centred, as in
-  ``python -m skrank``'s PointwiseROCSimilarity row): the cosine similarity;
-  :class:`~skrank.PointwiseROCSimilarity` with its defaults, with the paper's criterion (its
-  level chosen for FPR 1% on held-out training pairs, no pull toward the cosine) and with
-  ``preprocessing`` and ``identity_weight`` selected by ``GridSearchCV`` with the
-  ``"tpr@fpr=0.01"`` scorer; the Euclidean metric and MMC's defaults on the same features.
+* **k-NN task** (PCA fitted on the training part, 90% of the variance): the Euclidean metric;
+  :class:`~skrank.MMC` with its defaults, with the paper's criterion (``scatter_ridge=1e-8,
+  min_rank=None``) and chosen on validation folds of the training part (:func:`mmc_selection`:
+  a Pipeline before ``KNeighborsClassifier(5)``, 5 stratified folds repeated 3 times, over no
+  metric learning, ``scatter_ridge`` x ``min_rank`` with all pairs and with local pairs, and the
+  one-standard-error rule toward the Euclidean metric); scikit-learn's NCA; metric-learn's
+  ``ITML_Supervised`` and ``LMNN`` (in their own environment, ``_metric_learn_fit.py``, each
+  fit stopped after ``--timeout`` seconds; skipped without it).
+* **pair task** (the first 32 principal axes, not centred, as ``python -m skrank``'s
+  PointwiseROCSimilarity row): the cosine similarity; :class:`~skrank.PointwiseROCSimilarity`
+  with its defaults, with the paper's criterion and with ``preprocessing`` x ``identity_weight``
+  chosen by ``GridSearchCV`` with the ``"tpr@fpr=0.01"`` scorer; the Euclidean metric and MMC.
 
-Every method is scored on the test part by the 5-NN accuracy (training items as neighbours;
-PointwiseROCSimilarity and cosine rank neighbours by similarity) and by the TPR at FPR 1% and
-5% over all test pairs ``i < j`` (the pair score is minus the learned distance, or the
-similarity). Fit times include the grid searches of the selected rows.
-
-metric-learn 0.7 does not run with scikit-learn >= 1.8: it runs in a separate virtual
-environment (``python3 -m venv benchmarks/.venv-ml && benchmarks/.venv-ml/bin/pip install
-"scikit-learn<1.6" metric-learn numpy scipy``, or ``SKRANK_METRIC_LEARN_PYTHON``: see
-``_harness.py``) through ``_metric_learn_fit.py``, each fit stopped after ``--timeout``
-seconds; its rows are skipped with a message when that environment is absent.
+Scores on the test part: the 5-NN accuracy (training items as neighbours) and the TPR at FPR 1%
+and 5% over all test pairs ``i < j`` (minus the learned distance, or the similarity). Fit times
+include the grid searches of the selected rows.
 
 Usage::
 
@@ -112,36 +100,27 @@ def mmc_selection():
 
 def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection):
     Z_train, Z_test = pca(X_train, X_test)
-    rows = [["Euclidean", *linear_scores(Z_train, y_train, Z_test, y_test), 0.0]]
+
+    def row(name, embed, seconds):
+        return [name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds]
+
+    rows = [row("Euclidean", lambda Z: Z, 0.0)]
     for name, params in (
         ("MMC, defaults", {}),
         ("MMC, paper's criterion", {"scatter_ridge": 1e-8, "min_rank": None}),
     ):
         model, seconds = timed(lambda params=params: MMC(**SAMPLED, **params).fit(Z_train, y_train))
-        embed = model.transform
-        rows.append([name, *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test), seconds])
+        rows.append(row(name, model.transform, seconds))
     search, seconds = timed(lambda: mmc_selection().fit(Z_train, y_train))
     selection.append(validation_summary(search))
     chosen = search.best_estimator_[0]
     embed = (lambda Z: Z) if chosen == "passthrough" else chosen.transform
     selected = {k.removeprefix("mmc__"): v for k, v in search.best_params_.items()}
-    rows.append(
-        [
-            f"MMC, CV-selected {selected}",
-            *linear_scores(embed(Z_train), y_train, embed(Z_test), y_test),
-            seconds,
-        ]
-    )
+    rows.append(row(f"MMC, CV-selected {selected}", embed, seconds))
     nca, seconds = timed(
         lambda: NeighborhoodComponentsAnalysis(random_state=0, max_iter=100).fit(Z_train, y_train)
     )
-    rows.append(
-        [
-            "sklearn NCA (max_iter=100)",
-            *linear_scores(nca.transform(Z_train), y_train, nca.transform(Z_test), y_test),
-            seconds,
-        ]
-    )
+    rows.append(row("sklearn NCA (max_iter=100)", nca.transform, seconds))
     for learner, params in (
         ("ITML_Supervised", {}),
         ("LMNN", {"n_neighbors": 5, "max_iter": 100}),
@@ -155,9 +134,7 @@ def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection)
             print(f"{name}: skipped, {failure.reason}", file=sys.stderr)
             rows.append([name, None, None, None, failure.reason])
             continue
-        embed = lambda Z, L=fitted["components"]: Z @ L.T  # noqa: E731
-        scores = linear_scores(embed(Z_train), y_train, embed(Z_test), y_test)
-        rows.append([name, *scores, fitted["seconds"]])
+        rows.append(row(name, lambda Z, L=fitted["components"]: Z @ L.T, fitted["seconds"]))
     return rows
 
 
@@ -193,21 +170,11 @@ def pair_task(X_train, y_train, X_test, y_test):
         cv=StratifiedKFold(5, shuffle=True, random_state=0),
     )
     search, seconds = timed(lambda: search.fit(Z_train, y_train))
-    rows.append(
-        [
-            f"PointwiseROCSimilarity, CV-selected {search.best_params_}",
-            *roc_model_scores(search.best_estimator_, Z_train, y_train, Z_test, y_test),
-            seconds,
-        ]
-    )
+    best = roc_model_scores(search.best_estimator_, Z_train, y_train, Z_test, y_test)
+    rows.append([f"PointwiseROCSimilarity, CV-selected {search.best_params_}", *best, seconds])
     mmc, seconds = timed(lambda: MMC(**SAMPLED).fit(Z_train, y_train))
-    rows.append(
-        [
-            "MMC, defaults",
-            *linear_scores(mmc.transform(Z_train), y_train, mmc.transform(Z_test), y_test),
-            seconds,
-        ]
-    )
+    embedded = linear_scores(mmc.transform(Z_train), y_train, mmc.transform(Z_test), y_test)
+    rows.append(["MMC, defaults", *embedded, seconds])
     return rows
 
 

@@ -2,30 +2,24 @@
 
 Pairs are drawn from labelled data, so that both paths see the same constraints.
 
-1. **Equality with the label path.** skrank fitted on the pairs equals skrank fitted on the
-   labels where the pair sets coincide, at fixed settings: MMC with the paper's criterion on all
-   pairs of a labelled sample (given as a (n_pairs, 2, n_features) array and as row indices into
-   an item table), MMC with the objective on a sample of negative pairs (the same sample on both
-   paths), and PointwiseROCSimilarity at a fixed ``alpha`` (``alpha="auto"`` splits items on one
-   path and pairs on the other, so it is left out here).
-2. **Against metric-learn's weakly supervised MMC** (``metric_learn.MMC.fit(pairs, y)``, run in
-   its own environment as in ``bench_mmc.py``) on the same pairs: half similar, half dissimilar,
-   drawn uniformly from the pairs of MNIST training items (PCA fitted on them to d = 20 or 100),
-   at 10^4 and 10^5 pairs. Reported: the training figure of merit (mean distance over the
-   dissimilar pairs / root mean squared distance over the similar ones, the scale-invariant
-   objective both solve), the fit time and its ratio, and the ROC AUC of the distances of
-   held-out pairs (drawn the same way from the test items). skrank runs the paper's criterion
-   (``scatter_ridge=1e-8, min_rank=None``), as metric-learn does; a row gives its defaults.
-   metric-learn runs with its defaults and a time cap per fit (``--timeout``).
+1. **Equality with the label path** at fixed settings: MMC with the paper's criterion on all
+   pairs of a labelled sample (as a (n_pairs, 2, n_features) array and as row indices into an
+   item table), MMC on a sample of negative pairs (the same on both paths), and
+   PointwiseROCSimilarity at a fixed ``alpha`` (``"auto"`` splits items on one path and pairs
+   on the other).
+2. **Against metric-learn's weakly supervised MMC** (``metric_learn.MMC.fit(pairs, y)``, in its
+   own environment, its defaults, stopped after ``--timeout``) on the same pairs: half similar,
+   half dissimilar, uniform over the pairs of MNIST training items (PCA to d = 20 or 100), 10^4
+   and 10^5 pairs. Reported: the training figure of merit (the scale-invariant objective both
+   solve), the fit time and its ratio, and the ROC AUC of held-out pairs of test items. skrank
+   runs the paper's criterion (``scatter_ridge=1e-8, min_rank=None``); a row gives its defaults.
 3. **A validation screen** of MMC's ``scatter_ridge`` and ``min_rank`` by the ROC AUC of
-   validation pairs (drawn from training items held out of the fit, never the test items).
+   validation pairs (training items held out of the fit, never the test items).
 
 Usage::
 
     python benchmarks/bench_pairs.py            # full run
     python benchmarks/bench_pairs.py --quick    # smoke run (10^3 and 10^4 pairs, d = 20)
-
-Writes ``benchmarks/results/bench_pairs.json`` (``bench_pairs_quick.json`` with ``--quick``).
 """
 
 import functools
@@ -58,6 +52,10 @@ def relative_difference(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
+EQUALITY_COLUMNS = ["fit", "pairs", "A: max relative difference", "objective (relative)",
+                    "n_iter labels / pairs"]  # fmt: skip
+
+
 def equality_section(results, quick):
     X, y = load_digits(return_X_y=True)
     X = PCA(n_components=20, random_state=0).fit_transform(X)
@@ -69,15 +67,9 @@ def equality_section(results, quick):
 
     def mmc_row(name, n_pairs, labelled, given):
         A_given, A_labelled = given.get_mahalanobis_matrix(), labelled.get_mahalanobis_matrix()
-        rows.append(
-            [
-                name,
-                n_pairs,
-                f"{relative_difference(A_given, A_labelled):.1e}",
-                f"{given.objective_[-1] / labelled.objective_[-1] - 1:+.1e}",
-                f"{labelled.n_iter_} / {given.n_iter_}",
-            ]
-        )
+        rows.append([name, n_pairs, f"{relative_difference(A_given, A_labelled):.1e}",
+                     f"{given.objective_[-1] / labelled.objective_[-1] - 1:+.1e}",
+                     f"{labelled.n_iter_} / {given.n_iter_}"])  # fmt: skip
 
     labelled = MMC(**PAPER).fit(X, y)
     n_all = indices.shape[0]
@@ -98,24 +90,12 @@ def equality_section(results, quick):
     alpha = PointwiseROCSimilarity(random_state=0).fit(X, y).alpha_
     labelled = PointwiseROCSimilarity(alpha=alpha).fit(X, y)
     given = PointwiseROCSimilarity(alpha=alpha).fit(pairs, labels)
-    rows.append(
-        [
-            f"PointwiseROC, alpha={alpha:.6f} (constraint active), (n, 2, d) array",
-            indices.shape[0],
-            f"{relative_difference(given.A_, labelled.A_):.1e}",
-            f"threshold {given.threshold_ - labelled.threshold_:+.1e}",
-            "-",
-        ]
-    )
+    rows.append([f"PointwiseROC, alpha={alpha:.6f} (constraint active), (n, 2, d) array",
+                 indices.shape[0], f"{relative_difference(given.A_, labelled.A_):.1e}",
+                 f"threshold {given.threshold_ - labelled.threshold_:+.1e}", "-"])  # fmt: skip
     results.add_table(
         f"Equality with the label path: digits, {n} items, PCA 20",
-        [
-            "fit",
-            "pairs",
-            "A: max relative difference",
-            "objective (relative)",
-            "n_iter labels / pairs",
-        ],
+        EQUALITY_COLUMNS,
         rows,
         notes="A: largest entry of |A_pairs - A_labels| over the largest of |A_labels|. "
         "Objective: MMC's mean dissimilar distance at the end of each fit; PointwiseROC: the "
@@ -175,6 +155,12 @@ def held_out_auc(pairs, labels, components):
     return roc_auc_score(labels == 1, -pair_distances(pairs, components))
 
 
+def pair_scores(pairs, labels, test_pairs, test_labels, components):
+    """The merit on the training pairs and the held-out ROC AUC of the metric ``components``."""
+    return [f"{merit(pairs, labels, components):.4f}",
+            f"{held_out_auc(test_pairs, test_labels, components):.4f}"]  # fmt: skip
+
+
 def metric_learn_section(results, quick, timeout):
     X_train, X_test, y_train, y_test = mnist_split()
     sizes = [1_000, 10_000] if quick else [10_000, 100_000]
@@ -202,64 +188,26 @@ def metric_learn_section(results, quick, timeout):
             except ChildFailed as failure:
                 components, seconds = None, failure.reason
             speed_up = functools.partial(speed_up_over, seconds, timeout)
-
+            scores = functools.partial(pair_scores, pairs, labels, test_pairs, test_labels)
             for name, (fitted, fit_seconds, n_iter) in fits.items():
-                rows.append(
-                    [
-                        d,
-                        n_pairs,
-                        name,
-                        round(fit_seconds, 3),
-                        speed_up(fit_seconds),
-                        f"{merit(pairs, labels, fitted):.4f}",
-                        f"{held_out_auc(test_pairs, test_labels, fitted):.4f}",
-                        n_iter,
-                    ]
-                )
-            rows.append(
-                [
-                    d,
-                    n_pairs,
-                    "skrank MMC (paper's criterion), row indices",
-                    round(index_seconds, 3),
-                    speed_up(index_seconds),
-                    "-",
-                    "-",
-                    "-",
-                ]
-            )
+                rows.append([d, n_pairs, name, round(fit_seconds, 3), speed_up(fit_seconds),
+                             *scores(fitted), n_iter])  # fmt: skip
+            index_row = ["skrank MMC (paper's criterion), row indices", round(index_seconds, 3)]
+            rows.append([d, n_pairs, *index_row, speed_up(index_seconds), "-", "-", "-"])
             if components is not None:
-                rows.append(
-                    [
-                        d,
-                        n_pairs,
-                        "metric-learn MMC",
-                        round(seconds, 3),
-                        1.0,
-                        f"{merit(pairs, labels, components):.4f}",
-                        f"{held_out_auc(test_pairs, test_labels, components):.4f}",
-                        "-",
-                    ]
-                )
+                rows.append([d, n_pairs, "metric-learn MMC", round(seconds, 3), 1.0,
+                             *scores(components), "-"])  # fmt: skip
             else:
                 rows.append([d, n_pairs, f"metric-learn MMC: {seconds}", "-", "-", "-", "-", "-"])
-            identity = np.eye(d)
-            rows.append(
-                [
-                    d,
-                    n_pairs,
-                    "Euclidean metric",
-                    "-",
-                    "-",
-                    f"{merit(pairs, labels, identity):.4f}",
-                    f"{held_out_auc(test_pairs, test_labels, identity):.4f}",
-                    "-",
-                ]
-            )
+            rows.append([d, n_pairs, "Euclidean metric", "-", "-", *scores(np.eye(d)), "-"])
             for row in rows[-5:]:
                 print("  ".join(str(cell) for cell in row), flush=True)
             add_metric_learn_table(results, rows, timeout)
             results.save()  # keep what is measured if a later fit is stopped
+
+
+METRIC_LEARN_COLUMNS = ["d", "pairs", "method", "fit s", "metric-learn s / fit s",
+                        "merit (training pairs)", "held-out pair ROC AUC", "n_iter"]  # fmt: skip
 
 
 def add_metric_learn_table(results, rows, timeout):
@@ -268,16 +216,7 @@ def add_metric_learn_table(results, rows, timeout):
     results.data["tables"] = [t for t in results.data["tables"] if t["title"] != title]
     results.add_table(
         title,
-        [
-            "d",
-            "pairs",
-            "method",
-            "fit s",
-            "metric-learn s / fit s",
-            "merit (training pairs)",
-            "held-out pair ROC AUC",
-            "n_iter",
-        ],
+        METRIC_LEARN_COLUMNS,
         rows,
         notes="Merit: mean distance over the training dissimilar pairs / root mean squared "
         "distance over the training similar ones (scale-invariant; the objective both solve "

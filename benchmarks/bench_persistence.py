@@ -1,26 +1,14 @@
 """Saved estimators: size and load time of each estimator's skops file, beside its pickle.
 
-Fits each estimator once, then saves it with ``skops.io.dumps`` and with ``pickle.dumps``
-(protocol 5, as joblib writes) and times loading it from the bytes in memory: skops with
-``skops.io.get_untrusted_types`` and ``skops.io.loads(trusted=...)`` (listing the types is part
-of a safe load), against ``pickle.loads``. The loads alternate (skops, pickle, skops, ...) and
-each keeps its fastest of ``--repeats``: on a shared machine the ratio compares loads taken
-under similar load. Every loaded estimator is checked to predict as the original (bitwise), and
-the types skops lists to be skrank's own.
-
-The estimators, on data shipped with skrank:
-
-- ``SOPRCEmbedder``: its default network (784 -> 256 -> 64) on the MNIST test images;
-- ``SNMClassifier``: its defaults on Bibtex's training rows (1,836 sparse features, 159
-  labels: TF-IDF inputs, a linear encoder, the neighbour votes chosen on validation rows,
-  which keep the training rows' embeddings);
-- ``SNMClassifier`` on 100,000 labels (``make_large_output_classification``, 64 features,
-  ``embedding_dim=64``): a label table of 6.4 million floats;
-- ``PointwiseROCSimilarity``: its defaults on the MNIST test images (``A`` is 784 x 784);
-- ``MMC``: its defaults on scikit-learn's digits (64 features).
-
-The torch estimators train for ``--epochs`` epochs: the file holds the weights, whatever their
-values. Results go to ``benchmarks/results/bench_persistence.json``.
+Fits each estimator once, saves it with ``skops.io.dumps`` and ``pickle.dumps`` (protocol 5, as
+joblib) and times loading it from memory: skops with ``get_untrusted_types`` and
+``loads(trusted=...)`` (listing the types is part of a safe load) against ``pickle.loads``,
+alternated, each keeping its fastest of ``--repeats``. Every loaded estimator must predict as
+the original (bitwise), and the types skops lists must be skrank's own. Estimators:
+``SOPRCEmbedder`` (784-256-64, MNIST), ``SNMClassifier`` (defaults, Bibtex; and 100,000 labels
+of ``make_large_output_classification``, ``embedding_dim=64``: 6.4 million floats),
+``PointwiseROCSimilarity`` (MNIST, ``A`` 784 x 784) and ``MMC`` (digits); the torch ones train
+for ``--epochs`` epochs.
 
 Usage::
 
@@ -41,6 +29,9 @@ from sklearn.datasets import load_digits
 from skrank import MMC, PointwiseROCSimilarity, SNMClassifier, SOPRCEmbedder
 from skrank.datasets import load_bibtex, load_mnist, make_large_output_classification
 
+COLUMNS = ["estimator", "fitted on", "skops (MiB)", "pickle (MiB)", "size ratio",
+           "skops load (ms)", "pickle load (ms)", "load ratio", "types to trust"]  # fmt: skip
+
 
 def fitted_estimators(epochs, n_labels=100_000):
     """(name, data, fitted estimator, outputs) of each estimator measured."""
@@ -52,36 +43,16 @@ def fitted_estimators(epochs, n_labels=100_000):
     digits_X, digits_y = load_digits(return_X_y=True)
     torch_params = dict(max_epochs=epochs, device="cpu", random_state=0)
     cases = [
-        (
-            "SOPRCEmbedder",
-            "MNIST test (10,000 x 784)",
-            SOPRCEmbedder(**torch_params),
-            mnist_X,
-            mnist_y,
-        ),
-        (
-            "SNMClassifier",
-            "Bibtex train (4,880 x 1,836, 159 labels)",
-            SNMClassifier(**torch_params),
-            bibtex_X,
-            bibtex_Y,
-        ),
-        (
-            "SNMClassifier",
-            f"{n_labels:,} labels (20,000 x 64)",
-            SNMClassifier(embedding_dim=64, **torch_params),
-            large_X,
-            large_y,
-        ),
-        (
-            "PointwiseROCSimilarity",
-            "MNIST test (10,000 x 784)",
-            PointwiseROCSimilarity(),
-            mnist_X,
-            mnist_y,
-        ),
+        ("SOPRCEmbedder", "MNIST test (10,000 x 784)", SOPRCEmbedder(**torch_params), mnist_X,
+         mnist_y),
+        ("SNMClassifier", "Bibtex train (4,880 x 1,836, 159 labels)",
+         SNMClassifier(**torch_params), bibtex_X, bibtex_Y),
+        ("SNMClassifier", f"{n_labels:,} labels (20,000 x 64)",
+         SNMClassifier(embedding_dim=64, **torch_params), large_X, large_y),
+        ("PointwiseROCSimilarity", "MNIST test (10,000 x 784)", PointwiseROCSimilarity(),
+         mnist_X, mnist_y),
         ("MMC", "digits (1,797 x 64)", MMC(random_state=0), digits_X / 16, digits_y),
-    ]
+    ]  # fmt: skip
     for name, data, estimator, X, y in cases:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -139,32 +110,15 @@ def main(argv=None):
                 np.testing.assert_array_equal(before, after, err_msg=f"{name} via {kind}")
         skops_size, pickle_size = len(files["skops"]), len(files["pickle"])
         rows.append(
-            [
-                name,
-                data,
-                round(skops_size / 2**20, 3),
-                round(pickle_size / 2**20, 3),
-                round(skops_size / pickle_size, 2),
-                round(1000 * seconds["skops"], 3),
-                round(1000 * seconds["pickle"], 3),
-                round(seconds["skops"] / seconds["pickle"], 1),
-                len(untrusted),
-            ]
-        )
+            [name, data, round(skops_size / 2**20, 3), round(pickle_size / 2**20, 3),
+             round(skops_size / pickle_size, 2), round(1000 * seconds["skops"], 3),
+             round(1000 * seconds["pickle"], 3), round(seconds["skops"] / seconds["pickle"], 1),
+             len(untrusted)]
+        )  # fmt: skip
         print(rows[-1], f"(both saves: {save_seconds:.2f} s)", flush=True)
     results.add_table(
         "Saved estimators: skops file against pickle (bytes in memory)",
-        [
-            "estimator",
-            "fitted on",
-            "skops (MiB)",
-            "pickle (MiB)",
-            "size ratio",
-            "skops load (ms)",
-            "pickle load (ms)",
-            "load ratio",
-            "types to trust",
-        ],
+        COLUMNS,
         rows,
         notes=(
             "skops load: get_untrusted_types then loads with those types trusted (all skrank's "

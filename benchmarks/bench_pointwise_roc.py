@@ -1,34 +1,28 @@
 """Pointwise ROC similarity: pair statistics without a pair loop, and the KKT solve against cvxpy.
 
-Two tables, on MNIST-10k (``skrank.datasets.load_mnist``) reduced by PCA to d dimensions and
-L2-normalised, as ``PointwiseROCSimilarity`` uses it:
+On MNIST-10k reduced by PCA to d dimensions and L2-normalised, as ``PointwiseROCSimilarity``
+uses it:
 
 1. Exact ``P`` and ``N`` (mean symmetrised outer products over positive and negative pairs) from
-   class sums and the Gram matrix (``skrank.similarity.PairStatistics``, O(n d^2)) against explicit
-   pair loops (O(n^2 d^2)): a Python loop over pairs (tiny n) and the same loop vectorised over
-   blocks of pairs (small n). Both give the same matrices; the table gives the time ratio. Then
-   the statistics of all 10,000 items at d = 784 (target: under 1 s).
-2. The closed-form KKT solve (``skrank.similarity.solve_kkt``) against cvxpy with Clarabel
-   (``solve_cvxpy``, duality-gap tolerances 1e-10, and Clarabel's defaults 1e-8) on the same
-   problem, at a level where the constraint is active. Same optimum (relative Frobenius
-   difference of A); the ratio of times (target: KKT >= 100x faster at d >= 256).
-3. The cost of calibrating the decision threshold of ``PointwiseROCSimilarity`` at a 5%
-   false-positive rate: scoring all negative pairs in blocks against the 250,000 uniformly
-   sampled negative pairs the estimator uses beyond that many, and the false-positive rate the
-   sampled threshold achieves on all negative pairs.
+   class sums and the Gram matrix (``PairStatistics``, O(n d^2)) against explicit pair loops
+   (a Python loop over pairs, tiny n, and the loop vectorised over blocks of pairs); then the
+   statistics of all 10,000 items at d = 784 (target: under 1 s).
+2. The closed-form KKT solve (``solve_kkt``) against cvxpy with Clarabel (``solve_cvxpy``,
+   tolerances 1e-10 and Clarabel's defaults 1e-8), constraint active: the relative Frobenius
+   difference of A and the ratio of times (target: KKT >= 100x faster at d >= 256).
+3. The threshold at a 5% false-positive rate from all negative pairs, in blocks, against the
+   250,000 sampled negative pairs the estimator uses, and the sampled threshold's FPR on all.
 
-Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_pointwise_roc.py``
-(``--quick`` for a smoke run). Writes ``benchmarks/results/bench_pointwise_roc.json``
-(``bench_pointwise_roc_quick.json`` with ``--quick``), whose tables ``python
-benchmarks/report.py`` renders into ``benchmarks/README.md``.
+Usage::
+
+    python benchmarks/bench_pointwise_roc.py            # --quick: a smoke run
 """
 
 import numpy as np
-from _data import pca
+from _data import mnist_rows, pca
 from _harness import parser, results_name, timed
 from _results import Results
 
-from skrank.datasets import load_mnist
 from skrank.similarity import (
     PairStatistics,
     negative_pair_similarities,
@@ -46,8 +40,7 @@ def median_time(repeats, function, *args, **kwargs):
 
 
 def mnist_features(d, n_samples):
-    X, y = load_mnist(return_X_y=True)
-    X, y = X[:n_samples].astype(np.float64), y[:n_samples]
+    X, y = mnist_rows(n_samples, np.float64)
     Z = pca(X, n_components=d, svd_solver="auto")[0] if d < X.shape[1] else X - X.mean(axis=0)
     return Z / np.linalg.norm(Z, axis=1, keepdims=True), y
 
@@ -126,6 +119,10 @@ def table_statistics(results, quick):
     )
 
 
+SOLVER_COLUMNS = ["d", "KKT (s)", "cvxpy (s)", "ratio", "rel. diff. A", "cvxpy 1e-8 (s)",
+                  "ratio 1e-8", "rel. diff. A 1e-8"]  # fmt: skip
+
+
 def table_solvers(results, quick):
     dims = [16, 64] if quick else [16, 64, 256, 784]
     rows = []
@@ -145,31 +142,12 @@ def table_solvers(results, quick):
             np.linalg.norm(solution.A - kkt.A) / np.linalg.norm(kkt.A)
             for solution in (tight, loose)
         )
-        rows.append(
-            [
-                d,
-                kkt_time,
-                tight_time,
-                tight_time / kkt_time,
-                tight_difference,
-                loose_time,
-                loose_time / kkt_time,
-                loose_difference,
-            ]
-        )
+        rows.append([d, kkt_time, tight_time, tight_time / kkt_time, tight_difference,
+                     loose_time, loose_time / kkt_time, loose_difference])  # fmt: skip
     results.add_table(
         "2. KKT closed form (solve_kkt) vs cvxpy with Clarabel (solve_cvxpy), same problem, "
         f"constraint active (MNIST, n = {2000 if quick else 10000})",
-        [
-            "d",
-            "KKT (s)",
-            "cvxpy (s)",
-            "ratio",
-            "rel. diff. A",
-            "cvxpy 1e-8 (s)",
-            "ratio 1e-8",
-            "rel. diff. A 1e-8",
-        ],
+        SOLVER_COLUMNS,
         rows,
         notes="KKT: median of 20 calls; cvxpy: median of 3 (one at d >= 256). cvxpy: duality-gap "
         "tolerances 1e-10 (solve_cvxpy's default); cvxpy 1e-8: Clarabel's own defaults. "
@@ -177,6 +155,10 @@ def table_solvers(results, quick):
         "d >= 256.",
         show=True,
     )
+
+
+CALIBRATION_COLUMNS = ["n", "d", "negative pairs", "all pairs (s)", "sampled (s)", "ratio",
+                       "FPR of sampled threshold"]  # fmt: skip
 
 
 def table_calibration(results, quick):
@@ -196,15 +178,7 @@ def table_calibration(results, quick):
     results.add_table(
         f"3. Threshold at FPR 5%: all negative pairs (in blocks) vs {sampled:,} "
         "sampled pairs (MNIST)",
-        [
-            "n",
-            "d",
-            "negative pairs",
-            "all pairs (s)",
-            "sampled (s)",
-            "ratio",
-            "FPR of sampled threshold",
-        ],
+        CALIBRATION_COLUMNS,
         rows,
         notes="FPR of sampled threshold: the false-positive rate, on all negative pairs, of the "
         "threshold computed from the sample (its standard error at 5%: "

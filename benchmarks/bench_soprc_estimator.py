@@ -66,6 +66,10 @@ def simulate(batch_sizes, n_batches, n_samples=100_000, seed=0):
     return rows
 
 
+BIAS_COLUMNS = ["distribution", "batch", "pi0", "1-AUPRC", "SOPRC mean ± sd", "AP mean ± sd",
+                "SOPRC bias", "AP bias"]  # fmt: skip
+
+
 def main(argv=None):
     args = parser(__doc__, "quick", "tag").parse_args(argv)
     torch.set_num_threads(1)  # tiny tensors: a thread pool only adds overhead
@@ -102,16 +106,7 @@ def main(argv=None):
     results.add_table(
         f"Bias of the SOPRC and in-batch AP estimators of 1 - AUPRC ({n_batches} batches per "
         f"row, pi = {PRIOR}, 100,000 scores)",
-        [
-            "distribution",
-            "batch",
-            "pi0",
-            "1-AUPRC",
-            "SOPRC mean ± sd",
-            "AP mean ± sd",
-            "SOPRC bias",
-            "AP bias",
-        ],
+        BIAS_COLUMNS,
         table,
         notes="SOPRC: soprc_query_loss(..., exact=True) with the dataset prior and the ideal "
         "auxiliary vector (all positive scores); AP: 1 - average precision of the batch; "

@@ -1,31 +1,19 @@
 """Torch operations and host synchronisations per optimiser step, counted with torch.profiler.
 
 On a GPU every top-level torch operation is at least one kernel launch, and every operation that
-reads a value back to the host (``aten::_local_scalar_dense`` from ``.item()``/``float()``/
-``int()``, ``aten::nonzero``, ``aten::unique``, boolean-mask indexing) stalls the launch queue
-until the device catches up. Both are counted here on the CPU, where they are the same
-operations, for:
+reads a value back to the host (``aten::_local_scalar_dense`` from ``.item()``, ``nonzero``,
+``unique``, boolean-mask indexing) stalls the launch queue. Both are counted on the CPU, where
+they are the same operations, for ``SOPRCEmbedder.fit`` and ``SNMClassifier.fit`` and for plain
+torch loops over class-balanced batches of the same shape with ``SOPRCLoss`` (grouped and
+any-order) and pytorch-metric-learning's ``MultiSimilarityLoss`` and ``FastAPLoss``.
 
-- ``SOPRCEmbedder.fit`` and ``SNMClassifier.fit`` (the estimators, every step of their epochs);
-- plain torch loops, the data on the device and class-balanced batches of the same shape, with
-  ``skrank.losses.SOPRCLoss`` (its grouped form and its any-order form) and with
-  pytorch-metric-learning's ``MultiSimilarityLoss`` and ``FastAPLoss``.
+Counts per optimiser step; for the estimators over a one-epoch ``fit`` (set-up included) and
+the marginal epoch (three epochs minus one, over two epochs' steps). Data: 2,048 MNIST images
+(``--quick``: 512), MLP 784-256-64, batches of 10 classes x 4 items (224 items for SNM); means
+over ``--seeds`` (the estimators' ``random_state``, the loops' batches and weights).
 
-Counts are per optimiser step, averaged over the steps of the profiled run. For the estimators
-two figures are given: over a whole ``fit`` of one epoch (set-up included) and the marginal cost
-of an epoch (a fit of three epochs minus a fit of one, divided by two epochs' steps).
-
-Data: 2,048 MNIST images (784 features), 10 classes; MLP 784-256-64; batches of 224 items
-(56 classes x 4 would need 56 classes: here the 10 digits are the classes, so batches hold
-10 classes x 4 items = 40 items for the class-balanced losses, and 224 items for SNM).
-
-Targets, on the marginal epoch: at most 0.05 syncing ops per step for SOPRCEmbedder (2 an epoch
-of 52 steps: its batch sampling, prior warm-up and weight averaging read nothing back) and 0.1
-for SNMClassifier (1 an epoch of 10 steps), and SOPRCEmbedder's ops per step at most 1.5x the
-plain loop with MultiSimilarityLoss.
-
-Counts are means over the seeds (``--seeds``: the estimators' ``random_state`` and the loops'
-batches and initial weights). ``--quick``: 512 rows.
+Targets, on the marginal epoch: at most 0.05 syncing ops per step for SOPRCEmbedder and 0.1 for
+SNMClassifier, and SOPRCEmbedder's ops per step at most 1.5x the MultiSimilarityLoss loop's.
 
 Usage::
 
@@ -36,24 +24,18 @@ import warnings
 
 import numpy as np
 import torch
+from _data import mnist_rows
 from _harness import parser, results_name
 from _results import Results
 from torch.profiler import ProfilerActivity, profile
 
 from skrank import SNMClassifier, SOPRCEmbedder
-from skrank.datasets import load_mnist
 from skrank.losses import SOPRCLoss
 from skrank.nn import MLP
 from skrank.sampling import ClassBalancedBatchSampler
 
-SYNCING = {
-    "aten::_local_scalar_dense",
-    "aten::nonzero",
-    "aten::_unique2",
-    "aten::unique_dim",
-    "aten::unique_consecutive",
-    "aten::masked_select",
-}
+SYNCING = {"aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::unique_dim",
+           "aten::unique_consecutive", "aten::masked_select"}  # fmt: skip
 SAMPLES_PER_CLASS = 4
 
 
@@ -88,12 +70,6 @@ def count_ops(function):
     syncing = [e for e in events if e.name in SYNCING]
     cpu_only = sum(1 for e in syncing if CPU_ONLY & set(_ancestors(e)))
     return top_level, len(syncing) - cpu_only, cpu_only
-
-
-def mnist(n_samples):
-    data = load_mnist()
-    X = data.data[:n_samples].astype(np.float32)  # load_mnist: pixels in [0, 1]
-    return X, data.target[:n_samples]
 
 
 def estimator_counts(make, X, y, steps_per_epoch):
@@ -155,31 +131,22 @@ def counts_for_seed(X, y, seed):
     rows = []
     sampler = ClassBalancedBatchSampler(y, 10 * SAMPLES_PER_CLASS, SAMPLES_PER_CLASS)
     soprc_steps = len(sampler)
-    whole, marginal = estimator_counts(
-        lambda epochs: SOPRCEmbedder(
-            batch_size=10 * SAMPLES_PER_CLASS, max_epochs=epochs, device="cpu", random_state=seed
-        ),
-        X,
-        y,
-        soprc_steps,
-    )
+
+    def soprc(epochs):
+        return SOPRCEmbedder(batch_size=10 * SAMPLES_PER_CLASS, max_epochs=epochs, device="cpu",
+                             random_state=seed)  # fmt: skip
+
+    whole, marginal = estimator_counts(soprc, X, y, soprc_steps)
     rows.append(["SOPRCEmbedder.fit (1 epoch, set-up included)", soprc_steps, *whole])
     rows.append(["SOPRCEmbedder.fit (marginal epoch)", soprc_steps, *marginal])
     snm_steps = -(-X.shape[0] // 224)
-    whole, marginal = estimator_counts(
-        lambda epochs: SNMClassifier(
-            n_negatives=8,
-            embedding_dim=64,
-            hidden_layer_sizes=(256,),
-            batch_size=224,
-            max_epochs=epochs,
-            device="cpu",
-            random_state=seed,
-        ),
-        X,
-        y,
-        snm_steps,
-    )
+
+    def snm(epochs):
+        return SNMClassifier(n_negatives=8, embedding_dim=64, hidden_layer_sizes=(256,),
+                             batch_size=224, max_epochs=epochs, device="cpu",
+                             random_state=seed)  # fmt: skip
+
+    whole, marginal = estimator_counts(snm, X, y, snm_steps)
     rows.append(["SNMClassifier.fit (1 epoch, set-up included)", snm_steps, *whole])
     rows.append(["SNMClassifier.fit (marginal epoch)", snm_steps, *marginal])
     loops = {}
@@ -190,6 +157,10 @@ def counts_for_seed(X, y, seed):
     return rows, loops
 
 
+COLUMNS = ["run", "steps", "top-level aten ops / step", "syncing ops / step",
+           "fused Adam's CPU-kernel step reads / step"]  # fmt: skip
+
+
 def main(argv=None):
     made = parser(__doc__, "quick", "seeds", "tag", seeds=[0, 1, 2])
     made.add_argument("--n-samples", type=int, help="MNIST rows (default 2048, 512 with --quick)")
@@ -197,7 +168,7 @@ def main(argv=None):
     n_samples = args.n_samples or (512 if args.quick else 2048)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    X, y = mnist(n_samples)
+    X, y = mnist_rows(n_samples)
     results = Results(results_name("bench_step_ops", args), packages=["pytorch-metric-learning"])
     per_seed = [counts_for_seed(X, y, seed) for seed in args.seeds]
     rows = [
@@ -218,13 +189,7 @@ def main(argv=None):
     results.add_table(
         f"Torch ops and host syncs per optimiser step ({n_samples} MNIST rows, one thread, "
         f"mean over seeds {args.seeds})",
-        [
-            "run",
-            "steps",
-            "top-level aten ops / step",
-            "syncing ops / step",
-            "fused Adam's CPU-kernel step reads / step",
-        ],
+        COLUMNS,
         rows,
         notes=(
             f"SOPRCEmbedder marginal ops per step / plain MultiSimilarityLoss loop: {ratio:.2f}x "

@@ -12,6 +12,7 @@ BLOCK = re.compile(r"\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)")
 RUNNABLE_PAGES = [
     "index.rst",
     "user_guide/soprc.rst",
+    "user_guide/image_files.rst",
     "user_guide/snm.rst",
     "user_guide/pointwise_roc.rst",
     "user_guide/mmc.rst",

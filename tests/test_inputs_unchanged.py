@@ -394,6 +394,12 @@ def _call_psp(inputs, tmp_path):
     )
 
 
+def _call_top_k_label_scores(inputs, tmp_path):
+    top = np.argsort(-SCORES, axis=1, kind="stable")[:, :3]
+    propensities = inputs.array(np.linspace(0.2, 0.9, 6))
+    metrics.top_k_label_scores(inputs.Y(INDICATOR), inputs.array(top), 2, propensities=propensities)
+
+
 def _call_scorer(make):
     def call(inputs, tmp_path):
         make()(_fitted_embedder(), inputs.X(FEATURES), inputs.y(LABELS))
@@ -942,6 +948,7 @@ ENTRY_POINTS = {
     "skrank.metrics.top_k_precision_score": Entry(_top_k_metric(metrics.top_k_precision_score)),
     "skrank.metrics.top_k_recall_score": Entry(_top_k_metric(metrics.top_k_recall_score)),
     "skrank.metrics.top_k_psp_score": Entry(_call_psp),
+    "skrank.metrics.top_k_label_scores": Entry(_call_top_k_label_scores),
     "skrank.multilabel.LabelEmbeddingNetwork": Entry(
         _call_label_embedding_network,
         kinds=TENSORS,

@@ -57,16 +57,8 @@ def run(sizes, n_runs):
 
 
 def summarise(results, records, sizes, n_runs):
-    header = [
-        "n",
-        "negatives",
-        "test objective",
-        "test constraint",
-        "fit s",
-        "objective / all",
-        "speed-up",
-        "converged",
-    ]
+    header = ["n", "negatives", "test objective", "test constraint", "fit s", "objective / all",
+              "speed-up", "converged"]  # fmt: skip
     rows = []
     for n in sizes:
         by_label = {}
@@ -77,17 +69,10 @@ def summarise(results, records, sizes, n_runs):
         for label, (values, converged) in by_label.items():
             mean = values.mean(axis=0)
             rows.append(
-                [
-                    n,
-                    label,
-                    summary(values[:, 0]),
-                    summary(values[:, 1]),
-                    summary(values[:, 2], digits=2),
-                    round(mean[0] / reference[0], 4),
-                    round(reference[2] / mean[2], 1),
-                    converged,
-                ]
-            )
+                [n, label, summary(values[:, 0]), summary(values[:, 1]),
+                 summary(values[:, 2], digits=2), round(mean[0] / reference[0], 4),
+                 round(reference[2] / mean[2], 1), converged]
+            )  # fmt: skip
     results.add_table(
         f"Test objective and constraint versus all pairs (mean ± std over {n_runs} runs)",
         header,
@@ -96,20 +81,12 @@ def summarise(results, records, sizes, n_runs):
         "speed-up: mean all-pairs fit time over mean fit time; converged: every run converged.",
         show=True,
     )
-    results.add_figure(
-        "runs",
-        [
-            {
-                "n": n,
-                "negatives": label,
-                "test_objective": objective,
-                "test_constraint": constraint,
-                "seconds": seconds,
-                "converged": converged,
-            }
-            for n, label, objective, constraint, seconds, converged in records
-        ],
-    )
+    runs = [
+        dict(n=n, negatives=label, test_objective=objective, test_constraint=constraint,
+             seconds=seconds, converged=converged)
+        for n, label, objective, constraint, seconds, converged in records
+    ]  # fmt: skip
+    results.add_figure("runs", runs)
 
 
 def main(argv=None):

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import extmath
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
@@ -53,6 +54,8 @@ __all__ = ["SOPRCEmbedder"]
 # the default ConvNet of images.
 _DEFAULT_MLP_LAYERS = (256,)
 _DEFAULT_CONV_CHANNELS = (32, 64, 128)
+# prior_warmup="auto" for feature rows (images: None).
+_AUTO_PRIOR_WARMUP = 0.25
 
 _ITEMS_TYPE = (
     "{array-like, sparse matrix} of shape (n_samples, n_features), array-like of shape "
@@ -66,7 +69,7 @@ _ITEM_DOCS = {
         "Training items: feature rows (a sparse matrix is densified one mini-batch at a time) "
         "or images (``uint8`` images are read as values / 255 one mini-batch at a time), or a "
         "torch Dataset of item tensors or the paths of image files, read one mini-batch at a "
-        "time by ``num_workers`` processes (see :ref:`soprc-images`). The network computes in "
+        "time by ``num_workers`` processes (see :ref:`item-datasets`). The network computes in "
         "float32: the largest absolute value of float items must lie in [2^-63, 2^63] (about "
         "1.1e-19 to 9.2e18), or an error asks to scale ``X``.",
     ),
@@ -160,26 +163,34 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         Horizon of an exponential moving average of the network's weights, as a fraction of
         the fit's training steps ``T`` (``max_epochs`` times the batches per epoch): after
         every step, ``average = decay * average + (1 - decay) * weights`` with ``decay = 1 -
-        1 / (weight_averaging * T)`` (0.99 for 260 steps and 0.4). ``"auto"`` takes it from the
-        share of the training classes a batch holds: 0.4 when a batch holds every class,
-        falling linearly to 0.2 when it holds at most half of them. The averaged weights are
+        1 / (weight_averaging * T)`` (0.99 for 260 steps and 0.4). ``"auto"``, for feature
+        rows, takes it from the share of the training classes a batch holds: 0.4 when a batch
+        holds every class, falling linearly to 0.2 when it holds at most half of them; for
+        images it is None (see below). The averaged weights are
         those scored on the validation part, kept by early stopping and by the fitted
         estimator (a :class:`~skrank.nn.WeightAveraging` callback; one in ``callbacks``
         replaces it). None keeps the last step's weights. Added in 0.2, chosen
         on held-out training classes (``benchmarks/studies/``: +0.021 validation
         mean AUPRC); ``"auto"``: 0.2 rather than 0.4 at 300 training classes of 35 items on
-        average (+0.014 after 5 epochs), 0.4 at 30; see the :ref:`User Guide <soprc>`.
-    prior_warmup : float or None, default=0.25
+        average (+0.014 after 5 epochs), 0.4 at 30; for images None, as ``prior_warmup``
+        (0.702 rather than 0.552 validation mean AUPRC without the warm-up); see the
+        :ref:`User Guide <soprc>`.
+    prior_warmup : float, "auto" or None, default="auto"
         Fraction of the fit's training steps over which the class prior of the loss moves
         from each query's batch rate ``|P_q| / (|P_q| + |N_q|)`` to the dataset prior ``pi_c``
         (log-linearly: :class:`~skrank.losses.SOPRCLoss`'s ``dataset_prior_weight`` rises
         from 0 to 1), with ``prior="dataset"``. With many classes the dataset priors of the
         small classes are tiny, which leaves their queries almost no gradient while the
         ranking is poor; the batch rate does not. None uses the dataset prior from the first
-        step. A warm start trains on with the dataset prior. Added in 0.2, chosen on held-out
-        training classes of 1,000 classes (``benchmarks/studies/``: +0.008
-        validation mean AUPRC after 5 epochs, level after 20); see the :ref:`User Guide
-        <soprc>`.
+        step. A warm start trains on with the dataset prior. ``"auto"`` is 0.25 for feature
+        rows and None for images. Added in 0.2, chosen on held-out training classes: for
+        feature rows on 1,000 classes (``benchmarks/studies/``: +0.008 validation mean AUPRC
+        after 5 epochs, level after 20); for images on 20 held-out training classes of the
+        composite digits (``benchmarks/bench_soprc_images.py``, 5 epochs, seeds 0 and 1),
+        where the default ConvNet starts with nearly parallel embeddings and a saturated
+        loss, the warm-up kept the loss near 1 through the fit: 0.236 validation mean AUPRC
+        with both 0.25 and ``weight_averaging``'s horizon, 0.702 with neither (see
+        :ref:`soprc-images`).
     augmentation : callable or None, default=None
         Applied to every training batch before the network: a callable taking a float tensor
         of shape ``(batch, *item_shape_)`` on the training device (the values the network
@@ -273,7 +284,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         "samples_per_class": [Interval(Integral, 2, None, closed="left")],
         "class_weights": [StrOptions({"proportional", "uniform"})],
         "weight_averaging": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
-        "prior_warmup": [Interval(Real, 0, 1, closed="right"), None],
+        "prior_warmup": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"}), None],
         "augmentation": [callable, None],
         "freeze_batchnorm": ["boolean"],
         "item_transform": [callable, None],
@@ -286,8 +297,8 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         defaults={"lambda_pos": 10.0, "lambda_neg": 2.0, "tpr_source": "batch"},
         notes={
             "lambda_neg": "``(10, 2)`` since 0.2 (the paper's ``(5, 1)`` before), chosen on a "
-            "validation split of the MNIST training images (``benchmarks/bench_soprc.py "
-            "--validation``: +0.004 validation mean AUPRC over 3 seeds) and level on held-out "
+            "validation split of the MNIST training images (``benchmarks/studies/``: +0.004 "
+            "validation mean AUPRC over 3 seeds) and level on held-out "
             "training classes (``benchmarks/studies/``: +0.0005 over 6 seeds).",
             "max_auxiliary_length": "Memory per step grows as ``batch_size * "
             "(samples_per_class - 1) * max L_c``.",
@@ -314,7 +325,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         samples_per_class=4,
         class_weights="proportional",
         weight_averaging="auto",
-        prior_warmup=0.25,
+        prior_warmup="auto",
         augmentation=None,
         freeze_batchnorm=False,
         item_transform=None,
@@ -529,16 +540,22 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         a :class:`~skrank.nn.WeightAveraging` from ``weight_averaging`` unless ``callbacks``
         holds one."""
         callbacks = super().get_default_callbacks()
-        if self.prior_warmup is not None and self.prior == "dataset":
-            callbacks.append(_PriorWarmUp(self.prior_warmup))
+        images = len(self._item_shape()) > 1
+        warmup = self.prior_warmup
+        if warmup == "auto":
+            warmup = None if images else _AUTO_PRIOR_WARMUP
+        if warmup is not None and self.prior == "dataset":
+            callbacks.append(_PriorWarmUp(warmup))
         user_averages = any(isinstance(c, WeightAveraging) for c in self.callbacks or [])
-        if self.weight_averaging is not None and not user_averages:
+        fraction = self.weight_averaging
+        if fraction == "auto":
+            fraction = (
+                None
+                if images
+                else averaging_fraction(self.sampler_.classes_per_batch, self.sampler_.n_classes)
+            )
+        if fraction is not None and not user_averages:
             steps = self.max_epochs * len(self.sampler_)
-            fraction = self.weight_averaging
-            if fraction == "auto":
-                fraction = averaging_fraction(
-                    self.sampler_.classes_per_batch, self.sampler_.n_classes
-                )
             decay = max(0.0, 1.0 - 1.0 / (fraction * steps))
             callbacks.append(WeightAveraging(decay=decay))
         return callbacks
@@ -599,7 +616,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
     def _embed(self, X):
         embedding = self.forward(X, as_numpy=True)
-        norms = np.linalg.norm(embedding, axis=1, keepdims=True)
+        norms = extmath.row_norms(embedding)[:, None]  # no temporary of the output's size
         return np.divide(
             embedding, np.maximum(norms, np.finfo(embedding.dtype).tiny), out=embedding
         )

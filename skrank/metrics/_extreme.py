@@ -23,6 +23,7 @@ import numbers
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils.validation import check_array
 
 from ..utils._docstrings import fill_docs
 from ..utils._labels import values_outside_zero_one
@@ -253,7 +254,9 @@ def top_k_label_scores(y_true, top_k, k=(1, 3, 5), *, propensities=None):
     {'precision@1': 0.5, 'precision@2': 0.25, 'label_recall@1': 0.25, 'label_recall@2': 0.25, \
 'ndcg@1': 0.5, 'ndcg@2': 0.3065735963827292}
     """
-    y_true = canonical_csr(sparse.csr_matrix(y_true), dtype=np.float64, drop_zeros=True)
+    if not sparse.issparse(y_true):
+        y_true = check_array(y_true, dtype=None, input_name="y_true")
+    y_true = canonical_csr(y_true, dtype=np.float64, drop_zeros=True)
     if values_outside_zero_one(y_true) is not None:
         raise ValueError("y_true must be a multilabel indicator matrix of 0s and 1s.")
     top_k = np.asarray(top_k)

@@ -88,12 +88,22 @@ def _with_attributes_of_earlier_fits(state):
         "search_probes_": None,
         "_search_seed": 0,
         # Saved before probabilities: predict keeps the score_k rule.
-        "probability_temperature_": None,
-        "probability_bias_": None,
+        "probability_knots_": None,
+        "probability_logits_": None,
         "threshold_": None,
         "n_set_candidates_": None,
     }
-    return {**earlier, **state}
+    state = {**earlier, **state}
+    # Saved with the sigmoid of a linear map: the same map, as knots and logits.
+    temperature, bias = (
+        state.pop("probability_temperature_", None),
+        state.pop("probability_bias_", None),
+    )
+    if temperature is not None:
+        state["probability_knots_"], state["probability_logits_"] = _calibration.linear_calibration(
+            temperature, bias
+        )
+    return state
 
 
 @fill_shared_docs(TORCH_PARAMETER_DOCS, TORCH_ATTRIBUTE_DOCS, methods=TORCH_INPUT_DOCS)
@@ -287,10 +297,14 @@ default="auto"
         rows (1.0 for the exact search).
     search_probes_ : int or None
         Cells probed by the ``"ivf"`` search (None for the others).
-    probability_temperature_, probability_bias_ : float or None
-        The calibration of :meth:`predict_proba`, ``sigmoid(t s + c)`` of the prediction
-        score ``s``, fitted by logistic loss on the validation rows' best
-        ``max(5, n_set_candidates_)`` labels (None without validation rows).
+    probability_knots_, probability_logits_ : ndarray of shape (n_knots,) or None
+        The calibration of :meth:`predict_proba`, ``sigmoid(z(s))`` of the prediction score
+        ``s``, ``z`` strictly increasing and piecewise linear: ``probability_logits_`` at the
+        scores ``probability_knots_`` (the lowest and highest validation scores and 6
+        quantiles between), linear between them, rising by 1e-6 a unit of score beyond;
+        multiclass targets: one linear segment, knots at -1e6 and 1e6. Fitted by logistic
+        loss on the validation rows' best ``max(5, n_set_candidates_)`` labels (None without
+        validation rows).
     threshold_ : float or None
         The probability threshold of multilabel :meth:`predict` (``threshold`` resolved;
         None for multiclass targets, and for the ``score_k`` rule without validation rows).
@@ -543,7 +557,7 @@ float32 or None
         the training rows (``held_out``, :meth:`_held_out_scoring`)."""
         n_trained = len(self.trained_labels_)
         self.n_set_candidates_ = _calibration.set_candidates(positives, n_trained)
-        self.probability_temperature_ = self.probability_bias_ = self.threshold_ = None
+        self.probability_knots_ = self.probability_logits_ = self.threshold_ = None
         if held_out is None:
             return
         embeddings, y_val, rows_validation, blend = held_out
@@ -557,8 +571,11 @@ float32 or None
         predictor = self._predictor()._replace(blend=blend)
         scores, top = predictor.table_top_k(embeddings, rows_validation, k)
         hits, n_true = top_k_hits(y_val, top)
-        calibration = _calibration.fit_calibration(scores, hits)
-        self.probability_temperature_, self.probability_bias_ = calibration
+        fit = _calibration.fit_calibration
+        if not self._multilabel_output:
+            fit = _calibration.fit_linear_calibration
+        calibration = fit(scores, hits)
+        self.probability_knots_, self.probability_logits_ = calibration
         if not self._multilabel_output:
             return
         if self.threshold != "auto":
@@ -911,13 +928,13 @@ float32 or None
         """The fitted :class:`~skrank.multilabel._calibration.Calibration`; a ``ValueError``
         for a model fitted without validation rows."""
         check_is_fitted(self)
-        if self.probability_temperature_ is None:
+        if self.probability_knots_ is None:
             raise ValueError(
                 "Probabilities are calibrated on the validation rows, and this model was "
                 "fitted without them (validation_fraction=None) or saved before they "
                 "existed: fit it with validation_fraction set (e.g. 0.1)."
             )
-        return _calibration.Calibration(self.probability_temperature_, self.probability_bias_)
+        return _calibration.Calibration(self.probability_knots_, self.probability_logits_)
 
     @staticmethod
     def _probabilities(calibration, scores):
@@ -944,14 +961,15 @@ float32 or None
         """Calibrated probabilities of every label, shape (n_samples, n_labels).
 
         One strictly increasing map of the prediction scores (:meth:`decision_function`),
-        ``sigmoid(t s + c)`` with ``t`` and ``c`` fitted on the validation rows
-        (``probability_temperature_``, ``probability_bias_``): rankings, and so the top-k
+        ``sigmoid(z(s))`` with ``z`` piecewise linear, fitted on the validation rows
+        (``probability_knots_``, ``probability_logits_``): rankings, and so the top-k
         labels and P@k, are those of the scores. Multilabel: each label's probability;
-        multiclass: the softmax of ``t s``, rows that sum to 1 (two classes: two columns,
-        ``p_1 = sigmoid(t (s_1 - s_0))``). The labels
-        without a training example get 0. Needs validation rows (``validation_fraction``);
-        refuses (``MemoryError``) when the matrix would take more than half of the
-        available memory: use ``predict_top_k(X, k, return_proba=True)``.
+        multiclass: the softmax of ``z(s)``, ``z`` linear there, rows that sum to 1 (two
+        classes: two columns, ``p_1 = sigmoid(z(s_1) - z(s_0))`` following the decision
+        function).
+        The labels without a training example get 0. Needs validation rows
+        (``validation_fraction``); refuses (``MemoryError``) when the matrix would take more
+        than half of the available memory: use ``predict_top_k(X, k, return_proba=True)``.
 
         Parameters
         ----------
@@ -1062,7 +1080,11 @@ float32 or None
         centroids) and the neighbours' votes (``neighbor_weight_ > 0``), which
         :meth:`decision_function_from_onnx` adds to the outputs; without them, ``scores`` is
         what :meth:`decision_function` returns, to float32 rounding (two-class targets: one
-        column per class). Needs ``onnx`` and ``onnxscript`` (the ``onnx`` extra, which also
+        column per class). Probabilities are not in the graph: :meth:`predict_proba` is
+        ``sigmoid(z(s))`` of these scores, ``z`` the interpolation of ``probability_logits_``
+        at ``probability_knots_`` (``numpy.interp`` within the knots; multiclass rows: the
+        softmax of ``z(s)``), 0 for the labels without a training example. Needs ``onnx`` and
+        ``onnxscript`` (the ``onnx`` extra, which also
         installs ``onnxruntime`` to run graphs). Read more in the :ref:`User Guide
         <persistence>`.
 

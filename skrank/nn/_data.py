@@ -481,7 +481,7 @@ class TrainingInputs:
                 groups = groups[context.rank * n_groups : (context.rank + 1) * n_groups]
         seeds = None
         if self._items is not None and self._items.item_transform is not None:
-            if number == 0:
+            if number == 0 or self._epoch_seed is None:
                 self._epoch_seed = int(torch.randint(_SEED_BOUND, ()))
             # Seeds of the places of the whole batch: the same values on every rank.
             first = self._epoch_seed + number * epoch.indices.shape[1] + (part.start or 0)

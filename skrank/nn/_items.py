@@ -303,7 +303,8 @@ class ItemDataset(torch.utils.data.Dataset):
                     else "item_transform must give every item one shape."
                 )
             )
-        if not torch.isfinite(item).all():
+        decoded = self.paths is not None and self.item_transform is None  # uint8 / 255
+        if not decoded and not torch.isfinite(item).all():
             raise ValueError(f"{name} has non-finite values.")
         return item
 

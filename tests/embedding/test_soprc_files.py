@@ -2,7 +2,9 @@
 array, for every num_workers; item_transform; errors naming a file; validation, warm start,
 persistence and grid search on such an X."""
 
+import gc
 import pickle
+import weakref
 
 import numpy as np
 import pytest
@@ -120,6 +122,16 @@ def test_warm_start_and_persistence_of_a_model_of_files(digit_files, one_torch_t
     assert from_skops.item_transform is None and model.item_transform is _pad_and_shift
     from_skops.set_params(item_transform=_pad_and_shift)
     np.testing.assert_array_equal(from_skops.transform(paths), model.transform(paths))
+
+
+def test_a_fitted_model_keeps_no_reference_to_its_dataset(digit_files, one_torch_thread):
+    images, y, _ = digit_files
+    dataset = TensorItems(torch.from_numpy(images))
+    reference = weakref.ref(dataset)
+    model = _embedder(max_epochs=1).fit(dataset, y)
+    del dataset
+    gc.collect()
+    assert reference() is None and model.transform(images).shape == (72, 8)
 
 
 def test_a_checkpointed_run_of_files_resumes_exactly(digit_files, tmp_path, one_torch_thread):

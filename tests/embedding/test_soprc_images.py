@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV
 from torch import nn
 
 from skrank import SOPRCEmbedder
-from skrank.nn import MLP, Checkpoint, ConvNet, TrainingInputs
+from skrank.nn import MLP, Checkpoint, ConvNet, TrainingInputs, WeightAveraging
 from skrank.nn import _data as nn_data
 
 
@@ -135,6 +135,29 @@ def test_default_network_of_images_is_a_conv_net_sized_from_the_items():
         256,
         64,
     ]
+
+
+def test_auto_schedules_are_off_for_images_and_on_for_feature_rows(one_torch_thread):
+    from skrank.embedding._soprc_embedder import _PriorWarmUp
+
+    def kinds(model):
+        return {type(c) for c in model.callbacks_}
+
+    X, y = _images()
+    images = _embedder().fit(X, y)
+    assert images.get_params()["prior_warmup"] == "auto"
+    assert not kinds(images) & {_PriorWarmUp, WeightAveraging}
+    rows = _embedder(hidden_layer_sizes=(8,)).fit(X.reshape(72, -1), y)
+    assert {_PriorWarmUp, WeightAveraging} <= kinds(rows)
+    (warm_up,) = [c for c in rows.callbacks_ if isinstance(c, _PriorWarmUp)]
+    assert warm_up.fraction == 0.25
+    # numbers still apply to images
+    explicit = _embedder(prior_warmup=0.25, weight_averaging=0.4).fit(X, y)
+    assert {_PriorWarmUp, WeightAveraging} <= kinds(explicit)
+    np.testing.assert_array_equal(
+        images.transform(X),
+        _embedder(prior_warmup=None, weight_averaging=None).fit(X, y).transform(X),
+    )
 
 
 def test_a_users_module_receives_batches_of_item_shape(one_torch_thread):

@@ -10,9 +10,11 @@ import pytest
 import scipy.sparse as sp
 import torch
 from helpers import assert_predictions_follow, brute_force_top_k
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
-from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.metrics import f1_score
+from sklearn.model_selection import GridSearchCV, KFold, train_test_split
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from snm_data import (
@@ -35,6 +37,7 @@ from skrank.metrics import (
 )
 from skrank.metrics._search import overlap_recall
 from skrank.multilabel import RowSparseOptimizer
+from skrank.multilabel import _calibration as calibration_module
 from skrank.multilabel import _label_search as label_search_module
 from skrank.multilabel import _settings as settings_module
 from skrank.multilabel import _snm as snm_module
@@ -529,6 +532,96 @@ def test_warm_start_continues_and_checks_labels():
         clf.fit(X, (y + 1) % 21)
 
 
+def test_probabilities_follow_the_scores_and_multiclass_rows_sum_to_one():
+    X, Y = multilabel(n_samples=160)
+    Y[:, -1] = 0  # a label without a training row
+    with pytest.warns(UserWarning):
+        clf = SNMClassifier(random_state=0, **dict(FAST, max_epochs=5)).fit(X, Y)
+    probabilities, scores = clf.predict_proba(X), clf.decision_function(X)
+    assert probabilities.shape == Y.shape and probabilities.dtype == np.float32
+    assert np.all(probabilities[:, -1] == 0) and np.all(probabilities[:, :-1] > 0)
+    # one increasing map of the scores: the same order
+    order = np.argsort(scores[:, :-1], axis=None)
+    assert np.all(np.diff(probabilities[:, :-1].ravel()[order].astype(np.float64)) >= 0)
+    top, top_probabilities = clf.predict_top_k(X, 4, return_proba=True)
+    rows = np.arange(len(X))[:, None]
+    np.testing.assert_allclose(top_probabilities, probabilities[rows, top], rtol=1e-6)
+    for n_labels in (2, 6):
+        X, y = clustered(n_samples=120, n_labels=n_labels)
+        clf = SNMClassifier(random_state=0, **dict(FAST, max_epochs=3)).fit(X, y)
+        probabilities = clf.predict_proba(X)
+        assert probabilities.shape == (len(X), n_labels)
+        np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-5)
+        assert np.all(clf.classes_[probabilities.argmax(axis=1)] == clf.predict(X))
+        if n_labels == 2:  # the second column follows the decision function
+            order = np.argsort(clf.decision_function(X))
+            assert np.all(np.diff(probabilities[order, 1].astype(np.float64)) >= 0)
+        top, top_probabilities = clf.predict_top_k(X, 2, return_proba=True)
+        columns = np.searchsorted(clf.classes_, top)
+        np.testing.assert_allclose(
+            top_probabilities, probabilities[np.arange(len(X))[:, None], columns], rtol=1e-5
+        )
+
+
+def test_without_validation_rows_probabilities_are_refused_and_predict_keeps_score_k():
+    X, Y = multilabel(n_samples=120)
+    params = dict(FAST, max_epochs=3, validation_fraction=None, early_stopping=False)
+    clf = SNMClassifier(random_state=0, score_k=2, **params).fit(X, Y)
+    assert clf.threshold == "auto" and clf.threshold_ is None
+    assert clf.probability_knots_ is None and clf.probability_logits_ is None
+    for method in (clf.predict_proba, lambda X: clf.predict_top_k(X, 2, return_proba=True)):
+        with pytest.raises(ValueError, match=r"validation_fraction=None\).*validation_fraction"):
+            method(X)
+    # "auto" without validation rows: the score_k best labels of every row
+    predicted = clf.predict(X)
+    np.testing.assert_array_equal(predicted.sum(axis=1), 2)
+    top = np.sort(clf.predict_top_k(X, 2), axis=1)
+    np.testing.assert_array_equal(np.nonzero(predicted)[1].reshape(-1, 2), top)
+    with pytest.raises(ValueError, match="threshold=0.5 is a probability.*validation_fraction"):
+        SNMClassifier(threshold=0.5, **params).fit(X, Y)
+
+
+def test_grid_search_over_the_threshold_scores_the_label_sets():
+    X, Y = multilabel(n_samples=160)
+    estimator = SNMClassifier(random_state=0, **dict(FAST, max_epochs=5))
+    thresholds = [0.1, 0.5, 0.9]
+    search = GridSearchCV(estimator, {"threshold": thresholds}, scoring="f1_samples", cv=2)
+    search.fit(X, Y)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and len(np.unique(scores)) == 3
+    assert search.best_estimator_.threshold_ == search.best_params_["threshold"]
+    # each split's score is the example-based F1 of predict's label sets
+    train, test = next(KFold(2).split(X))
+    fold = clone(estimator).set_params(threshold=0.9).fit(X[train], Y[train])
+    expected = f1_score(Y[test], fold.predict(X[test]), average="samples")
+    assert search.cv_results_["split0_test_score"][2] == pytest.approx(expected)
+
+
+def test_a_warm_start_refits_the_calibration_and_the_threshold():
+    X, Y = multilabel(n_samples=160)
+    clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, Y)
+    knots, logits = clf.probability_knots_.copy(), clf.probability_logits_.copy()
+    clf.threshold_ = 0.999  # never chosen
+    clf.fit(X, Y)
+    assert len(clf.history_) == 4
+    assert not np.array_equal(clf.probability_knots_, knots)
+    assert not np.array_equal(clf.probability_logits_, logits)
+    assert clf.threshold_ in calibration_module.THRESHOLDS
+
+
+def test_a_state_saved_with_a_temperature_and_a_bias_loads_as_that_sigmoid():
+    X, Y = multilabel(n_samples=100)
+    clf = SNMClassifier(random_state=0, **dict(FAST, max_epochs=2)).fit(X, Y)
+    state = clf.__getstate__()
+    del state["probability_knots_"], state["probability_logits_"]
+    state |= {"probability_temperature_": 1.5, "probability_bias_": -2.0}
+    loaded = SNMClassifier.__new__(SNMClassifier)
+    loaded.__setstate__(state)
+    expected = 1 / (1 + np.exp(-(1.5 * clf.decision_function(X).astype(np.float64) - 2.0)))
+    np.testing.assert_allclose(loaded.predict_proba(X), expected, rtol=1e-5)
+    assert not hasattr(loaded, "probability_temperature_")
+
+
 def test_warm_start_with_other_features_is_refused_and_keeps_the_fit():
     X, y = clustered(n_samples=100)
     clf = SNMClassifier(warm_start=True, random_state=0, **dict(FAST, max_epochs=2)).fit(X, y)
@@ -797,9 +890,9 @@ def test_the_calibration_scores_validation_rows_by_the_votes_of_the_other_rows(m
     seen = []
     original = snm_module._calibration.fit_calibration
 
-    def recording(scores, hits):
+    def recording(scores, hits, **options):
         seen.append((np.array(scores), np.array(hits)))
-        return original(scores, hits)
+        return original(scores, hits, **options)
 
     monkeypatch.setattr(snm_module._calibration, "fit_calibration", recording)
     params = dict(FAST, validation_fraction=0.3, neighbor_weight=0.5, centroid_weight=0.0)

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 from helpers import fit_small_estimator, onnx_session
+from scipy.special import expit
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,11 @@ def test_snm_onnx_graph_equals_the_label_scores(fitted, tmp_path):
     np.testing.assert_allclose(finished, model.decision_function(X), rtol=1e-5, atol=1e-5)
     assert model.neighbor_weight_ > 0  # the votes stay outside the graph
     assert not np.allclose(scores, model.decision_function(X), atol=1e-3)
+    # probabilities stay outside the graph: the documented map of the finished scores
+    knots, logits = model.probability_knots_, model.probability_logits_
+    probabilities = expit(np.interp(finished, knots, logits))
+    probabilities[:, 1] = 0  # the label without a training example
+    np.testing.assert_allclose(probabilities, model.predict_proba(X), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="outputs of the exported graph"):
         model.decision_function_from_onnx(scores[:, :3], embeddings)
 

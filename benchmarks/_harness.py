@@ -1,32 +1,19 @@
-"""The benchmarks' harness: declared benchmarks, common arguments, timing, child processes, peak
-memory, baselines. Results are written through ``_results.py``, data read through ``_data.py``.
+"""The benchmarks' harness (standard library only, so that a child running in a peer's own
+environment imports it too): declared benchmarks, common arguments, timing, child processes,
+peak memory, baselines. Results are written through ``_results.py``, data read through
+``_data.py``.
 
-- **Benchmarks** (after asv's shape). A script declares a :class:`Benchmark`: its data (a
-  function of the script), its methods (:class:`Method`: skrank and its peers, each a fit
-  function with its parameters, a peer in its own environment) and its scores (a function of
-  the data and of what each fit predicts). :func:`run_benchmark` owns the loop over methods and
-  seeds, the child process of each fit, its wall and CPU seconds, its peak memory and the
-  records kept for ``--resume``; ``_results.summary_rows`` turns the records into a table.
-- **Arguments.** :func:`parser` adds the arguments the scripts share, spelt and meant the same
-  everywhere (:data:`COMMON_ARGUMENTS`); :func:`results_name` names the results file from them:
-  ``<stem>[_<part>...][_quick][_<tag>]``.
-- **Timing.** :func:`timed` (wall seconds, CUDA synchronised), :func:`timed_cpu` (wall and CPU
-  seconds), :func:`alternate` (repeated measurements interleaved, so that a change of load on a
-  shared machine hits every candidate alike), :func:`marginal_rate` (set-up costs cancel).
-- **Child processes.** :func:`run_in_child` calls a function of a script in a fresh Python
-  process (this environment's, a peer's own, :func:`environment_python`, or under a launcher
-  such as ``torchrun``): the child imports the script as a module, calls the function with
-  keyword arguments given as JSON and writes its return value as JSON to the file the parent
-  names; the parent enforces an optional time and memory limit. A child that fails, is stopped
-  or writes nothing raises :class:`ChildFailed`, with the end of its output.
-- **Peak memory.** :class:`PeakMemory`: the resident (or anonymous) memory at the start of a
-  measured region, the peak within it, and the increase, which every table reports.
-- **Baselines.** :func:`source_at` extracts the ``skrank`` package of an earlier git revision;
-  ``run_in_child(..., source=folder)`` runs a child on it (:func:`sources`: both checkouts).
+A script declares a :class:`Benchmark` (after asv's shape): its data, its methods
+(:class:`Method`, skrank and its peers, a peer in its own environment) and its scores;
+:func:`run_benchmark` owns the loop over methods and seeds, the child process of each fit
+(:func:`run_in_child`), its wall and CPU seconds, its peak memory (:class:`PeakMemory`) and the
+records kept for ``--resume``; ``_results.summary_rows`` turns the records into a table.
+:func:`parser` adds the arguments the scripts share (:data:`COMMON_ARGUMENTS`) and
+:func:`results_name` names the results file from them. ``--baseline REV`` runs children on the
+skrank of another revision (:func:`sources`).
 
-The module uses the standard library only, so that a child running in another environment
-(PECOS, metric-learn) imports it too. Those environments (libpecos pins numpy < 2 and
-scipy < 1.14; metric-learn 0.7 does not run with scikit-learn >= 1.8)::
+The peers' environments (libpecos pins numpy < 2 and scipy < 1.14; metric-learn 0.7 does not
+run with scikit-learn >= 1.8)::
 
     python3 -m venv benchmarks/.venv-pecos           # or set SKRANK_PECOS_PYTHON
     benchmarks/.venv-pecos/bin/pip install "numpy<2" "scipy<1.14" scikit-learn
@@ -34,21 +21,15 @@ scipy < 1.14; metric-learn 0.7 does not run with scikit-learn >= 1.8)::
     python3 -m venv benchmarks/.venv-ml              # or set SKRANK_METRIC_LEARN_PYTHON
     benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
 
-Example: a benchmark of two embedders, scored on a test split::
-
-    from _data import composite_digits
-    from _harness import Benchmark, Method, parser, results_name, run_benchmark
-    from _results import Results, summary_rows
+A benchmark of two embedders (``bench_soprc_disjoint.py`` is a full one)::
 
     def fit_soprc(data, seed, **params):  # in the child: measured
-        from skrank import SOPRCEmbedder
         return SOPRCEmbedder(random_state=seed, **params).fit(data[0], data[1])
 
     def embed(model, data):  # in the child, timed apart
         return model.transform(data[2])
 
     def score(data, embedding):  # in the parent
-        from skrank.metrics import mean_auprc_score
         return {"mAUPRC": mean_auprc_score(np.asarray(embedding), data[3])}
 
     BENCHMARK = Benchmark(
@@ -56,14 +37,7 @@ Example: a benchmark of two embedders, scored on a test split::
         (Method("defaults", fit_soprc), Method("5 epochs", fit_soprc, {"max_epochs": 5})),
         predict=embed, score=score, data_params={"classes": 100},
     )
-
-    def main(argv=None):
-        args = parser(__doc__, "quick", "seeds", seeds=[0, 1, 2]).parse_args(argv)
-        records = run_benchmark(BENCHMARK, args.seeds, environment={"OMP_NUM_THREADS": "1"})
-        results = Results(results_name(BENCHMARK.name, args))
-        results.add_table("Test retrieval", ["method", "mAUPRC", "fit s", "peak GiB", "runs"],
-                          summary_rows(records, ["mAUPRC"]))
-        results.add_figure("runs", records).save()
+    records = run_benchmark(BENCHMARK, args.seeds, environment={"OMP_NUM_THREADS": "1"})
 """
 
 import argparse
@@ -107,23 +81,9 @@ COMMON_ARGUMENTS = {
 
 
 def parser(doc, *common, **defaults):
-    """An argument parser for a benchmark script, with the common arguments it takes.
-
-    Parameters
-    ----------
-    doc : str
-        The script's docstring: its first line is the description.
-    *common : str
-        Names of :data:`COMMON_ARGUMENTS` the script takes, e.g. ``"quick", "seeds"``.
-    **defaults
-        Defaults of those arguments (None, or False for flags, unless given here), e.g.
-        ``seeds=[0, 1, 2]``.
-
-    Returns
-    -------
-    parser : argparse.ArgumentParser
-        The script adds its own arguments to it.
-    """
+    """An argument parser described by the first line of ``doc``, with the ``common``
+    arguments (names of :data:`COMMON_ARGUMENTS`) and their ``defaults`` (None, or False for
+    flags, unless given); the script adds its own arguments to it."""
     unknown = set(common).difference(COMMON_ARGUMENTS) | set(defaults).difference(common)
     if unknown:
         raise ValueError(f"No common argument(s) {sorted(unknown)}: {sorted(COMMON_ARGUMENTS)}.")
@@ -204,25 +164,14 @@ def _status_bytes(field, pid="self"):
 
 
 class PeakMemory:
-    """Context manager: the resident memory of this process over a measured region (Linux).
+    """Context manager: the resident memory of this process over a measured region (Linux):
+    ``start``, ``peak`` and ``increase = peak - start`` in bytes (None where ``/proc`` does not
+    tell them). Open it after the imports and the data loading every method shares.
 
-    Open it after the imports and the data loading that every method shares: ``increase`` is
-    then what the measured code itself needs, the quantity the tables report.
-
-    Parameters
-    ----------
-    anonymous : bool, default=False
-        False: the resident set (``VmRSS``); its peak is the kernel's high-water mark
-        (``VmHWM``), reset to the current size on entry (``/proc/self/clear_refs``), exact.
-        True: the anonymous resident memory only (``RssAnon``: heap and private pages, not the
-        pages of mapped files, which belong to the page cache), sampled every millisecond by a
-        thread: for code that reads memory-mapped files.
-
-    Attributes
-    ----------
-    start, peak, increase : int or None
-        Bytes on entry, the largest within the region, and ``peak - start``; None where
-        ``/proc`` does not tell them.
+    ``anonymous=False``: the resident set, its peak the kernel's high-water mark (``VmHWM``,
+    reset on entry), exact. ``anonymous=True``: the anonymous resident memory only
+    (``RssAnon``, not the pages of mapped files), sampled every millisecond by a thread: for
+    code that reads memory-mapped files.
     """
 
     def __init__(self, anonymous=False):
@@ -282,13 +231,8 @@ def gib(n_bytes):
 
 # ------------------------------------------------------------------------------ child processes
 class ChildFailed(RuntimeError):
-    """A child process exited with an error, was stopped at a limit, or wrote no result.
-
-    Attributes
-    ----------
-    reason : str
-        What happened, in a few words (e.g. ``"no result in 1800 s"``), for a table's cell.
-    """
+    """A child process exited with an error, was stopped at a limit, or wrote no result;
+    ``reason``: what happened in a few words (e.g. ``"no result in 1800 s"``), for a cell."""
 
     def __init__(self, reason, output=""):
         super().__init__(reason + (f"; its output ends with:\n{output}" if output else ""))
@@ -298,50 +242,17 @@ class ChildFailed(RuntimeError):
 def run_in_child(script, function, arguments=None, *, python=None, launcher=(), source=REPOSITORY,
                  output=None, log=None, timeout=None, memory_limit_gib=None,
                  environment=None):  # fmt: skip
-    """Call ``function(**arguments)`` of ``script`` in a fresh Python process; return its result.
+    """Call ``function(**arguments)`` of ``script`` in a fresh Python process; return its
+    result, read back from JSON (a function returning None writes nothing, e.g. the ranks but
+    one of a ``torchrun`` launch). The child imports ``script`` as a module.
 
-    Parameters
-    ----------
-    script : path-like
-        A Python file; the child imports it as a module named after the file (its
-        ``__main__`` block does not run) and calls its ``function``.
-    function : str
-        Name of the function; its return value must be JSON (numpy numbers and arrays are
-        converted); a child whose function returns None writes nothing (e.g. the ranks but one
-        of a ``torchrun`` launch).
-    arguments : dict or None, default=None
-        Keyword arguments of the function, as JSON.
-    python : path-like or None, default=None
-        The Python that runs the child: this one by default, or a peer's environment's.
-    launcher : sequence of str, default=()
-        Arguments between the Python and the script, e.g. ``("-m", "torch.distributed.run",
-        "--standalone", "--nproc_per_node=2")``.
-    source : path-like or None, default=REPOSITORY
-        The folder whose ``skrank`` the child imports (first on its ``PYTHONPATH``): this
-        checkout, or a baseline from :func:`source_at`; the child checks that it imported that
-        copy. None: no skrank on the path (a peer's environment).
-    output : path-like or None, default=None
-        Where the child writes its JSON, kept (e.g. a run that ``--resume`` skips); a
-        temporary file when None.
-    log : path-like or None, default=None
-        File of the child's standard output and error; kept in memory when None (the end of it
-        is in the error of a failed child).
-    timeout : float or None, default=None
-        Seconds after which the child (and every process it started) is killed.
-    memory_limit_gib : float or None, default=None
-        Resident memory (GiB) of the child process above which it is killed.
-    environment : dict or None, default=None
-        Environment variables set for the child (e.g. ``{"OMP_NUM_THREADS": "1"}``).
-
-    Returns
-    -------
-    result : object
-        What the function returned, read back from JSON.
-
-    Raises
-    ------
-    ChildFailed
-        The child exited with an error, was killed at a limit, or wrote no result.
+    ``python``: a peer's environment's, else this one; ``launcher``: arguments between it and
+    the script (e.g. ``("-m", "torch.distributed.run", "--nproc_per_node=2")``); ``source``:
+    the folder whose ``skrank`` the child imports and checks it imported (None: none, a peer's
+    environment); ``output``: where its JSON is kept (a temporary file when None); ``log``: its
+    output's file (in memory when None); ``timeout`` (s) and ``memory_limit_gib`` (resident):
+    limits at which it and its processes are killed; ``environment``: variables set for it.
+    Raises :class:`ChildFailed` where the child fails, is killed, or writes no result.
     """
     with tempfile.TemporaryDirectory() as scratch:
         target = Path(output) if output is not None else Path(scratch) / "result.json"
@@ -427,23 +338,10 @@ def _child_main(script, function, arguments):
 # ------------------------------------------------------------------------------ benchmarks
 @dataclasses.dataclass(frozen=True)
 class Method:
-    """One method of a :class:`Benchmark`: a row of its table.
-
-    Parameters
-    ----------
-    name : str
-        The row's name, e.g. ``"SOPRCEmbedder"`` or ``"FastAP, tuned"``.
-    fit : callable
-        A module-level function of the benchmark's script, ``fit(data, seed, **params)``: the
-        measured call (its wall and CPU seconds and its peak memory); returns the fitted model.
-    params : dict, default={}
-        Keyword arguments of ``fit`` (JSON: numbers, strings, lists, dicts).
-    predict : callable or None, default=None
-        ``predict(fitted, data)``: what ``score`` reads, as JSON (embeddings, top-k labels,
-        components), timed apart as ``predict_seconds``; the benchmark's own when None.
-    python : path-like or None, default=None
-        The Python of a peer's own environment (:func:`environment_python`); None: this one.
-    """
+    """One method of a :class:`Benchmark`, a row of its table: ``fit(data, seed, **params)``,
+    a module-level function of the script, is the measured call; ``predict(fitted, data)``
+    (the benchmark's when None) returns what ``score`` reads, as JSON, timed apart; ``python``:
+    a peer's own environment (:func:`environment_python`), else this one."""
 
     name: str
     fit: object
@@ -454,29 +352,11 @@ class Method:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-    """A benchmark: its data, its methods and its scores. :func:`run_benchmark` owns the loop,
-    the child process per method and seed, the timing and the peak memory.
-
-    Parameters
-    ----------
-    name : str
-        The results file's stem (``benchmarks/results/<name>.json``, see :func:`results_name`).
-    data : callable
-        A function the methods' script defines or imports (the child finds it there by name),
-        ``data(**data_params)`` (``data(seed=seed,
-        **data_params)`` with ``split_by_seed``): the data every method gets, loaded in each
-        child before the measured region, and in the parent for ``score``.
-    methods : sequence of Method
-    predict : callable
-        ``predict(fitted, data)`` of the methods that do not name their own (a function of the
-        script, as every callable here).
-    score : callable or None
-        ``score(data, predicted)``: ``{score name: number}``, in the parent (this environment)
-        from what ``predict`` returned; None: ``predict`` returns the scores (in the child).
-    data_params : dict, default={}
-    split_by_seed : bool, default=False
-        Whether each seed has its own data (a split drawn with that seed).
-    """
+    """A benchmark: ``name`` (the results file's stem), its data (``data(**data_params)``, with
+    ``seed=`` where ``split_by_seed``; a function the methods' script defines or imports,
+    loaded in each child before the measured region and in the parent for ``score``), its
+    ``methods`` and its scores: ``score(data, predicted)`` returns ``{name: number}`` in the
+    parent (None: ``predict`` returns the scores, in the child)."""
 
     name: str
     data: object
@@ -494,34 +374,14 @@ class Benchmark:
 
 def run_benchmark(benchmark, seeds, *, methods=None, timeout=None, memory_limit_gib=None,
                   anonymous=False, environment=None, runs=None, report=None):  # fmt: skip
-    """Every method of ``benchmark`` on every seed, each fit in a child process of its own.
+    """Every method of ``benchmark`` (or the ``methods`` named) on every seed, each fit in a
+    child process of its own with the limits and ``environment`` of :func:`run_in_child`.
 
-    Parameters
-    ----------
-    benchmark : Benchmark
-    seeds : sequence of int
-        The methods' ``seed`` (and the split's, with ``split_by_seed``).
-    methods : sequence of str or None, default=None
-        Only these methods (by name), in the benchmark's order; all when None.
-    timeout, memory_limit_gib : float or None, default=None
-        Limits of each child (:func:`run_in_child`); a child stopped at one is a failed run.
-    anonymous : bool, default=False
-        Peak memory of the anonymous pages only (:class:`PeakMemory`).
-    environment : dict or None, default=None
-        Environment variables of the children (e.g. ``{"OMP_NUM_THREADS": "1"}``).
-    runs : path-like or None, default=None
-        A folder keeping each run's JSON (``<method>_<seed>.json``); a run whose file exists is
-        read back, not run again (``--resume``).
-    report : callable or None, default=None
-        ``report(record)`` after every run (e.g. print it, or save the table so far).
-
-    Returns
-    -------
-    records : list of dict
-        One per method and seed, in that order: ``method``, ``seed``, the scores,
-        ``fit_seconds``, ``fit_cpu_seconds``, ``predict_seconds``, ``peak_gib`` (the peak
-        memory of the fit above its start); or ``method``, ``seed`` and ``failed`` (the
-        reason, e.g. ``"no result in 600 s"``).
+    ``runs``: a folder keeping each run's JSON (``<method>_<seed>.json``), read back, not run
+    again, where it exists (``--resume``); ``report(record)`` is called after every run.
+    Returns one record per method and seed: ``method``, ``seed``, the scores, ``fit_seconds``,
+    ``fit_cpu_seconds``, ``predict_seconds``, ``peak_gib`` (the fit's peak above its start);
+    or ``method``, ``seed`` and ``failed`` (the reason, e.g. ``"no result in 600 s"``).
     """
     chosen = [m for m in benchmark.methods if methods is None or m.name in methods]
     unknown = set(methods or ()).difference(m.name for m in benchmark.methods)
@@ -596,11 +456,8 @@ def measure(script, data, data_params, fit, params, predict, seed, anonymous=Fal
 # ------------------------------------------------------------------------------ baselines
 @contextlib.contextmanager
 def source_at(revision):
-    """The ``skrank`` package of git ``revision`` of this repository, in a temporary folder.
-
-    Yields the folder, to pass as ``source`` to :func:`run_in_child` (``git archive``: nothing
-    is checked out or installed; the folder is removed on exit).
-    """
+    """The ``skrank`` package of git ``revision`` (``git archive``) in a temporary folder, to
+    pass as ``source`` to :func:`run_in_child`."""
     archive = subprocess.run(
         ["git", "-C", str(REPOSITORY), "archive", revision, "skrank"],
         capture_output=True,

@@ -1,28 +1,19 @@
 """Data-parallel training: items per second of the torch estimators on 1 and 2 processes.
 
-Each setting is launched with ``torchrun`` exactly as a user would (``python -m
-torch.distributed.run --nproc_per_node N``), the gloo backend on the CPU (NCCL on GPUs, with
-``--device cuda``): every process trains on its own part of each batch (``batch_size`` items),
-so N processes train on N times more items per step. Throughput is marginal: the items of a
-6-epoch fit minus those of a 2-epoch fit, over the time difference (after a warm-up fit), so
-that start-up does not count. Scaling efficiency = throughput with N processes / (N x
-throughput with 1); each process runs one torch thread. ``--baseline REV`` measures the skrank
-of an earlier git revision alternately with this checkout's (its rows are named after its
-commit).
+Each setting is launched with ``torchrun`` as a user would, gloo on the CPU (NCCL with
+``--device cuda``); each process trains on its own part of each batch and runs one torch thread.
+Throughput is marginal (the items of a 6-epoch fit minus a 2-epoch fit's, over the time
+difference, after a warm-up fit); scaling efficiency = throughput with N processes / (N x
+throughput with 1). ``--baseline REV``: the skrank of an earlier revision, measured
+alternately, its rows named after its commit. Data: 20,000 synthetic items of 64 features in
+200 classes (2,000 with ``--quick``): SOPRCEmbedder (MLP 64-512-64, 256 items a process) and
+SNMClassifier (``n_negatives=64``, 1,024 items a process).
 
-Data: 20,000 synthetic items of 64 features in 200 classes (2,000 with ``--quick``), MLP
-64-512-64 (SOPRCEmbedder, batches of 256 items per process: 64 classes x 4) and the same items
-with their class as the label (SNMClassifier, ``n_negatives=64``, batches of 1,024 per
-process).
-
-Dask (``--dask``, written to ``results/bench_distributed_dask.json``): fit time and peak
-anonymous memory (``_harness.PeakMemory(anonymous=True)``: heap and private pages above the
-start of the fit, not the pages of the mapped file) of ``PointwiseROCSimilarity`` and ``MMC``
-on an input 4x larger than a memory cap, a memory-mapped ``.npy`` file read by dask block by
-block (threads scheduler, 2 workers; ``working_memory`` = cap / 4 bounds the pair chunks),
-against the in-memory fit of the same data (loaded into memory first: its peak counts the
-loaded copy). Each fit runs in a child process of its own, after a small warm-up fit; the two
-methods alternate, twice each.
+``--dask`` (``results/bench_distributed_dask.json``): fit time and peak anonymous memory
+(``PeakMemory(anonymous=True)``) of ``PointwiseROCSimilarity`` and ``MMC`` on a memory-mapped
+``.npy`` input 4x a memory cap, read by dask block by block (threads, 2 workers;
+``working_memory`` = cap / 4), against the in-memory fit (its peak counts the loaded copy);
+a child process a fit after a warm-up, the two alternating, twice each.
 
 Usage::
 

@@ -1,36 +1,20 @@
 """Exact retrieval metrics: skrank's torch and numpy paths, the matmul floor, PML, sklearn.
 
-Computes the exact mean AUPRC (mAP over all other items), Recall@1, Recall@10, MAP@R and
-R-precision of N random clustered embeddings (dimension 128, 100 Gaussian clusters,
-L2-normalised, cosine similarity) with:
+The exact mean AUPRC, Recall@1, Recall@10, MAP@R and R-precision of N random clustered
+embeddings (dimension 128, 100 Gaussian clusters, L2-normalised, cosine) with:
 
-- ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (the torch
-  path: float32 similarities, ranks counted without sorting, on the CPU tile by tile in a
-  numba loop when numba is installed and the call is large enough to repay loading it; the
-  default ``device="auto"``); ``torch-no-numba``: the same as users get without numba (the
-  child process cannot import it), up to ``--no-numba-max``;
-- ``numpy``: the same with ``device="numpy"`` (float64, one sort per query), up to
-  ``--numpy-max`` (641 s at N = 100,000 in an earlier run, hence not run there by default);
-- ``floor``: the float32 similarity products alone, ``X[block] @ X.T`` for blocks of 1024
-  queries on the same device, discarded (no metric can be faster than this);
-- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)`` ("mean_average_precision",
-  "precision_at_1" = Recall@1, "mean_average_precision_at_r", "r_precision"), exact faiss k-NN
-  over all N - 1 others in float32. Its memory grows as N^2 (about 6.6 GB at N = 10,000), so
-  it only runs up to ``--pml-max``.
+- ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (float32,
+  ranks counted without sorting, numba's tile loop when installed and the call repays loading
+  it); ``torch-no-numba``: the same without numba, up to ``--no-numba-max``;
+- ``numpy``: ``device="numpy"`` (float64, one sort per query), up to ``--numpy-max``;
+- ``floor``: the float32 products ``X[block] @ X.T`` alone, blocks of 1024 queries, discarded;
+- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)``, exact faiss k-NN; its
+  memory grows as N^2 (about 6.6 GB at N = 10,000): up to ``--pml-max``.
 
-Each method runs in its own child process (``_harness.run_in_child``: peak memories do not
-mix); the parent kills a child whose resident memory exceeds ``--memory-limit-gib`` or that runs
-past ``--timeout``.
-With ``--repeats R`` the methods of a size run R times, alternated (floor, torch, ..., floor,
-torch, ...), and each keeps its fastest run: on a shared machine the ratios then compare runs
-taken under similar load.
-The time is the metric computation only (not imports or data generation); "peak" is the
-child's peak resident memory during the computation, "extra" the part above its resident size
-at the start of the computation (imports and data loaded: ``_harness.PeakMemory``). Values are
-compared with skrank's (max absolute difference over the metrics both report).
-
-Results go to ``benchmarks/results/bench_metrics.json`` (``bench_metrics_<device>`` for another
-device, then ``_quick`` for ``--quick`` and ``_<tag>`` for ``--tag``).
+Each method runs in its own child process, killed past ``--memory-limit-gib`` or ``--timeout``;
+with ``--repeats R`` the methods of a size run R times, alternated, each keeping its fastest.
+Time: the metric computation only; "peak": the child's peak resident memory during it, "extra"
+the part above its start (``_harness.PeakMemory``). Values are compared with skrank's.
 
 Usage::
 

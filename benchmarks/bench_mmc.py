@@ -1,29 +1,17 @@
 """Benchmark of MMC: fit time and achieved figure of merit, side by side in one run.
 
-Compared on the same data and the same evaluation (the figure of merit ``mean dissimilar d_A /
-sqrt(mean similar d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST):
-
-* a cvxpy (Clarabel) solve of the same convex problem on a small subsample of digits;
-* metric-learn 0.7's ``MMC_Supervised``, run with the Python of a separate virtual environment
-  (metric-learn does not run with scikit-learn >= 1.8). Create it with::
-
-      python3 -m venv benchmarks/.venv-ml
-      benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
-
-  (the default place; elsewhere, set ``SKRANK_METRIC_LEARN_PYTHON``: see ``_harness.py``); the
-  metric-learn rows are skipped with a message otherwise.
-
-Data: sklearn's digits (PCA to 31 dimensions, all 1,797 items) and MNIST-10k shipped with
-skrank (stratified 8,000 / 2,000 train / test split, PCA fitted on the training part keeping
-90% of the variance).
+On the same data and evaluation (the figure of merit ``mean dissimilar d_A / sqrt(mean similar
+d_A^2)`` over all pairs, and held-out kNN accuracy on MNIST): skrank's MMC against a cvxpy
+(Clarabel) solve of the same convex problem on a small subsample of digits and against
+metric-learn 0.7's ``MMC_Supervised`` in its own environment (``_harness.py``; its rows are
+skipped with a message without it). Data: sklearn's digits (PCA 31, all 1,797 items) and
+MNIST-10k (stratified 8,000 / 2,000, PCA fitted on the training part keeping 90% of the
+variance).
 
 Usage::
 
     python benchmarks/bench_mmc.py            # full run (~12 minutes)
     python benchmarks/bench_mmc.py --quick    # smoke run
-
-Writes ``benchmarks/results/bench_mmc.json`` (``bench_mmc_quick.json`` with ``--quick``), whose
-tables ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
 """
 
 import sys
@@ -105,10 +93,14 @@ def fit_cvxpy(X, y):
     return {"components": components, "seconds": seconds, "n_iter": -1, "converged": True}
 
 
-def announced(name, run):
-    """Run one fit, telling on stderr what runs (metric-learn fits take minutes)."""
-    print(f"  fitting {name} ...", file=sys.stderr, flush=True)
-    return run()
+def announced(runs, X, y):
+    """``[(name, fit(X, y, **params))]`` of ``runs`` = ``[(name, fit, params)]``, telling on
+    stderr what runs (metric-learn fits take minutes)."""
+    fits = []
+    for name, fit, params in runs:
+        print(f"  fitting {name} ...", file=sys.stderr, flush=True)
+        fits.append((name, fit(X, y, **params)))
+    return fits
 
 
 def cvxpy_section(results, quick):
@@ -146,22 +138,13 @@ def digits_section(results, quick):
         X, y = X[:600], y[:600]
     n, most = X.shape[0], 2000 if quick else 20000
     runs = [
-        ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
-        ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
-        (
-            f"skrank MMC, B={most} pairs",
-            lambda: fit_skrank(X, y, negatives="pairs", n_samples=most),
-        ),
-        (
-            "metric-learn, 200 constraints",
-            lambda: fit_metric_learn_mmc(X, y, n_constraints=200),
-        ),
-        (
-            f"metric-learn, {most} constraints",
-            lambda: fit_metric_learn_mmc(X, y, n_constraints=most),
-        ),
+        ("skrank MMC, all pairs", fit_skrank, {}),
+        ("skrank MMC, B=n tuples", fit_skrank, {"negatives": "tuples"}),
+        (f"skrank MMC, B={most} pairs", fit_skrank, {"negatives": "pairs", "n_samples": most}),
+        ("metric-learn, 200 constraints", fit_metric_learn_mmc, {"n_constraints": 200}),
+        (f"metric-learn, {most} constraints", fit_metric_learn_mmc, {"n_constraints": most}),
     ]
-    fits = [(name, announced(name, run)) for name, run in runs]
+    fits = announced(runs, X, y)
     reference = fits[-1][1]
     rows = [
         [name, round(fit["seconds"], 2), f"{merit(X, y, fit['components']):.4f}", fit["n_iter"],
@@ -189,7 +172,7 @@ def mnist_features(n_components, n_train=None, quick=False):
 def mnist_section(results, quick, n_train, n_components, runs):
     X_train, X_test, y_train, y_test = mnist_features(n_components, n_train, quick)
     n, d = X_train.shape
-    fits = [(name, announced(name, run)) for name, run in runs(X_train, y_train)]
+    fits = announced(runs(n), X_train, y_train)
 
     def scores(components):
         return [f"{merit(X_train, y_train, components):.4f}",
@@ -220,36 +203,24 @@ def main(argv=None):
             versions_in(METRIC_LEARN_PYTHON, ("metric-learn", "scikit-learn", "numpy", "scipy")),
         )
     else:
-        print("metric-learn environment not found: its rows are skipped (see the docstring).")
+        print("metric-learn environment not found: its rows are skipped (see _harness.py).")
 
     cvxpy_section(results, args.quick)
     digits_section(results, args.quick)
 
-    def mnist_runs(X, y):
-        n, most = X.shape[0], 2000 if args.quick else 20000
-        return [
-            ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
-            (
-                "skrank MMC, B=0.15n tuples",
-                lambda: fit_skrank(X, y, negatives="tuples", n_samples=int(0.15 * n)),
-            ),
-            ("skrank MMC, B=n tuples", lambda: fit_skrank(X, y, negatives="tuples")),
-            (
-                f"metric-learn, {most} constraints",
-                lambda: fit_metric_learn_mmc(X, y, n_constraints=most),
-            ),
-        ]
-
-    mnist_section(results, args.quick, 1000 if args.quick else None, 0.9, mnist_runs)
-    if not args.quick:
-
-        def small_sample_runs(X, y):  # d = 100, n = 2,000, metric-learn's default constraints
-            return [
-                ("skrank MMC, all pairs", lambda: fit_skrank(X, y)),
-                ("metric-learn, default constraints", lambda: fit_metric_learn_mmc(X, y)),
-            ]
-
-        mnist_section(results, False, 2000, 100, small_sample_runs)
+    most = 2000 if args.quick else 20000
+    mnist_section(results, args.quick, 1000 if args.quick else None, 0.9, lambda n: [
+        ("skrank MMC, all pairs", fit_skrank, {}),
+        ("skrank MMC, B=0.15n tuples", fit_skrank,
+         {"negatives": "tuples", "n_samples": int(0.15 * n)}),
+        ("skrank MMC, B=n tuples", fit_skrank, {"negatives": "tuples"}),
+        (f"metric-learn, {most} constraints", fit_metric_learn_mmc, {"n_constraints": most}),
+    ])  # fmt: skip
+    if not args.quick:  # d = 100, n = 2,000, metric-learn's default constraints
+        mnist_section(results, False, 2000, 100, lambda n: [
+            ("skrank MMC, all pairs", fit_skrank, {}),
+            ("metric-learn, default constraints", fit_metric_learn_mmc, {}),
+        ])  # fmt: skip
     results.save()
 
 

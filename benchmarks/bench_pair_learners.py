@@ -1,36 +1,24 @@
 """The pair learners where users measure them: k-NN accuracy, TPR at low FPR, fit time.
 
-On the shipped MNIST-10k, for several seeds, a stratified 3,000 / 2,000 train / test split (the
-split of ``python -m skrank``'s MMC row, seed 0 there), compared side by side on the same split:
+MNIST-10k, stratified 3,000 / 2,000 train / test splits (``python -m skrank``'s MMC row's split
+at seed 0), one seed a split:
 
-* **k-NN task** (features: PCA fitted on the training part keeping 90% of the variance):
-  the Euclidean metric; :class:`~skrank.MMC` with its defaults, with the paper's criterion
-  (``scatter_ridge=1e-8, min_rank=None``) and with options selected on validation folds of the
-  training part by the user guide's procedure (:func:`mmc_selection`: a Pipeline
-  with ``KNeighborsClassifier(5)`` scored by accuracy on 5 stratified folds repeated 3 times;
-  candidates: no metric learning; ``scatter_ridge`` x ``min_rank`` in {1, 10, 100} x
-  {0.25, 0.5, 0.75, "full"} with all pairs; and local pairs, ``positives="nearest",
-  negatives="nearest"`` with ``n_neighbors`` x ``scatter_ridge`` x ``min_rank`` in {10, 20} x
-  {1, 10} x {0.25, 0.5}; the one-standard-error rule falls back to the Euclidean metric unless
-  the best candidate beats it by more than one standard error); scikit-learn's
-  ``NeighborhoodComponentsAnalysis``; metric-learn's ``ITML_Supervised`` and ``LMNN``.
-* **pair task** (features: the first 32 principal axes of the training part, not centred, as in
-  ``python -m skrank``'s PointwiseROCSimilarity row): the cosine similarity;
-  :class:`~skrank.PointwiseROCSimilarity` with its defaults, with the paper's criterion (its
-  level chosen for FPR 1% on held-out training pairs, no pull toward the cosine) and with
-  ``preprocessing`` and ``identity_weight`` selected by ``GridSearchCV`` with the
-  ``"tpr@fpr=0.01"`` scorer; the Euclidean metric and MMC's defaults on the same features.
+* **k-NN task** (PCA fitted on the training part, 90% of the variance): the Euclidean metric;
+  :class:`~skrank.MMC` with its defaults, with the paper's criterion (``scatter_ridge=1e-8,
+  min_rank=None``) and chosen on validation folds of the training part (:func:`mmc_selection`:
+  a Pipeline before ``KNeighborsClassifier(5)``, 5 stratified folds repeated 3 times, over no
+  metric learning, ``scatter_ridge`` x ``min_rank`` with all pairs and with local pairs, and the
+  one-standard-error rule toward the Euclidean metric); scikit-learn's NCA; metric-learn's
+  ``ITML_Supervised`` and ``LMNN`` (in their own environment, ``_metric_learn_fit.py``, each
+  fit stopped after ``--timeout`` seconds; skipped without it).
+* **pair task** (the first 32 principal axes, not centred, as ``python -m skrank``'s
+  PointwiseROCSimilarity row): the cosine similarity; :class:`~skrank.PointwiseROCSimilarity`
+  with its defaults, with the paper's criterion and with ``preprocessing`` x ``identity_weight``
+  chosen by ``GridSearchCV`` with the ``"tpr@fpr=0.01"`` scorer; the Euclidean metric and MMC.
 
-Every method is scored on the test part by the 5-NN accuracy (training items as neighbours;
-PointwiseROCSimilarity and cosine rank neighbours by similarity) and by the TPR at FPR 1% and
-5% over all test pairs ``i < j`` (the pair score is minus the learned distance, or the
-similarity). Fit times include the grid searches of the selected rows.
-
-metric-learn 0.7 does not run with scikit-learn >= 1.8: it runs in a separate virtual
-environment (``python3 -m venv benchmarks/.venv-ml && benchmarks/.venv-ml/bin/pip install
-"scikit-learn<1.6" metric-learn numpy scipy``, or ``SKRANK_METRIC_LEARN_PYTHON``: see
-``_harness.py``) through ``_metric_learn_fit.py``, each fit stopped after ``--timeout``
-seconds; its rows are skipped with a message when that environment is absent.
+Scores on the test part: the 5-NN accuracy (training items as neighbours) and the TPR at FPR 1%
+and 5% over all test pairs ``i < j`` (minus the learned distance, or the similarity). Fit times
+include the grid searches of the selected rows.
 
 Usage::
 

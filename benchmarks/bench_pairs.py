@@ -2,30 +2,24 @@
 
 Pairs are drawn from labelled data, so that both paths see the same constraints.
 
-1. **Equality with the label path.** skrank fitted on the pairs equals skrank fitted on the
-   labels where the pair sets coincide, at fixed settings: MMC with the paper's criterion on all
-   pairs of a labelled sample (given as a (n_pairs, 2, n_features) array and as row indices into
-   an item table), MMC with the objective on a sample of negative pairs (the same sample on both
-   paths), and PointwiseROCSimilarity at a fixed ``alpha`` (``alpha="auto"`` splits items on one
-   path and pairs on the other, so it is left out here).
-2. **Against metric-learn's weakly supervised MMC** (``metric_learn.MMC.fit(pairs, y)``, run in
-   its own environment as in ``bench_mmc.py``) on the same pairs: half similar, half dissimilar,
-   drawn uniformly from the pairs of MNIST training items (PCA fitted on them to d = 20 or 100),
-   at 10^4 and 10^5 pairs. Reported: the training figure of merit (mean distance over the
-   dissimilar pairs / root mean squared distance over the similar ones, the scale-invariant
-   objective both solve), the fit time and its ratio, and the ROC AUC of the distances of
-   held-out pairs (drawn the same way from the test items). skrank runs the paper's criterion
-   (``scatter_ridge=1e-8, min_rank=None``), as metric-learn does; a row gives its defaults.
-   metric-learn runs with its defaults and a time cap per fit (``--timeout``).
+1. **Equality with the label path** at fixed settings: MMC with the paper's criterion on all
+   pairs of a labelled sample (as a (n_pairs, 2, n_features) array and as row indices into an
+   item table), MMC on a sample of negative pairs (the same on both paths), and
+   PointwiseROCSimilarity at a fixed ``alpha`` (``"auto"`` splits items on one path and pairs
+   on the other).
+2. **Against metric-learn's weakly supervised MMC** (``metric_learn.MMC.fit(pairs, y)``, in its
+   own environment, its defaults, stopped after ``--timeout``) on the same pairs: half similar,
+   half dissimilar, uniform over the pairs of MNIST training items (PCA to d = 20 or 100), 10^4
+   and 10^5 pairs. Reported: the training figure of merit (the scale-invariant objective both
+   solve), the fit time and its ratio, and the ROC AUC of held-out pairs of test items. skrank
+   runs the paper's criterion (``scatter_ridge=1e-8, min_rank=None``); a row gives its defaults.
 3. **A validation screen** of MMC's ``scatter_ridge`` and ``min_rank`` by the ROC AUC of
-   validation pairs (drawn from training items held out of the fit, never the test items).
+   validation pairs (training items held out of the fit, never the test items).
 
 Usage::
 
     python benchmarks/bench_pairs.py            # full run
     python benchmarks/bench_pairs.py --quick    # smoke run (10^3 and 10^4 pairs, d = 20)
-
-Writes ``benchmarks/results/bench_pairs.json`` (``bench_pairs_quick.json`` with ``--quick``).
 """
 
 import functools

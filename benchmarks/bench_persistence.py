@@ -1,26 +1,14 @@
 """Saved estimators: size and load time of each estimator's skops file, beside its pickle.
 
-Fits each estimator once, then saves it with ``skops.io.dumps`` and with ``pickle.dumps``
-(protocol 5, as joblib writes) and times loading it from the bytes in memory: skops with
-``skops.io.get_untrusted_types`` and ``skops.io.loads(trusted=...)`` (listing the types is part
-of a safe load), against ``pickle.loads``. The loads alternate (skops, pickle, skops, ...) and
-each keeps its fastest of ``--repeats``: on a shared machine the ratio compares loads taken
-under similar load. Every loaded estimator is checked to predict as the original (bitwise), and
-the types skops lists to be skrank's own.
-
-The estimators, on data shipped with skrank:
-
-- ``SOPRCEmbedder``: its default network (784 -> 256 -> 64) on the MNIST test images;
-- ``SNMClassifier``: its defaults on Bibtex's training rows (1,836 sparse features, 159
-  labels: TF-IDF inputs, a linear encoder, the neighbour votes chosen on validation rows,
-  which keep the training rows' embeddings);
-- ``SNMClassifier`` on 100,000 labels (``make_large_output_classification``, 64 features,
-  ``embedding_dim=64``): a label table of 6.4 million floats;
-- ``PointwiseROCSimilarity``: its defaults on the MNIST test images (``A`` is 784 x 784);
-- ``MMC``: its defaults on scikit-learn's digits (64 features).
-
-The torch estimators train for ``--epochs`` epochs: the file holds the weights, whatever their
-values. Results go to ``benchmarks/results/bench_persistence.json``.
+Fits each estimator once, saves it with ``skops.io.dumps`` and ``pickle.dumps`` (protocol 5, as
+joblib) and times loading it from memory: skops with ``get_untrusted_types`` and
+``loads(trusted=...)`` (listing the types is part of a safe load) against ``pickle.loads``,
+alternated, each keeping its fastest of ``--repeats``. Every loaded estimator must predict as
+the original (bitwise), and the types skops lists must be skrank's own. Estimators:
+``SOPRCEmbedder`` (784-256-64, MNIST), ``SNMClassifier`` (defaults, Bibtex; and 100,000 labels
+of ``make_large_output_classification``, ``embedding_dim=64``: 6.4 million floats),
+``PointwiseROCSimilarity`` (MNIST, ``A`` 784 x 784) and ``MMC`` (digits); the torch ones train
+for ``--epochs`` epochs.
 
 Usage::
 

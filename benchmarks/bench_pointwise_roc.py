@@ -1,26 +1,21 @@
 """Pointwise ROC similarity: pair statistics without a pair loop, and the KKT solve against cvxpy.
 
-Two tables, on MNIST-10k (``skrank.datasets.load_mnist``) reduced by PCA to d dimensions and
-L2-normalised, as ``PointwiseROCSimilarity`` uses it:
+On MNIST-10k reduced by PCA to d dimensions and L2-normalised, as ``PointwiseROCSimilarity``
+uses it:
 
 1. Exact ``P`` and ``N`` (mean symmetrised outer products over positive and negative pairs) from
-   class sums and the Gram matrix (``skrank.similarity.PairStatistics``, O(n d^2)) against explicit
-   pair loops (O(n^2 d^2)): a Python loop over pairs (tiny n) and the same loop vectorised over
-   blocks of pairs (small n). Both give the same matrices; the table gives the time ratio. Then
-   the statistics of all 10,000 items at d = 784 (target: under 1 s).
-2. The closed-form KKT solve (``skrank.similarity.solve_kkt``) against cvxpy with Clarabel
-   (``solve_cvxpy``, duality-gap tolerances 1e-10, and Clarabel's defaults 1e-8) on the same
-   problem, at a level where the constraint is active. Same optimum (relative Frobenius
-   difference of A); the ratio of times (target: KKT >= 100x faster at d >= 256).
-3. The cost of calibrating the decision threshold of ``PointwiseROCSimilarity`` at a 5%
-   false-positive rate: scoring all negative pairs in blocks against the 250,000 uniformly
-   sampled negative pairs the estimator uses beyond that many, and the false-positive rate the
-   sampled threshold achieves on all negative pairs.
+   class sums and the Gram matrix (``PairStatistics``, O(n d^2)) against explicit pair loops
+   (a Python loop over pairs, tiny n, and the loop vectorised over blocks of pairs); then the
+   statistics of all 10,000 items at d = 784 (target: under 1 s).
+2. The closed-form KKT solve (``solve_kkt``) against cvxpy with Clarabel (``solve_cvxpy``,
+   tolerances 1e-10 and Clarabel's defaults 1e-8), constraint active: the relative Frobenius
+   difference of A and the ratio of times (target: KKT >= 100x faster at d >= 256).
+3. The threshold at a 5% false-positive rate from all negative pairs, in blocks, against the
+   250,000 sampled negative pairs the estimator uses, and the sampled threshold's FPR on all.
 
-Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_pointwise_roc.py``
-(``--quick`` for a smoke run). Writes ``benchmarks/results/bench_pointwise_roc.json``
-(``bench_pointwise_roc_quick.json`` with ``--quick``), whose tables ``python
-benchmarks/report.py`` renders into ``benchmarks/README.md``.
+Usage::
+
+    python benchmarks/bench_pointwise_roc.py            # --quick: a smoke run
 """
 
 import numpy as np

@@ -1,30 +1,23 @@
 """SOPRCEmbedder against pytorch-metric-learning losses on MNIST-10k; ablations; step times.
 
-Data: the 10,000 MNIST digits shipped with skrank, split once into halves stratified by digit
-(``_data.mnist_split(test_size=0.5, seed=0)``, float32): the embedding is trained on one half and
-evaluated on the other, every test item a query against the other test items (retrieval of
-unseen items of seen classes).
+Data: the 10,000 MNIST digits shipped with skrank in halves stratified by digit
+(``_data.mnist_split(test_size=0.5, seed=0)``, float32): trained on one half, every item of the
+other a query against the others (unseen items of seen classes).
 
-Every row trains the same MLP (784 -> 256 -> 64, L2-normalised) through the same training
-engine, with the same batches (``samples_per_class`` items of each of the batch's distinct
-classes, at most 224 items, as the estimator draws them), the same optimiser,
-learning-rate schedule and number of epochs; only the loss differs. MNIST has 10 classes, so
-the default ``--samples-per-class 22`` gives batches of 220 items (10 x 22), the nearest to the
-paper's batch of 224; ``--samples-per-class 4`` (the estimator's default, the
-paper's 4 per class) gives batches of only 40 items. Rows: SOPRC (skrank), SmoothAP, FastAP,
-triplet margin and contrastive losses of pytorch-metric-learning with their default settings, and
-the ablation rows of Table 2 of the SOPRC paper. Reported: test mean AUPRC and Recall@{1,4,16},
-mean and standard deviation over 3 seeds. Every row, SOPRC and peers alike, uses the
-estimator's weight averaging (``PeerEmbedder`` is a ``SOPRCEmbedder``).
+Every row trains the same MLP (784 -> 256 -> 64, L2-normalised) through the same engine, with
+the same class-balanced batches (``--samples-per-class`` items of each class: the default 22
+gives 220 items, the nearest to the paper's 224; 4, the estimator's default, gives 40), the same
+optimiser, schedule, epochs and weight averaging (``PeerEmbedder`` is a ``SOPRCEmbedder``); only
+the loss differs. Rows: SOPRC (skrank), SmoothAP, FastAP, triplet margin and contrastive losses
+of pytorch-metric-learning with their defaults, and the ablations of Table 2 of the SOPRC
+paper. Reported: test mean AUPRC and Recall@{1,4,16}, mean and standard deviation over seeds.
 
-Second part: time of one loss step (forward + backward of the loss alone, on random embeddings)
-at batch 224 (56 classes x 4) x 512 dims, SOPRC (with the auxiliary vectors of ``SOPRCLoss``'s
-defaults, and with the batch TPR and lambda (10, 2) of ``SOPRCEmbedder``'s) against SmoothAP and
-FastAP, interleaved repetitions in one thread.
+Second part (``--step-times-only``): one loss step (forward + backward on random embeddings) at
+batch 224 (56 classes x 4) x 512 dims, SOPRC (``SOPRCLoss``'s defaults, and ``SOPRCEmbedder``'s
+batch TPR and lambda (10, 2)) against SmoothAP and FastAP, interleaved, one thread.
 
-Everything runs in one torch thread: on a shared, busy machine torch's thread pool made these
-small steps up to ten times slower, and one thread keeps the rows comparable. The studies that
-tuned the settings on a validation split are records of ``benchmarks/studies/``.
+Everything runs in one torch thread (on a busy machine torch's pool made these small steps up
+to ten times slower). The studies that tuned the settings are in ``benchmarks/studies/``.
 
 Usage::
 

@@ -496,7 +496,7 @@ def throughput(args, splits, store):
         for name in candidates
     }
     reference = rates["SOPRCLoss plain loop"]
-    store.results.add_table(
+    store.tables = lambda: store.results.add_table(  # save() renders it
         "Training steps per second on one thread: the estimator against the plain loop",
         ["method", f"s, {epochs[0]} epoch", f"s, {epochs[1]} epochs", "steps / s", "x loop"],
         [

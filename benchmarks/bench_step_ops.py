@@ -1,31 +1,19 @@
 """Torch operations and host synchronisations per optimiser step, counted with torch.profiler.
 
 On a GPU every top-level torch operation is at least one kernel launch, and every operation that
-reads a value back to the host (``aten::_local_scalar_dense`` from ``.item()``/``float()``/
-``int()``, ``aten::nonzero``, ``aten::unique``, boolean-mask indexing) stalls the launch queue
-until the device catches up. Both are counted here on the CPU, where they are the same
-operations, for:
+reads a value back to the host (``aten::_local_scalar_dense`` from ``.item()``, ``nonzero``,
+``unique``, boolean-mask indexing) stalls the launch queue. Both are counted on the CPU, where
+they are the same operations, for ``SOPRCEmbedder.fit`` and ``SNMClassifier.fit`` and for plain
+torch loops over class-balanced batches of the same shape with ``SOPRCLoss`` (grouped and
+any-order) and pytorch-metric-learning's ``MultiSimilarityLoss`` and ``FastAPLoss``.
 
-- ``SOPRCEmbedder.fit`` and ``SNMClassifier.fit`` (the estimators, every step of their epochs);
-- plain torch loops, the data on the device and class-balanced batches of the same shape, with
-  ``skrank.losses.SOPRCLoss`` (its grouped form and its any-order form) and with
-  pytorch-metric-learning's ``MultiSimilarityLoss`` and ``FastAPLoss``.
+Counts per optimiser step; for the estimators over a one-epoch ``fit`` (set-up included) and
+the marginal epoch (three epochs minus one, over two epochs' steps). Data: 2,048 MNIST images
+(``--quick``: 512), MLP 784-256-64, batches of 10 classes x 4 items (224 items for SNM); means
+over ``--seeds`` (the estimators' ``random_state``, the loops' batches and weights).
 
-Counts are per optimiser step, averaged over the steps of the profiled run. For the estimators
-two figures are given: over a whole ``fit`` of one epoch (set-up included) and the marginal cost
-of an epoch (a fit of three epochs minus a fit of one, divided by two epochs' steps).
-
-Data: 2,048 MNIST images (784 features), 10 classes; MLP 784-256-64; batches of 224 items
-(56 classes x 4 would need 56 classes: here the 10 digits are the classes, so batches hold
-10 classes x 4 items = 40 items for the class-balanced losses, and 224 items for SNM).
-
-Targets, on the marginal epoch: at most 0.05 syncing ops per step for SOPRCEmbedder (2 an epoch
-of 52 steps: its batch sampling, prior warm-up and weight averaging read nothing back) and 0.1
-for SNMClassifier (1 an epoch of 10 steps), and SOPRCEmbedder's ops per step at most 1.5x the
-plain loop with MultiSimilarityLoss.
-
-Counts are means over the seeds (``--seeds``: the estimators' ``random_state`` and the loops'
-batches and initial weights). ``--quick``: 512 rows.
+Targets, on the marginal epoch: at most 0.05 syncing ops per step for SOPRCEmbedder and 0.1 for
+SNMClassifier, and SOPRCEmbedder's ops per step at most 1.5x the MultiSimilarityLoss loop's.
 
 Usage::
 

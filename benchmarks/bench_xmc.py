@@ -1,72 +1,33 @@
 """Extreme classification at scale: ``SNMClassifier`` against the libraries of the field.
 
-Methods, each with its documented defaults, each run in a child process of its own (one per
-data set, method and seed) that writes its own JSON, so that a long row can be run and resumed
-method by method (``--resume``):
+Methods (``--methods``), each with its documented defaults: ``snm`` (``SNMClassifier``),
+``snm-2-epochs`` (``max_epochs=2``), ``pecos`` (PECOS XR-Linear, its README's quick start, in
+its own environment), ``omikuji-parabel`` and ``omikuji-bonsai`` (unbalanced k-means,
+``cluster_k=100``, ``max_depth=3``), ``napkinxc-plt``, ``centroid`` (each label's centroid of
+its unit-norm TF-IDF training rows; a row's labels are those of highest cosine) and ``linear``
+(``OneVsRestClassifier(LinearSVC(C=C))``, ``C`` in :data:`LINEAR_C` chosen by P@1 on the
+validation split, then refitted; debtags, Bibtex and Corel5k only, the others' binary SVMs
+exceeding a 2-core machine's budget). One child process a run (data set, method, seed), its
+own JSON under ``results/bench_xmc_runs`` (``--resume``).
 
-- ``snm``: ``SNMClassifier(random_state=seed)``;
-- ``snm-2-epochs``: ``SNMClassifier(max_epochs=2, random_state=seed)``, what a user with a
-  budget of two passes over the data gets;
-- ``pecos``: PECOS XR-Linear (libpecos), the README's quick start (PIFA label embedding,
-  hierarchical clustering, ``XLinearModel.train``), in its own environment (``_harness.py``);
-- ``omikuji-parabel``: omikuji with its default (Parabel) settings;
-- ``omikuji-bonsai``: omikuji with Bonsai's settings (unbalanced k-means, ``cluster_k=100``,
-  ``max_depth=3``, as its README gives them);
-- ``napkinxc-plt``: napkinXC's ``PLT`` (probabilistic label tree), ``seed=seed``;
-- ``centroid``: the simplest baseline, the nearest-centroid rule of the input space: each
-  label's centroid is the sum of its training rows (TF-IDF, unit norm), scaled to unit norm,
-  and a row's labels are those of the centroids of highest cosine (an exact sparse product, in
-  chunks of rows);
-- ``linear``: one-vs-rest linear SVMs, ``OneVsRestClassifier(LinearSVC(C=C,
-  random_state=seed))`` (liblinear, the usual linear model of sparse text), ``C`` chosen by P@1
-  on a validation split (20% of the training rows, ``random_state=0``) among
-  :data:`LINEAR_C`, then refitted on every training row; labels without a training row score
-  lowest. Its fit time is the refit's (the choice's is in its run's JSON); its peak memory
-  covers the choice and the refit. debtags, Bibtex and Corel5k only: debian-suggests' 20,184
-  and the generated shapes' 10^4 to 6.7 x 10^5 binary SVMs exceed a 2-core machine's budget.
+Data (``--data``, :func:`_data.xmc_split`): debtags and debian-suggests (the Debian package
+index, TF-IDF rows, the file's fixed split; labels of test rows only count as misses), Bibtex and
+Corel5k (their splits; the peers read sublinear TF-IDF rows of unit norm, as SNM makes them),
+and :func:`skrank.datasets.make_extreme_classification` rows shaped like AmazonCat-13K,
+WikiLSHTC-325K and Amazon-670K (40,000 rows, a fifth for test).
 
-Data (``--data``; :func:`_data.xmc_split`, alike for every method):
-
-- ``debtags`` and ``debian-suggests``: the Debian package index (``$SKRANK_DEBTAGS``,
-  ``$SKRANK_DEBIAN_SUGGESTS``, by default ``shared/data``): TF-IDF rows of a package's name
-  and one-line description, its tags (debtags) or the packages it recommends or suggests
-  (debian-suggests: 20,184 training labels, most on one row) as labels, the file's fixed split;
-  labels of test rows only count as misses (they lower recall and nDCG, not P@k).
-- ``bibtex`` and ``corel5k``: their own train/test splits; their word counts reach the peers as
-  sublinear TF-IDF rows of unit norm (:func:`_data.tfidf`), the features their documentation
-  assumes, while ``SNMClassifier`` applies the same weighting itself.
-- ``amazoncat-13k``, ``wikilshtc-325k``, ``amazon-670k``: rows of
-  :func:`skrank.datasets.make_extreme_classification` shaped like the SNM paper's data sets,
-  40,000 rows, a fifth held out for test (the data sets' 0.5-1.8 million rows would take the
-  slowest method hours a fit here).
-
-Measured per run: P@1/3/5, PSP@1/3/5 (propensities of the training labels, ``A=0.55,
-B=1.5``), nDCG@5, fit wall time, prediction wall time for the whole test set (top 10), and the
-peak resident memory above the resident size at the start of the measured region (after the
-imports and the data loading; for SNM, the imports include ``torch._dynamo``, which
-torch.optim imports when a process builds its first optimiser: 2.8 s of CPU and 77 MiB), from
-the start of the fit to the end of prediction
-(``_harness.PeakMemory``, the same for every method, PECOS in its own process included); the
-absolute peak is kept in each run's JSON. SNM's runs also record its resolved settings and its
-search's recall of the exact top 5 where it uses an approximate one.
-
-Label sets and calibration, per run: the example-based F1 (``f1_score(average="samples")``) of
-each fixed top-k, k = 1 ... 10, and of the method's own ``predict`` where it has one
-(``SNMClassifier.predict``; the linear baseline's one-vs-rest ``predict`` with ``C`` chosen by
-that F1 on its validation split); the recall of the top 5 among the test (row, label) pairs by
-the label's number of training rows (1, 2-5, 6-20, more); and, for the methods that estimate
-probabilities (``SNMClassifier.predict_top_k(..., return_proba=True)``, napkinXC's
-``PLT.predict_proba``), the expected calibration error of the top 5 labels' (row, label) pairs
-pooled (15 equal-width bins, ``skrank.metrics.expected_calibration_error``). Each run on the
-test split has a run on the validation split of the training rows (20 %, ``random_state=0``;
-the method fitted on the other 80 %), where the fixed top-k with the
-best F1 is chosen (``--splits``); the linear baseline chooses it on the split of its choice of
-``C``. The report gives the test F1 of that k.
+Measured per run (``skrank.metrics.top_k_label_scores``): P@1/3/5, PSP@1/3/5 (``A=0.55,
+B=1.5``), nDCG@5, fit wall and CPU seconds, the top 10 of the test rows' seconds, the peak
+resident memory above the start of the fit (imports and data loaded; ``PeakMemory``) to the end
+of prediction; the example-based F1 of each fixed top-k (k = 1 ... 10) and of the method's own
+``predict``; the recall of the top 5 by the label's training rows; the top-5 expected
+calibration error of the methods that estimate probabilities. Each test run has a run on the
+validation split (20 % of the training rows, ``random_state=0``), where the fixed top-k of best
+F1 is chosen (``--splits``).
 
 Usage::
 
     python benchmarks/bench_xmc.py --data debtags --tag debtags
-    python benchmarks/bench_xmc.py --data debian-suggests --tag debian_suggests
     python benchmarks/bench_xmc.py --data bibtex corel5k --resume --tag bibtex_corel5k
     python benchmarks/bench_xmc.py --data amazoncat-13k wikilshtc-325k amazon-670k --seeds 0 \
         --resume --tag generated
@@ -567,6 +528,12 @@ def run_one(args, name, method, seed, split):
 
 COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", "nDCG@5",
            "fit s", "fit CPU s", "predict s", "peak above start GiB"]  # fmt: skip
+SET_COLUMNS = ["data", "method", "runs", "F1 predict", "labels a row", "top-k: k",
+               "F1 top-k", "ECE@5"]  # fmt: skip
+BUCKET_COLUMNS = ["data", "method", "runs"] + [
+    f"R@5, {n} rows" for n in ("1", "2-5", "6-20", ">20")
+]
+VALIDATION_COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5"]
 LABELS = {
     "snm": "SNMClassifier (skrank)",
     "snm-2-epochs": "SNMClassifier(max_epochs=2)",
@@ -578,64 +545,38 @@ LABELS = {
     "linear": "one-vs-rest LinearSVC (baseline)",
 }
 DIGITS = {"P@1": 4, "fit s": 1, "fit CPU s": 1, "predict s": 1, "peak above start GiB": 2}
-RUN_KEYS = {
-    "fit s": "fit_seconds",
-    "fit CPU s": "fit_cpu_seconds",
-    "predict s": "predict_seconds",
-    "peak above start GiB": "peak_increase_gib",
-}
+RUN_KEYS = {"fit s": "fit_seconds", "fit CPU s": "fit_cpu_seconds", "predict s": "predict_seconds",
+            "peak above start GiB": "peak_increase_gib"}  # fmt: skip
 # SNM's resolved settings named in the notes, where its runs recorded them.
 SNM_SETTINGS = ("n_components_", "embedding_dim_", "input_normalization_", "encoder_init_",
                 "neighbor_weight_", "centroid_weight_", "search_")  # fmt: skip
 
 
-SET_COLUMNS = ["data", "method", "runs", "F1 predict", "labels a row", "top-k: k",
-               "F1 top-k", "ECE@5"]  # fmt: skip
-BUCKET_COLUMNS = ["data", "method", "runs"] + [
-    f"R@5, {name} rows" for name in ("1", "2-5", "6-20", ">20")
-]
-VALIDATION_COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5"]
-
-
 def finished_runs(name, method, seeds, quick, split="test"):
-    """The runs made of ``method`` on ``name`` (``split``) for ``seeds``: those that finished,
-    and those stopped at the time limit."""
-    done = [
-        json.loads(path.read_text())
-        for seed in seeds
-        if (path := run_path(name, method, seed, quick, split)).exists()
-    ]
-    finished = [run for run in done if "timed_out_after_seconds" not in run]
-    return finished, [run for run in done if "timed_out_after_seconds" in run]
+    """The runs of ``method`` on ``name`` (``split``) for ``seeds``: those that finished, and
+    those stopped at the time limit."""
+    done = [json.loads(path.read_text()) for seed in seeds
+            if (path := run_path(name, method, seed, quick, split)).exists()]  # fmt: skip
+    stopped = [run for run in done if "timed_out_after_seconds" in run]
+    return [run for run in done if run not in stopped], stopped
 
 
-def _label(method, finished):
-    return " / ".join(sorted({run.get("label", LABELS[method]) for run in finished}))
-
-
-def _score_row(name, method, finished, columns, values_of=None):
-    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``values_of(run,
-    column)``: a run's value of a column, by default its key of :data:`RUN_KEYS`)."""
-    row = [name, _label(method, finished), len(finished)]
+def _score_row(name, method, finished, columns, value=lambda run, column: run.get(column)):
+    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``value(run,
+    column)``: a run's value of a column)."""
+    label = " / ".join(sorted({run.get("label", LABELS[method]) for run in finished}))
+    row = [name, label, len(finished)]
     for column in columns[3:]:
-        values = [
-            value
-            for run in finished
-            if (
-                value := values_of(run, column)
-                if values_of
-                else run.get(RUN_KEYS.get(column, column))
-            )
-            is not None
-        ]
-        row.append(_mean_std(values, DIGITS.get(column, 3)))
+        values = [v for run in finished if (v := value(run, column)) is not None]
+        digits = DIGITS.get(column, 3)
+        row.append(summary(values, digits) if len(values) > 1 else
+                   round(float(values[0]), digits) if values else None)  # fmt: skip
     return row
 
 
 def chosen_top_k(run, validation_run):
-    """``(k, test F1 of the top k)`` of the fixed top-k with the best validation F1 (the
-    smaller k among ties), from the run's validation run (or its own choice, the linear
-    baseline's); None without one."""
+    """``(k, test F1 of the top k)`` of the fixed top-k of best validation F1 (the smaller k
+    among ties), from the run's validation run (or its own choice, the linear baseline's)."""
     at_k = run.get("validation_f1_at_k") or (validation_run or {}).get("F1@k")
     if not at_k or "F1@k" not in run:
         return None
@@ -643,15 +584,22 @@ def chosen_top_k(run, validation_run):
     return k, run["F1@k"][k - 1]
 
 
+def run_value(run, column):
+    return run.get(RUN_KEYS.get(column, column))
+
+
+def bucket_value(run, column):
+    bucket = column.split(", ")[1].split(" ")[0]
+    return (run.get("recall@5 by training rows") or {}).get(bucket, [None])[0]
+
+
 def report(args):
-    """The tables of every row and method run (mean and std over seeds): the test top-k
-    labels, the test label sets and calibration, the recall by label frequency, and the
-    validation split's top-k labels, with the shapes of the rows, SNM's resolved settings and
-    the linear baseline's choice of C in the notes."""
+    """The tables of every data set and method run (mean and std over seeds): the test top-k
+    labels, the label sets and calibration, the recall by label frequency, and the validation
+    split's top-k labels; the data's shapes, SNM's settings and the linear C in the notes."""
     results = Results(results_name("bench_xmc", args), packages=("omikuji", "napkinxc"))
-    results.data["versions"]["libpecos"] = (versions_in(PECOS_PYTHON, ["libpecos"]) or {}).get(
-        "libpecos"
-    )
+    pecos = versions_in(PECOS_PYTHON, ["libpecos"]) or {}
+    results.data["versions"]["libpecos"] = pecos.get("libpecos")
     rows, set_rows, bucket_rows, validation_rows = [], [], [], []
     notes, bucket_notes, threads = [], [], set()
     for name in args.data:
@@ -667,7 +615,7 @@ def report(args):
                     row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
                     rows.append(row)
                 continue
-            rows.append(_score_row(name, method, finished, COLUMNS))
+            rows.append(_score_row(name, method, finished, COLUMNS, run_value))
             validation, _ = finished_runs(name, method, args.seeds, args.quick, "validation")
             by_seed = {run["seed"]: run for run in validation}
             choices = {run["seed"]: chosen_top_k(run, by_seed.get(run["seed"])) for run in finished}
@@ -684,94 +632,63 @@ def report(args):
                 row[SET_COLUMNS.index("top-k: k")] = ", ".join(map(str, ks)) or None
                 set_rows.append(row)
             if any(run.get("recall@5 by training rows") for run in finished):
-                bucket_rows.append(
-                    _score_row(
-                        name,
-                        method,
-                        finished,
-                        BUCKET_COLUMNS,
-                        lambda run, column: (run.get("recall@5 by training rows") or {}).get(
-                            column.split(", ")[1].split(" ")[0], [None]
-                        )[0],
-                    )
-                )
+                bucket_rows.append(_score_row(name, method, finished, BUCKET_COLUMNS, bucket_value))
                 if len(bucket_notes) < len(notes) + 1:  # one note a data set
-                    bucket_notes.append(_bucket_note(name, finished[0]))
+                    buckets = finished[0]["recall@5 by training rows"].items()
+                    shares = ", ".join(f"{bucket} {share:.1%}" for bucket, (_, share) in buckets)
+                    bucket_notes.append(
+                        f"{name}'s test pairs by the label's training rows: {shares}."
+                    )
             if validation:
                 validation_rows.append(_score_row(name, method, validation, VALIDATION_COLUMNS))
         notes.append(_data_note(name, args.quick, runs))
+    threads = ", ".join(f"{count} thread(s) a method" if count else "each library's default threads"
+                        for count in sorted(threads, key=str))  # fmt: skip
     seeds = ", ".join(map(str, args.seeds))
-    threads = ", ".join(
-        f"{count} thread(s) a method" if count else "each library's default threads"
-        for count in sorted(threads, key=str)
-    )
-    over_seeds = f"Mean ± std over the runs of seeds {seeds} (runs: how many finished)"
-    results.add_table(
-        "Test top-k labels, fit and prediction time, peak memory",
-        COLUMNS,
-        rows,
-        notes=" ".join(notes) + f" {over_seeds}, {threads}; fit CPU s: the CPU time of the fit's "
-        "process (a shared machine's load lengthens wall times); predict s: the top "
-        f"{TOP_SETS} labels of every test row; peak memory: the peak resident size above the "
-        "size at the start of the fit (imports and data loaded).",
-    )
+    seeds = f"Mean ± std over the runs of seeds {seeds} (runs: how many finished)"
     validated = f"{VALIDATION_FRACTION:.0%} of the training rows held out, random_state=0"
-    if set_rows:
-        results.add_table(
-            "Test label sets and calibration: example-based F1, top-5 ECE",
-            SET_COLUMNS,
-            set_rows,
-            notes=f"{over_seeds}. F1: scikit-learn's f1_score(average='samples') on the test "
-            "rows (labels of test rows only count as misses). F1 predict: the label sets of "
-            "the method's own predict where it has one (SNMClassifier.predict; the linear "
-            "baseline's one-vs-rest predict, each SVM's decision above 0, with C chosen by that "
-            "F1 on the validation split); labels a row: their mean size. Top-k: the fixed "
-            f"top-k label set, k in 1-{TOP_SETS} chosen by F1 on the validation split "
-            f"({validated}; the model fitted on the other rows), its test F1. ECE@5: expected "
-            "calibration error of the probabilities of the top 5 labels, (row, label) pairs of "
-            "the test split pooled, 15 equal-width bins (methods that estimate probabilities: "
-            "SNMClassifier.predict_top_k(return_proba=True), napkinXC's PLT.predict_proba).",
-        )
-    if bucket_rows:
-        results.add_table(
-            "Test recall of the top 5 by the label's training rows",
-            BUCKET_COLUMNS,
-            bucket_rows,
-            notes=f"{over_seeds}. R@5, n rows: the share of the test (row, label) pairs "
-            "whose label has n training rows that are among the row's top 5 labels. "
-            + " ".join(bucket_notes),
-        )
-    if validation_rows:
-        results.add_table(
-            "Validation top-k labels",
-            VALIDATION_COLUMNS,
-            validation_rows,
-            notes=f"{over_seeds}; each method fitted on the other training rows and scored on "
-            f"the validation split ({validated}), the test rows unread.",
-        )
+    tables = (
+        ("Test top-k labels, fit and prediction time, peak memory", COLUMNS, rows,
+         " ".join(notes) + f" {seeds}, {threads}; fit CPU s: the CPU time of the fit's process (a "
+         "shared machine's load lengthens wall times); predict s: the top "
+         f"{TOP_SETS} labels of every test row; peak memory: the peak resident size above the "
+         "size at the start of the fit (imports and data loaded)."),
+        ("Test label sets and calibration: example-based F1, top-5 ECE", SET_COLUMNS, set_rows,
+         f"{seeds}. F1: scikit-learn's f1_score(average='samples') on the test rows (labels of "
+         "test rows only count as misses). F1 predict: the label sets of the method's own "
+         "predict where it has one (SNMClassifier.predict; the linear baseline's one-vs-rest "
+         "predict, each SVM's decision above 0, with C chosen by that F1 on the validation "
+         "split); labels a row: their mean size. Top-k: the fixed top-k label set, k in "
+         f"1-{TOP_SETS} chosen by F1 on the validation split ({validated}; the model fitted on "
+         "the other rows), its test F1. ECE@5: expected calibration error of the probabilities "
+         "of the top 5 labels, (row, label) pairs of the test split pooled, 15 equal-width "
+         "bins (methods that estimate probabilities: SNMClassifier.predict_top_k("
+         "return_proba=True), napkinXC's PLT.predict_proba)."),
+        ("Test recall of the top 5 by the label's training rows", BUCKET_COLUMNS, bucket_rows,
+         f"{seeds}. R@5, n rows: the share of the test (row, label) pairs whose label has n "
+         "training rows that are among the row's top 5 labels. " + " ".join(bucket_notes)),
+        ("Validation top-k labels", VALIDATION_COLUMNS, validation_rows,
+         f"{seeds}; each method fitted on the other training rows and scored on the validation "
+         f"split ({validated}), the test rows unread."),
+    )  # fmt: skip
+    for number, (title, columns, table_rows, note) in enumerate(tables):
+        if table_rows or number == 0:
+            results.add_table(title, columns, table_rows, notes=note)
     results.save()
-
-
-def _bucket_note(name, run):
-    """The shares of the test (row, label) pairs of ``name`` in each frequency bucket."""
-    shares = ", ".join(
-        f"{bucket} {share:.1%}" for bucket, (_, share) in run["recall@5 by training rows"].items()
-    )
-    return f"{name}'s test pairs by the label's training rows: {shares}."
 
 
 def _data_note(name, quick, runs):
     """The note of one data set: its shape, SNM's settings, the linear baseline's choice."""
-    directory = prepare(name, quick)
-    X_train, Y_train, X_test, Y_test = load(directory, "X_train", "Y_train", "X_test", "Y_test")
+    X_train, Y_train, X_test, Y_test = load(
+        prepare(name, quick), "X_train", "Y_train", "X_test", "Y_test"
+    )
     note = (
         f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
         f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
         f"row), {Y_train.shape[1]:,} labels ({Y_train.nnz / Y_train.shape[0]:.2f} a row, "
         f"{np.count_nonzero(Y_train.getnnz(axis=0)):,} with a training row)"
     )
-    unseen = Y_test[:, Y_train.shape[1] :].nnz
-    if unseen:
+    if unseen := Y_test[:, Y_train.shape[1] :].nnz:
         note += f", {unseen} test labels without a training row (misses)"
     for run in [run for run in runs.get("snm", []) if "settings" in run][:1]:
         settings = run["settings"]
@@ -786,17 +703,9 @@ def _data_note(name, quick, runs):
             f"(validation P@1 {chosen['P@1']:.4f}, P@5 {chosen['P@5']:.4f}; choice "
             f"{run['selection_seconds']:.0f} s)"
         )
-    loads = [run["load_average"][0] for done in runs.values() for run in done]
-    if loads:
+    if loads := [run["load_average"][0] for done in runs.values() for run in done]:
         note += f"; load average {min(loads):.1f}-{max(loads):.1f} during the runs"
     return note + "."
-
-
-def _mean_std(values, digits):
-    """One run's value, or the runs' ``"mean ± std"``."""
-    if len(values) <= 1:
-        return round(float(values[0]), digits) if values else None
-    return summary(values, digits)
 
 
 def main(argv=None):

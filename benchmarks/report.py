@@ -41,26 +41,10 @@ README_BLOCK = re.compile(
 
 @dataclass(frozen=True)
 class Rows:
-    """Rows of one table of one results file, for a table of the project's README.
-
-    Parameters
-    ----------
-    benchmark : str
-        The results file, ``benchmarks/results/<benchmark>.json``.
-    table : str
-        The start of the table's title in that file.
-    columns : tuple of str
-        The file's columns to show, in the order of the README table's columns (after its
-        label column when ``label`` is set).
-    rows : tuple of tuple
-        Each row's leading cells, as in the file (e.g. ``("SOPRCEmbedder",)`` or
-        ``(100000, "torch")``); the rows are shown in this order.
-    names : tuple of str or None, default=None
-        What to show in place of each row's first shown cell (e.g. a peer library's name).
-    label : str or None, default=None
-        The first cell of every row (e.g. the data set), when the README table has a label
-        column.
-    """
+    """Rows of the table of ``results/<benchmark>.json`` whose title starts with ``table``, for a
+    table of the project's README: the ``columns`` shown, the ``rows`` by their leading cells
+    (e.g. ``("SOPRCEmbedder",)``), in this order, with ``names`` in place of each row's first
+    shown cell and ``label`` as a first cell of every row where given."""
 
     benchmark: str
     table: str
@@ -79,63 +63,52 @@ class ReadmeTable:
     parts: tuple
 
 
+def named(benchmark, table, columns, named_rows, label=None):
+    """:class:`Rows` from ``{leading cells: name shown}``."""
+    return Rows(benchmark, table, columns, tuple(named_rows), tuple(named_rows.values()), label)
+
+
 XMC_NAMES = {
     "SNMClassifier (skrank)": "SNMClassifier",
     "omikuji, Bonsai settings": "omikuji (Bonsai settings)",
     "PECOS XR-Linear": "PECOS XR-Linear",
+}
+XMC_GENERATED = {
+    **XMC_NAMES,
     "nearest centroid (baseline)": "nearest centroid of the inputs (baseline)",
 }
-XMC_BIBTEX = ("SNMClassifier (skrank)", "omikuji, Bonsai settings", "PECOS XR-Linear")
-XMC_GENERATED = XMC_BIBTEX + ("nearest centroid (baseline)",)
-
+XMC_ROWS = (
+    ("bench_xmc_debtags", "debtags", "debtags (3 seeds)", XMC_NAMES),
+    ("bench_xmc_debian_suggests", "debian-suggests", "debian-suggests (1 seed)", XMC_NAMES),
+    ("bench_xmc_bibtex_corel5k", "bibtex", "Bibtex (3 seeds)", XMC_NAMES),
+    ("bench_xmc_bibtex_corel5k", "corel5k", "Corel5k (3 seeds)", XMC_NAMES),
+    ("bench_xmc_generated", "amazoncat-13k", "AmazonCat-13K shape", XMC_GENERATED),
+)
+XMC_COLUMNS = ("method", "P@1", "P@5", "PSP@5", "fit s", "predict s")
+PAIRS = "pair task, MNIST 3k/2k, PCA-32 (not centred): mean"
 README_TABLES = (
     ReadmeTable(
         "SOPRCEmbedder against pytorch-metric-learning's losses: retrieval (mean AUPRC)",
         ("data", "method", "mean AUPRC", "Recall@1", "s / fit"),
         (
-            Rows(
-                "bench_soprc_disjoint",
-                "Class-disjoint retrieval",
-                ("method", "test mAUPRC", "test R@1", "s / fit"),
-                (("SOPRCEmbedder",), ("MultiSimilarity, tuned",)),
-                names=("SOPRCEmbedder", "pytorch-metric-learning MultiSimilarity, tuned"),
-                label="unseen classes (3 seeds)",
-            ),
-            Rows(
-                "bench_soprc_mnist_seeds10",
-                "Same-class MNIST retrieval",
-                ("loss", "mean AUPRC", "R@1", "s / fit"),
-                (("SOPRC (skrank)",), ("FastAP (PML)",)),
-                names=("SOPRCEmbedder", "pytorch-metric-learning FastAP"),
-                label="MNIST, seen classes (10 seeds)",
-            ),
+            named("bench_soprc_disjoint", "Class-disjoint retrieval",
+                  ("method", "test mAUPRC", "test R@1", "s / fit"),
+                  {("SOPRCEmbedder",): "SOPRCEmbedder",
+                   ("MultiSimilarity, tuned",): "pytorch-metric-learning MultiSimilarity, tuned"},
+                  "unseen classes (3 seeds)"),
+            named("bench_soprc_mnist_seeds10", "Same-class MNIST retrieval",
+                  ("loss", "mean AUPRC", "R@1", "s / fit"),
+                  {("SOPRC (skrank)",): "SOPRCEmbedder",
+                   ("FastAP (PML)",): "pytorch-metric-learning FastAP"},
+                  "MNIST, seen classes (10 seeds)"),
         ),
     ),
     ReadmeTable(
         "SNMClassifier against the extreme-classification libraries: test top-k labels",
-        ("data", "method", "P@1", "P@5", "PSP@5", "fit s", "predict s"),
-        tuple(
-            Rows(
-                benchmark,
-                "Test top-k labels",
-                ("method", "P@1", "P@5", "PSP@5", "fit s", "predict s"),
-                tuple((data, method) for method in methods),
-                names=tuple(XMC_NAMES[method] for method in methods),
-                label=label,
-            )
-            for benchmark, data, label, methods in (
-                ("bench_xmc_debtags", "debtags", "debtags (3 seeds)", XMC_BIBTEX),
-                (
-                    "bench_xmc_debian_suggests",
-                    "debian-suggests",
-                    "debian-suggests (1 seed)",
-                    XMC_BIBTEX,
-                ),
-                ("bench_xmc_bibtex_corel5k", "bibtex", "Bibtex (3 seeds)", XMC_BIBTEX),
-                ("bench_xmc_bibtex_corel5k", "corel5k", "Corel5k (3 seeds)", XMC_BIBTEX),
-                ("bench_xmc_generated", "amazoncat-13k", "AmazonCat-13K shape", XMC_GENERATED),
-            )
-        ),
+        ("data", *XMC_COLUMNS),
+        tuple(named(benchmark, "Test top-k labels", XMC_COLUMNS,
+                    {(data, method): name for method, name in names.items()}, label)
+              for benchmark, data, label, names in XMC_ROWS),
     ),
     ReadmeTable(
         "SNMClassifier's label sets and probabilities: test example-based F1 and top-5 ECE",
@@ -169,85 +142,50 @@ README_TABLES = (
         "Exact retrieval metrics (mean AUPRC, Recall@k, MAP@R at once), one thread",
         ("method", "items", "time (s)", "x matrix-product floor", "peak memory (MiB)"),
         (
-            Rows(
-                "bench_metrics",
-                "Exact retrieval metrics",
-                ("method", "N", "time (s)", "time / floor", "peak RSS (MiB)"),
-                ((10_000, "torch"), (10_000, "pml"), (100_000, "torch")),
-                names=("skrank", "pytorch-metric-learning", "skrank"),
-            ),
+            named("bench_metrics", "Exact retrieval metrics",
+                  ("method", "N", "time (s)", "time / floor", "peak RSS (MiB)"),
+                  {(10_000, "torch"): "skrank", (10_000, "pml"): "pytorch-metric-learning",
+                   (100_000, "torch"): "skrank"}),
         ),
     ),
     ReadmeTable(
         "PointwiseROCSimilarity against the cosine similarity: MNIST test pairs at a fixed FPR",
         ("method", "TPR at 1% FPR", "TPR at 5% FPR", "5-NN accuracy", "fit s"),
         (
-            Rows(
-                "bench_pair_learners",
-                "pair task, MNIST 3k/2k, PCA-32 (not centred): mean",
-                ("method", "TPR@FPR=0.01", "TPR@FPR=0.05", "5-NN accuracy", "fit seconds"),
-                (
-                    ("cosine",),
-                    ("PointwiseROCSimilarity, defaults",),
-                    ("PointwiseROCSimilarity, CV-selected",),
-                ),
-                names=(
-                    "cosine similarity (baseline)",
-                    "PointwiseROCSimilarity, defaults",
-                    "PointwiseROCSimilarity, chosen by CV (time: the whole search)",
-                ),
-            ),
+            named("bench_pair_learners", PAIRS,
+                  ("method", "TPR@FPR=0.01", "TPR@FPR=0.05", "5-NN accuracy", "fit seconds"),
+                  {("cosine",): "cosine similarity (baseline)",
+                   ("PointwiseROCSimilarity, defaults",): "PointwiseROCSimilarity, defaults",
+                   ("PointwiseROCSimilarity, CV-selected",):
+                       "PointwiseROCSimilarity, chosen by CV (time: the whole search)"}),
         ),
     ),
     ReadmeTable(
         "PointwiseROCSimilarity's closed-form solve against cvxpy (Clarabel), MNIST",
         ("dimension", "skrank KKT solve (s)", "cvxpy (s)", "speed-up", "relative difference"),
-        (
-            Rows(
-                "bench_pointwise_roc",
-                "2. KKT closed form",
-                ("d", "KKT (s)", "cvxpy (s)", "ratio", "rel. diff. A"),
-                ((784,),),
-            ),
-        ),
+        (Rows("bench_pointwise_roc", "2. KKT closed form",
+              ("d", "KKT (s)", "cvxpy (s)", "ratio", "rel. diff. A"), ((784,),)),),
     ),
     ReadmeTable(
         "MMC against scikit-learn's NCA, metric-learn and the Euclidean metric",
         ("task (score)", "method", "score", "fit s"),
         (
-            Rows(
-                "bench_mmc",
-                "Digits n=1797",
-                ("method", "figure of merit", "fit s"),
-                (("skrank MMC, all pairs",), ("metric-learn, 20000 constraints",)),
-                names=("MMC, exact over all pairs", "metric-learn MMC, 20,000 constraints"),
-                label="digits (MMC's figure of merit)",
-            ),
-            Rows(
-                "bench_pair_learners",
-                "k-NN task, MNIST 3k/2k, PCA 90%: mean",
-                ("method", "5-NN accuracy", "fit seconds"),
-                (
-                    ("Euclidean",),
-                    ("MMC, defaults",),
-                    ("MMC, paper's criterion",),
-                    ("MMC, CV-selected",),
-                    ("sklearn NCA (max_iter=100)",),
-                    ("metric-learn LMNN",),
-                ),
-                names=(
-                    "Euclidean metric",
-                    "MMC, defaults",
-                    "MMC, paper's criterion",
-                    "MMC, chosen by repeated 5-fold CV (time: the whole search)",
-                    "scikit-learn NCA (max_iter=100)",
-                    "metric-learn LMNN",
-                ),
-                label="MNIST (5-NN accuracy, 5 seeds)",
-            ),
+            named("bench_mmc", "Digits n=1797", ("method", "figure of merit", "fit s"),
+                  {("skrank MMC, all pairs",): "MMC, exact over all pairs",
+                   ("metric-learn, 20000 constraints",): "metric-learn MMC, 20,000 constraints"},
+                  "digits (MMC's figure of merit)"),
+            named("bench_pair_learners", "k-NN task, MNIST 3k/2k, PCA 90%: mean",
+                  ("method", "5-NN accuracy", "fit seconds"),
+                  {("Euclidean",): "Euclidean metric", ("MMC, defaults",): "MMC, defaults",
+                   ("MMC, paper's criterion",): "MMC, paper's criterion",
+                   ("MMC, CV-selected",):
+                       "MMC, chosen by repeated 5-fold CV (time: the whole search)",
+                   ("sklearn NCA (max_iter=100)",): "scikit-learn NCA (max_iter=100)",
+                   ("metric-learn LMNN",): "metric-learn LMNN"},
+                  "MNIST (5-NN accuracy, 5 seeds)"),
         ),
     ),
-)
+)  # fmt: skip
 """The tables of the README's results section, in order."""
 
 

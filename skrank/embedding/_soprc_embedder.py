@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import extmath
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
@@ -615,7 +616,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
 
     def _embed(self, X):
         embedding = self.forward(X, as_numpy=True)
-        norms = np.linalg.norm(embedding, axis=1, keepdims=True)
+        norms = extmath.row_norms(embedding)[:, None]  # no temporary of the output's size
         return np.divide(
             embedding, np.maximum(norms, np.finfo(embedding.dtype).tiny), out=embedding
         )

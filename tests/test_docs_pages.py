@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ESTIMATOR_PAGES = ["soprc", "snm", "pointwise_roc", "mmc"]
 MAX_ESTIMATOR_PAGE_LINES = 250
-MAX_BENCHMARK_PAGE_LINES = 815  # with the image tables at 2 and 3 digits and the XMC label-set tables
+MAX_BENCHMARK_PAGE_LINES = 815  # the image tables (2 and 3 digits) and the XMC label-set tables
 
 
 @pytest.mark.parametrize("name", ESTIMATOR_PAGES)

@@ -79,8 +79,12 @@ XMC_GENERATED = {
 }
 XMC_ROWS = (
     ("bench_xmc_debtags", "debtags", "debtags (3 seeds)", XMC_NAMES),
-    ("bench_xmc_debian_suggests_3_seeds_side_by_side", "debian-suggests",
-     "debian-suggests (3 seeds)", XMC_NAMES),
+    (
+        "bench_xmc_debian_suggests_3_seeds_side_by_side",
+        "debian-suggests",
+        "debian-suggests (3 seeds)",
+        XMC_NAMES,
+    ),
     ("bench_xmc_bibtex_corel5k", "bibtex", "Bibtex (3 seeds)", XMC_NAMES),
     ("bench_xmc_bibtex_corel5k", "corel5k", "Corel5k (3 seeds)", XMC_NAMES),
     ("bench_xmc_generated", "amazoncat-13k", "AmazonCat-13K shape", XMC_GENERATED),

@@ -1287,3 +1287,32 @@ def test_centroids_and_predictions_of_memory_mapped_rows_are_those_of_rows_in_me
     np.testing.assert_allclose(
         from_file.decision_function(mapped), in_memory.decision_function(X), atol=1e-5
     )
+
+
+def _with_indices_reversed(matrix):
+    """``matrix`` as a CSR matrix with each row's entries stored in reverse order (the same
+    matrix, non-canonical storage)."""
+    matrix = sp.csr_matrix(matrix, copy=True)
+    for start, stop in zip(matrix.indptr[:-1], matrix.indptr[1:], strict=True):
+        matrix.indices[start:stop] = matrix.indices[start:stop][::-1].copy()
+        matrix.data[start:stop] = matrix.data[start:stop][::-1].copy()
+    matrix.has_sorted_indices = False
+    return matrix
+
+
+def test_the_order_of_stored_indices_does_not_change_the_fit():
+    """Equal sparse X and Y stored with their indices in another order train the same model:
+    the positive drawn for a row, its negatives, the votes and the centroids read the labels
+    in one order whatever the storage."""
+    X, Y = extreme(n_samples=240)
+    X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
+    X.sort_indices()
+    Y.sort_indices()
+    assert (np.diff(Y.indptr) > 1).any()  # rows whose labels can be stored in another order
+    params = dict(FAST_LINEAR, neighbor_weight=0.3, centroid_weight=1.0)
+    canonical = SNMClassifier(**params).fit(X, Y)
+    reordered = SNMClassifier(**params).fit(_with_indices_reversed(X), _with_indices_reversed(Y))
+    np.testing.assert_array_equal(canonical.decision_function(X), reordered.decision_function(X))
+    np.testing.assert_array_equal(
+        canonical.predict_top_k(_with_indices_reversed(X), 5), canonical.predict_top_k(X, 5)
+    )

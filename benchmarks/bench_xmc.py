@@ -157,18 +157,14 @@ def training_file(directory):
 # ------------------------------------------------------------------------------ methods
 @dataclasses.dataclass(frozen=True)
 class XMCMethod(Method):
-    """A method of the tables (a :class:`_harness.Method`): ``fit(*training, seed, **params)``
-    is measured, then ``predict(model, X_test)`` timed; it returns the top-TOP_SETS label
-    indices (``"top"``, best first, -1 where the method ranks fewer) and, where the method
-    estimates them, their probabilities (``"top_proba"``).
-
-    ``inputs(directory)``: ``(training, X_test)`` read before the measured region (default: the
+    """A row of the tables (a :class:`_harness.Method`): ``fit(*training, seed, **params)``
+    measured, then ``predict(model, X_test)`` timed, which returns the top-TOP_SETS labels
+    (``"top"``, best first, -1 where it ranks fewer) and any estimates of their probabilities
+    (``"top_proba"``). ``inputs(directory)``: ``(training, X_test)``, read before (default: the
     rows and labels); ``select(*training, seed)``: ``(fit parameters, what to record)``, timed
-    apart inside the measured region; ``describe(model, training, X_test, chosen)``: what else
-    the run records, out of the measured region (e.g. the label sets of the method's own
-    predict, ``"sets"``, an indicator of the training labels); ``own_rows``: the method reads
-    the counts of Bibtex and Corel5k, not their TF-IDF rows.
-    """
+    apart before the fit; ``describe(model, training, X_test, found)``: what else a run records
+    (e.g. the label sets of its ``predict``, ``"sets"``), outside the measured region;
+    ``own_rows``: the counts of Bibtex and Corel5k, not their TF-IDF rows."""
 
     inputs: object = None
     select: object = None
@@ -311,6 +307,9 @@ class OneVsRest:
         model = OneVsRestClassifier(LinearSVC(C=C, random_state=seed))
         return cls(model.fit(X, Y[:, trained]), trained, Y.shape[1])
 
+    def predict(self, X):
+        return {"top": self.top_k(X)}
+
     def top_k(self, X):
         def score(rows):
             scores = np.full((rows.shape[0], self.n_labels), -np.inf)
@@ -357,33 +356,20 @@ def describe_linear(model, training, X_test, found):
 
 SNM = dict(fit=fit_snm, predict=predict_snm, describe=describe_snm, own_rows=True)
 OMIKUJI = dict(fit=fit_omikuji, predict=predict_omikuji, inputs=omikuji_inputs)
+BONSAI = {"cluster_balanced": False, "cluster_k": 100, "max_depth": 3}
 METHODS = {
     "snm": XMCMethod("SNMClassifier (skrank)", **SNM),
     "snm-2-epochs": XMCMethod("SNMClassifier(max_epochs=2)", **SNM, params={"max_epochs": 2}),
     "pecos": XMCMethod("PECOS XR-Linear", None, python=PECOS_PYTHON),  # _pecos_xmc.py
     "omikuji-parabel": XMCMethod("omikuji, Parabel settings", **OMIKUJI),
-    "omikuji-bonsai": XMCMethod(
-        "omikuji, Bonsai settings",
-        **OMIKUJI,
-        params={"cluster_balanced": False, "cluster_k": 100, "max_depth": 3},
-    ),  # fmt: skip
-    "napkinxc-plt": XMCMethod(
-        "napkinXC PLT", fit_napkinxc, predict=predict_napkinxc, inputs=napkinxc_inputs
-    ),
-    "centroid": XMCMethod(
-        "nearest centroid (baseline)",
-        fit_centroid,
-        predict=predict_centroid,
-        inputs=centroid_inputs,
-    ),  # fmt: skip
-    "linear": XMCMethod(
-        "one-vs-rest LinearSVC (baseline)",
-        OneVsRest.fit,
-        predict=lambda m, X: {"top": m.top_k(X)},
-        select=select_linear_c,
-        describe=describe_linear,
-    ),  # fmt: skip
-}
+    "omikuji-bonsai": XMCMethod("omikuji, Bonsai settings", **OMIKUJI, params=BONSAI),
+    "napkinxc-plt": XMCMethod("napkinXC PLT", fit_napkinxc, {}, predict_napkinxc,
+                              inputs=napkinxc_inputs),
+    "centroid": XMCMethod("nearest centroid (baseline)", fit_centroid, {}, predict_centroid,
+                          inputs=centroid_inputs),
+    "linear": XMCMethod("one-vs-rest LinearSVC (baseline)", OneVsRest.fit, {}, OneVsRest.predict,
+                        select=select_linear_c, describe=describe_linear),
+}  # fmt: skip
 
 
 def run_method(method, directory, seed):

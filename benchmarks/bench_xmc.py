@@ -589,13 +589,24 @@ def finished_runs(name, method, seeds, quick, split="test"):
     return [run for run in done if run not in stopped], stopped
 
 
-def _score_row(name, method, finished, columns, value=lambda run, column: run.get(column)):
-    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``value(run,
-    column)``: a run's value of a column)."""
+def cell(run, column, choice=None):
+    """A run's value in a column of the tables (``choice``: its fixed top-k, ``(k, F1)``)."""
+    if column.startswith("R@5, "):
+        bucket = column.split(", ")[1].split(" ")[0]
+        return (run.get("recall@5 by training rows") or {}).get(bucket, [None])[0]
+    if column in ("top-k: k", "F1 top-k"):
+        return None if choice is None else choice[column == "F1 top-k"]
+    return run.get(RUN_KEYS.get(column, column))
+
+
+def _score_row(name, method, finished, columns, choices=None):
+    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``choices``: each
+    seed's fixed top-k)."""
     label = " / ".join(sorted({run.get("label", METHODS[method].name) for run in finished}))
     row = [name, label, len(finished)]
     for column in columns[3:]:
-        values = [v for run in finished if (v := value(run, column)) is not None]
+        found = (cell(run, column, (choices or {}).get(run["seed"])) for run in finished)
+        values = [value for value in found if value is not None]
         digits = DIGITS.get(column, 3)
         row.append(summary(values, digits) if len(values) > 1 else
                    round(float(values[0]), digits) if values else None)  # fmt: skip
@@ -610,15 +621,6 @@ def chosen_top_k(run, validation_run):
         return None
     k = int(np.argmax(at_k)) + 1
     return k, run["F1@k"][k - 1]
-
-
-def run_value(run, column):
-    return run.get(RUN_KEYS.get(column, column))
-
-
-def bucket_value(run, column):
-    bucket = column.split(", ")[1].split(" ")[0]
-    return (run.get("recall@5 by training rows") or {}).get(bucket, [None])[0]
 
 
 def report(args):
@@ -643,24 +645,17 @@ def report(args):
                     row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
                     rows.append(row)
                 continue
-            rows.append(_score_row(name, method, finished, COLUMNS, run_value))
+            rows.append(_score_row(name, method, finished, COLUMNS))
             validation, _ = finished_runs(name, method, args.seeds, args.quick, "validation")
             by_seed = {run["seed"]: run for run in validation}
             choices = {run["seed"]: chosen_top_k(run, by_seed.get(run["seed"])) for run in finished}
-
-            def set_value(run, column, choices=choices):
-                if column in ("top-k: k", "F1 top-k"):
-                    choice = choices[run["seed"]]
-                    return None if choice is None else choice[column == "F1 top-k"]
-                return run.get(column)
-
             if any(run.get("F1@k") for run in finished):
-                row = _score_row(name, method, finished, SET_COLUMNS, set_value)
+                row = _score_row(name, method, finished, SET_COLUMNS, choices)
                 ks = sorted({choice[0] for choice in choices.values() if choice is not None})
                 row[SET_COLUMNS.index("top-k: k")] = ", ".join(map(str, ks)) or None
                 set_rows.append(row)
             if any(run.get("recall@5 by training rows") for run in finished):
-                bucket_rows.append(_score_row(name, method, finished, BUCKET_COLUMNS, bucket_value))
+                bucket_rows.append(_score_row(name, method, finished, BUCKET_COLUMNS))
                 if len(bucket_notes) < len(notes) + 1:  # one note a data set
                     buckets = finished[0]["recall@5 by training rows"].items()
                     shares = ", ".join(f"{bucket} {share:.1%}" for bucket, (_, share) in buckets)

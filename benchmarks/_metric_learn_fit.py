@@ -1,9 +1,8 @@
 """metric-learn's learners, fitted in metric-learn's own environment.
 
 metric-learn 0.7 does not run with scikit-learn >= 1.8: :func:`fit_metric_learn` (called by
-``bench_mmc.py``, ``bench_pair_learners.py`` and ``bench_pairs.py``) runs :func:`fit` in a child
-process with the Python of a separate environment (``_harness.METRIC_LEARN_PYTHON``: see
-``_harness.py`` to create it).
+``bench_pair_learners.py``) runs :func:`fit` in a child process with the Python of a separate
+environment (``_harness.METRIC_LEARN_PYTHON``: see ``_harness.py`` to create it).
 """
 
 import tempfile

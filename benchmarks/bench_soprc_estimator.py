@@ -76,33 +76,13 @@ def main(argv=None):
     batch_sizes, n_batches = ((256,), 50) if args.quick else ((256, 1024), 500)  # quick: 50 batches
     results = Results(results_name("bench_soprc_estimator", args))
     rows, seconds = timed(simulate, batch_sizes, n_batches)
-    header = (
-        f"{'distribution':<15}{'batch':>6}{'pi0':>6}{'1-AUPRC':>9}"
-        f"{'SOPRC mean':>12}{'sd':>7}{'AP mean':>10}{'sd':>7}{'SOPRC bias':>12}{'AP bias':>9}"
-    )
-    print(f"{n_batches} batches per row, pi = {PRIOR}, 100,000 scores")
-    print(header)
-    print("-" * len(header))
-    table = []
-    for distribution, batch_size, rate, target, soprc, ap in rows:
-        print(
-            f"{distribution:<15}{batch_size:>6}{rate:>6.2f}{target:>9.4f}"
-            f"{soprc.mean():>12.4f}{soprc.std():>7.3f}{ap.mean():>10.4f}{ap.std():>7.3f}"
-            f"{soprc.mean() - target:>+12.4f}{ap.mean() - target:>+9.4f}"
-        )
-        table.append(
-            [
-                distribution.replace("_", " "),
-                batch_size,
-                f"{rate:.2f}",
-                f"{target:.4f}",
-                f"{soprc.mean():.4f} ± {soprc.std():.3f}",
-                f"{ap.mean():.4f} ± {ap.std():.3f}",
-                f"{soprc.mean() - target:+.4f}",
-                f"{ap.mean() - target:+.4f}",
-            ]
-        )
-    print(f"\n{seconds:.1f} s")
+    table = [
+        [distribution.replace("_", " "), batch_size, f"{rate:.2f}", f"{target:.4f}",
+         f"{soprc.mean():.4f} ± {soprc.std():.3f}", f"{ap.mean():.4f} ± {ap.std():.3f}",
+         f"{soprc.mean() - target:+.4f}", f"{ap.mean() - target:+.4f}"]
+        for distribution, batch_size, rate, target, soprc, ap in rows
+    ]  # fmt: skip
+    print(f"{seconds:.1f} s")
     results.add_table(
         f"Bias of the SOPRC and in-batch AP estimators of 1 - AUPRC ({n_batches} batches per "
         f"row, pi = {PRIOR}, 100,000 scores)",
@@ -111,6 +91,7 @@ def main(argv=None):
         notes="SOPRC: soprc_query_loss(..., exact=True) with the dataset prior and the ideal "
         "auxiliary vector (all positive scores); AP: 1 - average precision of the batch; "
         "bias: mean over the batches - 1-AUPRC of the full set.",
+        show=True,
     )
     results.add_table(
         "Largest bias over the positive rates pi0 of the batches",
@@ -127,6 +108,7 @@ def main(argv=None):
             if (group := [row for row in rows if row[:2] == (distribution, batch_size)])
         ],
         notes=f"Over pi0 in {', '.join(f'{rate:.2f}' for rate in BATCH_RATES)}.",
+        show=True,
     )
     results.add_figure("seconds", seconds)
     results.save()

@@ -34,8 +34,11 @@ Usage::
     python benchmarks/bench_xmc.py --quick          # small rows, a smoke run
 """
 
+import atexit
+import dataclasses
 import json
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -46,6 +49,7 @@ from _data import GENERATED, TEXT_LABELS, tfidf, xmc_split
 from _harness import (
     PECOS_PYTHON,
     ChildFailed,
+    Method,
     PeakMemory,
     gib,
     parser,
@@ -69,11 +73,10 @@ TOP_SETS = 10
 VALIDATION_FRACTION = 0.2
 # The buckets of a label's training rows in which the recall of the top 5 is reported.
 FREQUENCY_BUCKETS = ((0, 0), (1, 1), (2, 5), (6, 20), (21, None))
-METHODS = ("snm", "snm-2-epochs", "pecos", "omikuji-parabel", "omikuji-bonsai", "napkinxc-plt")
-METHODS += ("centroid", "linear")
 REAL = (*TEXT_LABELS, "bibtex", "corel5k")
 LINEAR_DATA = ("debtags", "bibtex", "corel5k")  # where the one-vs-rest SVMs fit the budget
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
+PARTS = ("X_train", "Y_train", "X_test")
 # Threads of every method: OMP_NUM_THREADS (torch and BLAS read it; PECOS, omikuji and napkinXC
 # are given it), else each library's default.
 THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
@@ -141,121 +144,119 @@ def load(directory, *parts):
     return [sp.load_npz(directory / f"{part}.npz").tocsr() for part in parts]
 
 
+def training_file(directory):
+    """The training rows of ``directory`` in the repository's text format, which omikuji reads."""
+    path = directory / "train.txt"
+    if not path.exists():
+        from skrank.datasets import dump_extreme_file
+
+        dump_extreme_file(*load(directory, "X_train", "Y_train"), path)
+    return path
+
+
 # ------------------------------------------------------------------------------ methods
-# Each runner returns a record: the top-TOP_SETS label indices ("top", best first, -1 where the
-# method ranks fewer), the fit's wall and CPU seconds, the prediction's seconds, the peak
-# resident memory of the measured region (fit and prediction) and its increase over the region's
-# start, and what else the method tells: the label sets of its own predict ("sets", an indicator
-# of the training labels) where it has one, the probabilities of the labels of "top"
-# ("top_proba") where it estimates them.
-def record(top, fit, predict_seconds, memory, **extra):
-    """A runner's record from ``fit`` = (wall, CPU) seconds and a :class:`PeakMemory`."""
-    return {"top": top, "fit_seconds": fit[0], "fit_cpu_seconds": fit[1],
-            "predict_seconds": predict_seconds, "peak_gib": gib(memory.peak),
-            "peak_increase_gib": gib(memory.increase), **extra}  # fmt: skip
+@dataclasses.dataclass(frozen=True)
+class XMCMethod(Method):
+    """A row of the tables (a :class:`_harness.Method`): ``fit(*training, seed, **params)``
+    measured, then ``predict(model, X_test)`` timed, which returns the top-TOP_SETS labels
+    (``"top"``, best first, -1 where it ranks fewer) and any estimates of their probabilities
+    (``"top_proba"``). ``inputs(directory)``: ``(training, X_test)``, read before (default: the
+    rows and labels); ``select(*training, seed)``: ``(fit parameters, what to record)``, timed
+    apart before the fit; ``describe(model, training, X_test, found)``: what else a run records
+    (e.g. the label sets of its ``predict``, ``"sets"``), outside the measured region;
+    ``own_rows``: the counts of Bibtex and Corel5k, not their TF-IDF rows."""
+
+    inputs: object = None
+    select: object = None
+    describe: object = None
+    own_rows: bool = False
 
 
-def run_snm(directory, seed, max_epochs=None):
+def fit_snm(X_train, Y_train, seed, **params):
     import torch._dynamo  # noqa: F401  (imported by torch.optim's first optimiser: an import)
 
     from skrank import SNMClassifier
 
-    X_train, Y_train, X_test = load(directory, "X_train", "Y_train", "X_test")
-    model = SNMClassifier(random_state=seed)
-    if max_epochs is not None:
-        model.set_params(max_epochs=max_epochs)
-    with PeakMemory() as memory:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            _, *fit = timed_cpu(model.fit, X_train, Y_train)
-        top, predict_seconds = timed(model.predict_top_k, X_test, TOP_SETS)
-    extra = {"sets": sp.csr_matrix(model.predict(X_test)), "threshold": model.threshold_}
-    _, extra["top_proba"] = model.predict_top_k(X_test, TOP_SETS, return_proba=True)
-    extra |= {
-        "epochs": model.n_iter_,
-        "validation_scores": [round(entry["validation_score"], 4) for entry in model.history_],
-        "settings": {  # the resolved values of the parameters (fitted scalars)
-            name: value
-            for name, value in vars(model).items()
-            if name.endswith("_")
-            and not name.startswith("_")
-            and isinstance(value, str | int | float | bool | type(None))
-        },
-        "warnings": sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught}),
+    return SNMClassifier(random_state=seed, **params).fit(X_train, Y_train)
+
+
+def predict_snm(model, X_test):
+    return {"top": model.predict_top_k(X_test, TOP_SETS)}
+
+
+def describe_snm(model, training, X_test, found):
+    top = found["top"][:, :K]
+    found = {"sets": sp.csr_matrix(model.predict(X_test)), "threshold": model.threshold_}
+    found["top_proba"] = model.predict_top_k(X_test, TOP_SETS, return_proba=True)[1]
+    found["epochs"] = model.n_iter_
+    found["validation_scores"] = [round(entry["validation_score"], 4) for entry in model.history_]
+    found["settings"] = {  # the resolved values of the parameters (fitted scalars)
+        name: value
+        for name, value in vars(model).items()
+        if name.endswith("_")
+        and not name.startswith("_")
+        and isinstance(value, str | int | float | bool | type(None))
     }
     if model.search_ != "exact":
         exact = model.set_params(search="exact").predict_top_k(X_test, K)
-        found = (top[:, :K, None] == exact[:, None, :]).any(axis=1)
-        extra["recall_of_exact_top5"] = float(found.mean())
-    return record(top, fit, predict_seconds, memory, **extra)
+        found["recall_of_exact_top5"] = float((top[:, :, None] == exact[:, None, :]).any(1).mean())
+    return found
 
 
-def run_pecos(directory, seed):
-    found = run_in_child(
-        HERE / "_pecos_xmc.py",
-        "train_and_predict",
-        {"directory": str(peer_directory(directory)), "k": TOP_SETS, "threads": THREADS or -1},
-        python=PECOS_PYTHON,
-        source=None,
-    )
-    return {**found, "top": np.array(found["top"], dtype=np.int64)}
+def omikuji_inputs(directory):
+    """omikuji reads its training rows from a file in the repository's text format."""
+    return (str(training_file(directory)),), load(directory, "X_test")[0]
 
 
-def training_file(directory):
-    """The peers' training rows in the repository's text format, which omikuji reads."""
-    inputs = peer_directory(directory)
-    path = inputs / "train.txt"
-    if not path.exists():
-        from skrank.datasets import dump_extreme_file
-
-        X_train, Y_train = load(inputs, "X_train", "Y_train")
-        dump_extreme_file(X_train, Y_train, path)
-    return path
+def load_rows(directory):
+    X_train, Y_train, X_test = load(directory, *PARTS)
+    return (X_train, Y_train), X_test
 
 
-def run_omikuji(directory, seed, bonsai):
+def fit_omikuji(path, seed, **settings):
     import omikuji
 
-    path = training_file(directory)
-    (X_test,) = load(peer_directory(directory), "X_test")
     hyper = omikuji.Model.default_hyper_param()
-    if bonsai:
-        hyper.cluster_balanced, hyper.cluster_k, hyper.max_depth = False, 100, 3
-
-    def predict(model):
-        top = np.full((X_test.shape[0], TOP_SETS), -1, dtype=np.int64)
-        for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
-            row = slice(X_test.indptr[i], X_test.indptr[i + 1])
-            pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
-            labels = [label for label, _ in model.predict(pairs, top_k=TOP_SETS)]
-            top[i, : len(labels)] = labels
-        return top
-
-    with PeakMemory() as memory:
-        model, *fit = timed_cpu(omikuji.Model.train_on_data, str(path), hyper, THREADS)
-        top, predict_seconds = timed(predict, model)
-    return record(top, fit, predict_seconds, memory)
+    for name, value in settings.items():
+        setattr(hyper, name, value)
+    return omikuji.Model.train_on_data(path, hyper, THREADS)
 
 
-def run_napkinxc(directory, seed):
+def predict_omikuji(model, X_test):
+    top = np.full((X_test.shape[0], TOP_SETS), -1, dtype=np.int64)
+    for i in range(X_test.shape[0]):  # omikuji's Python API predicts one row at a time
+        row = slice(X_test.indptr[i], X_test.indptr[i + 1])
+        pairs = list(zip(X_test.indices[row].tolist(), X_test.data[row].tolist(), strict=True))
+        labels = [label for label, _ in model.predict(pairs, top_k=TOP_SETS)]
+        top[i, : len(labels)] = labels
+    return {"top": top}
+
+
+def napkinxc_inputs(directory):
+    """napkinXC reads float CSR matrices only (an int8 indicator is refused)."""
+    found = [sp.csr_matrix(m, dtype=np.float32) for m in load(directory, *PARTS)]
+    return found[:2], found[2]
+
+
+def fit_napkinxc(X_train, Y_train, seed):
     from napkinxc.models import PLT
 
-    X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
-    # napkinXC reads float CSR matrices only (an int8 indicator is refused).
-    X_train, Y_train, X_test = (
-        sp.csr_matrix(m, dtype=np.float32) for m in (X_train, Y_train, X_test)
-    )
-    with PeakMemory() as memory, tempfile.TemporaryDirectory() as model_dir:
-        model = PLT(model_dir, seed=seed, threads=THREADS or 0)
-        _, *fit = timed_cpu(model.fit, X_train, Y_train)
-        # The labels with PLT's estimates of their probabilities (predict's labels, as fast).
-        predictions, predict_seconds = timed(model.predict_proba, X_test, top_k=TOP_SETS)
+    folder = tempfile.mkdtemp()  # the model's files, removed when the run's process ends
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    model = PLT(folder, seed=seed, threads=THREADS or 0)
+    model.fit(X_train, Y_train)
+    return model
+
+
+def predict_napkinxc(model, X_test):
+    # The labels with PLT's estimates of their probabilities (predict's labels, as fast).
+    predictions = model.predict_proba(X_test, top_k=TOP_SETS)
     top = np.full((X_test.shape[0], TOP_SETS), -1, dtype=np.int64)
     top_proba = np.zeros(top.shape)
     for i, pairs in enumerate(predictions):
         top[i, : len(pairs)] = [label for label, _ in pairs]
         top_proba[i, : len(pairs)] = [probability for _, probability in pairs]
-    return record(top, fit, predict_seconds, memory, top_proba=top_proba)
+    return {"top": top, "top_proba": top_proba}
 
 
 def top_k_in_chunks(X, n_labels, score, k=TOP_SETS):
@@ -271,101 +272,138 @@ def top_k_in_chunks(X, n_labels, score, k=TOP_SETS):
     return top
 
 
-def run_centroid(directory, seed):
+def centroid_inputs(directory):
+    X_train, Y_train, X_test = load(directory, *PARTS)
+    return (X_train.astype(np.float32), Y_train), X_test.astype(np.float32)
+
+
+def fit_centroid(X_train, Y_train, seed):
+    """Each label's centroid of its unit-norm rows, as the columns of a matrix."""
     from sklearn.preprocessing import normalize
 
-    X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
-    X_train, X_test = X_train.astype(np.float32), X_test.astype(np.float32)
+    return normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
 
-    def fit():
-        return normalize(sp.csr_matrix(Y_train.T, dtype=np.float32) @ X_train).T.tocsr()
 
-    with PeakMemory() as memory:
-        centroids, *fit = timed_cpu(fit)
-        top, predict_seconds = timed(
-            top_k_in_chunks, X_test, Y_train.shape[1], lambda rows: (rows @ centroids).toarray()
+def predict_centroid(centroids, X_test):
+    return {"top": top_k_in_chunks(X_test, centroids.shape[1], lambda X: (X @ centroids).toarray())}
+
+
+@dataclasses.dataclass
+class OneVsRest:
+    """One-vs-rest ``LinearSVC`` fitted on the labels ``trained`` (those with a training row) of
+    ``n_labels``: the top-k labels (those without a training row scoring lowest) and the label
+    sets of its ``predict`` (each SVM's decision above 0) as an indicator of every label."""
+
+    model: object
+    trained: np.ndarray
+    n_labels: int
+
+    @classmethod
+    def fit(cls, X, Y, seed, C):
+        from sklearn.multiclass import OneVsRestClassifier
+        from sklearn.svm import LinearSVC
+
+        trained = np.flatnonzero(Y.getnnz(axis=0))
+        model = OneVsRestClassifier(LinearSVC(C=C, random_state=seed))
+        return cls(model.fit(X, Y[:, trained]), trained, Y.shape[1])
+
+    def predict(self, X):
+        return {"top": self.top_k(X)}
+
+    def top_k(self, X):
+        def score(rows):
+            scores = np.full((rows.shape[0], self.n_labels), -np.inf)
+            scores[:, self.trained] = self.model.decision_function(rows)
+            return scores
+
+        return top_k_in_chunks(X, self.n_labels, score)
+
+    def sets(self, X):
+        found = sp.csr_matrix(self.model.predict(X))
+        columns = self.trained[found.indices]
+        return sp.csr_matrix((found.data, columns, found.indptr), shape=(X.shape[0], self.n_labels))
+
+
+def select_linear_c(X_train, Y_train, seed):
+    """Each C's validation scores; the C of the best P@1 (the model's) and of the best F1 of
+    ``predict`` (its label sets')."""
+    fit, held_out = validation_split(X_train.shape[0])
+    Y_fit, Y_held_out = Y_train[fit], Y_train[held_out]
+    validation = {}
+    for C in LINEAR_C:
+        model = OneVsRest.fit(X_train[fit], Y_fit, seed, C)
+        top = model.top_k(X_train[held_out])
+        found = evaluate(Y_fit, Y_held_out, top[:, :K])
+        validation[f"{C:g}"] = {key: round(found[key], 4) for key in ("P@1", "P@3", "P@5")}
+        validation[f"{C:g}"]["F1 predict"] = round(
+            f1_of_sets(Y_held_out, model.sets(X_train[held_out])), 4
         )
-    return record(top, fit, predict_seconds, memory)
+        validation[f"{C:g}"]["F1@k"] = [round(v, 4) for v in f1_of_top(Y_held_out, top)]
+    C = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"])
+    C_sets = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["F1 predict"])
+    chosen = {"label": f"OneVsRestClassifier(LinearSVC(C={C:g}))", "C": C, "C_of_sets": C_sets}
+    return {"C": C}, {**chosen, "validation": validation,
+                      "validation_f1_at_k": validation[f"{C:g}"]["F1@k"]}  # fmt: skip
 
 
-def linear_model(X, Y, C, seed):
-    """One-vs-rest ``LinearSVC(C=C)`` on the labels that have a row of ``Y``, and those labels."""
-    from sklearn.multiclass import OneVsRestClassifier
-    from sklearn.svm import LinearSVC
-
-    trained = np.flatnonzero(Y.getnnz(axis=0))
-    model = OneVsRestClassifier(LinearSVC(C=C, random_state=seed))
-    return model.fit(X, Y[:, trained]), trained
+def describe_linear(model, training, X_test, found):
+    """The label sets of ``predict``: the model of the C of the best validation F1 (refitted
+    if another)."""
+    if found["C_of_sets"] != found["C"]:
+        model = OneVsRest.fit(*training, found["seed"], found["C_of_sets"])
+    return {"sets": model.sets(X_test)}
 
 
-def linear_top_k(model, trained, X, n_labels):
-    """The top-``K`` labels of the rows of ``X``; labels without a training row score lowest."""
-
-    def score(rows):
-        scores = np.full((rows.shape[0], n_labels), -np.inf)
-        scores[:, trained] = model.decision_function(rows)
-        return scores
-
-    return top_k_in_chunks(X, n_labels, score)
-
-
-def linear_sets(model, trained, X, n_labels):
-    """The label sets of the one-vs-rest ``predict`` (each SVM's decision above 0) as an
-    indicator of the ``n_labels`` labels (the model's columns are the labels ``trained``)."""
-    predicted = sp.csr_matrix(model.predict(X))
-    return sp.csr_matrix(
-        (predicted.data, trained[predicted.indices], predicted.indptr), shape=(X.shape[0], n_labels)
-    )
+SNM = dict(fit=fit_snm, predict=predict_snm, describe=describe_snm, own_rows=True)
+OMIKUJI = dict(fit=fit_omikuji, predict=predict_omikuji, inputs=omikuji_inputs)
+BONSAI = {"cluster_balanced": False, "cluster_k": 100, "max_depth": 3}
+METHODS = {
+    "snm": XMCMethod("SNMClassifier (skrank)", **SNM),
+    "snm-2-epochs": XMCMethod("SNMClassifier(max_epochs=2)", **SNM, params={"max_epochs": 2}),
+    "pecos": XMCMethod("PECOS XR-Linear", None, python=PECOS_PYTHON),  # _pecos_xmc.py
+    "omikuji-parabel": XMCMethod("omikuji, Parabel settings", **OMIKUJI),
+    "omikuji-bonsai": XMCMethod("omikuji, Bonsai settings", **OMIKUJI, params=BONSAI),
+    "napkinxc-plt": XMCMethod("napkinXC PLT", fit_napkinxc, {}, predict_napkinxc,
+                              inputs=napkinxc_inputs),
+    "centroid": XMCMethod("nearest centroid (baseline)", fit_centroid, {}, predict_centroid,
+                          inputs=centroid_inputs),
+    "linear": XMCMethod("one-vs-rest LinearSVC (baseline)", OneVsRest.fit, {}, OneVsRest.predict,
+                        select=select_linear_c, describe=describe_linear),
+}  # fmt: skip
 
 
-def run_linear(directory, seed):
-    X_train, Y_train, X_test = load(peer_directory(directory), "X_train", "Y_train", "X_test")
-    n_labels = Y_train.shape[1]
-
-    def choose_c():
-        """Each C's validation scores; the C of the best P@1 (the model's) and of the best F1
-        of ``predict`` (its label sets')."""
-        fit, held_out = validation_split(X_train.shape[0])
-        Y_fit, Y_held_out = Y_train[fit], Y_train[held_out]
-        validation = {}
-        for C in LINEAR_C:
-            model, trained = linear_model(X_train[fit], Y_fit, C, seed)
-            top = linear_top_k(model, trained, X_train[held_out], n_labels)
-            found = evaluate(Y_fit, Y_held_out, top[:, :K])
-            validation[f"{C:g}"] = {key: round(found[key], 4) for key in ("P@1", "P@3", "P@5")}
-            validation[f"{C:g}"]["F1 predict"] = round(
-                f1_of_sets(Y_held_out, linear_sets(model, trained, X_train[held_out], n_labels)), 4
-            )
-            validation[f"{C:g}"]["F1@k"] = [round(v, 4) for v in f1_of_top(Y_held_out, top)]
-        by_p1 = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["P@1"])
-        by_f1 = max(LINEAR_C, key=lambda value: validation[f"{value:g}"]["F1 predict"])
-        return by_p1, by_f1, validation
-
-    with PeakMemory() as memory:  # from the data loaded, the choice of C included
-        (C, C_sets, validation), selection_seconds = timed(choose_c)
-        (model, trained), *fit = timed_cpu(linear_model, X_train, Y_train, C, seed)
-        top, predict_seconds = timed(linear_top_k, model, trained, X_test, n_labels)
-    # predict's label sets: the model of the C of the best validation F1 (refitted if another).
-    if C_sets != C:
-        model, trained = linear_model(X_train, Y_train, C_sets, seed)
-    sets = linear_sets(model, trained, X_test, n_labels)
-    return record(
-        top, fit, predict_seconds, memory, label=f"OneVsRestClassifier(LinearSVC(C={C:g}))", C=C,
-        validation=validation, selection_seconds=selection_seconds, sets=sets, C_of_sets=C_sets,
-        validation_f1_at_k=validation[f"{C:g}"]["F1@k"],
-    )  # fmt: skip
-
-
-RUNNERS = {
-    "snm": run_snm,
-    "snm-2-epochs": lambda directory, seed: run_snm(directory, seed, max_epochs=2),
-    "pecos": run_pecos,
-    "omikuji-parabel": lambda directory, seed: run_omikuji(directory, seed, bonsai=False),
-    "omikuji-bonsai": lambda directory, seed: run_omikuji(directory, seed, bonsai=True),
-    "napkinxc-plt": run_napkinxc,
-    "centroid": run_centroid,
-    "linear": run_linear,
-}
+def run_method(method, directory, seed):
+    """One method's run on the rows of ``directory``: the top labels, the fit's wall and CPU
+    seconds, the prediction's seconds, the peak resident memory of the measured region (fit
+    and prediction) and its increase over the region's start, and what the method adds."""
+    method = METHODS[method]
+    inputs = directory if method.own_rows else peer_directory(directory)
+    if method.python is not None:  # PECOS, in its own environment
+        found = run_in_child(
+            HERE / "_pecos_xmc.py", "train_and_predict",
+            {"directory": str(inputs), "k": TOP_SETS, "threads": THREADS or -1},
+            python=method.python, source=None,
+        )  # fmt: skip
+        return {**found, "top": np.array(found["top"], dtype=np.int64)}
+    training, X_test = (method.inputs or load_rows)(inputs)
+    chosen = {"seed": seed}
+    with PeakMemory() as memory:
+        if method.select is not None:  # the choice of C: in the region, timed apart
+            (params, recorded), chosen["selection_seconds"] = timed(method.select, *training, seed)
+            chosen |= recorded
+        else:
+            params = {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model, *fit = timed_cpu(method.fit, *training, seed, **method.params, **params)
+        predicted, predict_seconds = timed(method.predict, model, X_test)
+    found = {**predicted, "fit_seconds": fit[0], "fit_cpu_seconds": fit[1],
+             "predict_seconds": predict_seconds, "peak_gib": gib(memory.peak),
+             "peak_increase_gib": gib(memory.increase), **chosen}  # fmt: skip
+    found["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught})
+    if method.describe is not None:
+        found |= method.describe(model, training, X_test, found)
+    return found
 
 
 def evaluate(Y_train, Y_test, top):
@@ -459,7 +497,7 @@ def measure(data, method, seed, quick, split="test"):
     """One run, in a child process of its own (``run_in_child``): its record, on the test split
     or (``split="validation"``) on the validation split of the training rows."""
     directory = data_directory(data + ("-validation" if split == "validation" else ""), quick)
-    found = RUNNERS[method](directory, seed)
+    found = run_method(method, directory, seed)
     Y_train, Y_test = load(directory, "Y_train", "Y_test")
     top = found.pop("top")
     scores = evaluate(Y_train, Y_test, top[:, :K])
@@ -490,7 +528,7 @@ def run_all(args):
             if split == "validation":
                 directory = prepare_validation(name, args.quick)
             if any(m.startswith("omikuji") for m in args.methods):
-                training_file(directory)
+                training_file(peer_directory(directory))
             for method in args.methods:
                 if method == "linear" and name not in LINEAR_DATA:
                     print(f"{name} / linear: not run on {name} (see --help)", flush=True)
@@ -534,16 +572,6 @@ BUCKET_COLUMNS = ["data", "method", "runs"] + [
     f"R@5, {n} rows" for n in ("1", "2-5", "6-20", ">20")
 ]
 VALIDATION_COLUMNS = ["data", "method", "runs", "P@1", "P@3", "P@5", "PSP@5", "nDCG@5"]
-LABELS = {
-    "snm": "SNMClassifier (skrank)",
-    "snm-2-epochs": "SNMClassifier(max_epochs=2)",
-    "pecos": "PECOS XR-Linear",
-    "omikuji-parabel": "omikuji, Parabel settings",
-    "omikuji-bonsai": "omikuji, Bonsai settings",
-    "napkinxc-plt": "napkinXC PLT",
-    "centroid": "nearest centroid (baseline)",
-    "linear": "one-vs-rest LinearSVC (baseline)",
-}
 DIGITS = {"P@1": 4, "fit s": 1, "fit CPU s": 1, "predict s": 1, "peak above start GiB": 2}
 RUN_KEYS = {"fit s": "fit_seconds", "fit CPU s": "fit_cpu_seconds", "predict s": "predict_seconds",
             "peak above start GiB": "peak_increase_gib"}  # fmt: skip
@@ -561,13 +589,24 @@ def finished_runs(name, method, seeds, quick, split="test"):
     return [run for run in done if run not in stopped], stopped
 
 
-def _score_row(name, method, finished, columns, value=lambda run, column: run.get(column)):
-    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``value(run,
-    column)``: a run's value of a column)."""
-    label = " / ".join(sorted({run.get("label", LABELS[method]) for run in finished}))
+def cell(run, column, choice=None):
+    """A run's value in a column of the tables (``choice``: its fixed top-k, ``(k, F1)``)."""
+    if column.startswith("R@5, "):
+        bucket = column.split(", ")[1].split(" ")[0]
+        return (run.get("recall@5 by training rows") or {}).get(bucket, [None])[0]
+    if column in ("top-k: k", "F1 top-k"):
+        return None if choice is None else choice[column == "F1 top-k"]
+    return run.get(RUN_KEYS.get(column, column))
+
+
+def _score_row(name, method, finished, columns, choices=None):
+    """A row of ``columns[3:]``'s mean ± std over the ``finished`` runs (``choices``: each
+    seed's fixed top-k)."""
+    label = " / ".join(sorted({run.get("label", METHODS[method].name) for run in finished}))
     row = [name, label, len(finished)]
     for column in columns[3:]:
-        values = [v for run in finished if (v := value(run, column)) is not None]
+        found = (cell(run, column, (choices or {}).get(run["seed"])) for run in finished)
+        values = [value for value in found if value is not None]
         digits = DIGITS.get(column, 3)
         row.append(summary(values, digits) if len(values) > 1 else
                    round(float(values[0]), digits) if values else None)  # fmt: skip
@@ -582,15 +621,6 @@ def chosen_top_k(run, validation_run):
         return None
     k = int(np.argmax(at_k)) + 1
     return k, run["F1@k"][k - 1]
-
-
-def run_value(run, column):
-    return run.get(RUN_KEYS.get(column, column))
-
-
-def bucket_value(run, column):
-    bucket = column.split(", ")[1].split(" ")[0]
-    return (run.get("recall@5 by training rows") or {}).get(bucket, [None])[0]
 
 
 def report(args):
@@ -611,28 +641,21 @@ def report(args):
             if not finished:
                 if stopped:
                     limit = max(run["timed_out_after_seconds"] for run in stopped)
-                    row = [name, LABELS[method], 0] + [None] * (len(COLUMNS) - 3)
+                    row = [name, METHODS[method].name, 0] + [None] * (len(COLUMNS) - 3)
                     row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
                     rows.append(row)
                 continue
-            rows.append(_score_row(name, method, finished, COLUMNS, run_value))
+            rows.append(_score_row(name, method, finished, COLUMNS))
             validation, _ = finished_runs(name, method, args.seeds, args.quick, "validation")
             by_seed = {run["seed"]: run for run in validation}
             choices = {run["seed"]: chosen_top_k(run, by_seed.get(run["seed"])) for run in finished}
-
-            def set_value(run, column, choices=choices):
-                if column in ("top-k: k", "F1 top-k"):
-                    choice = choices[run["seed"]]
-                    return None if choice is None else choice[column == "F1 top-k"]
-                return run.get(column)
-
             if any(run.get("F1@k") for run in finished):
-                row = _score_row(name, method, finished, SET_COLUMNS, set_value)
+                row = _score_row(name, method, finished, SET_COLUMNS, choices)
                 ks = sorted({choice[0] for choice in choices.values() if choice is not None})
                 row[SET_COLUMNS.index("top-k: k")] = ", ".join(map(str, ks)) or None
                 set_rows.append(row)
             if any(run.get("recall@5 by training rows") for run in finished):
-                bucket_rows.append(_score_row(name, method, finished, BUCKET_COLUMNS, bucket_value))
+                bucket_rows.append(_score_row(name, method, finished, BUCKET_COLUMNS))
                 if len(bucket_notes) < len(notes) + 1:  # one note a data set
                     buckets = finished[0]["recall@5 by training rows"].items()
                     shares = ", ".join(f"{bucket} {share:.1%}" for bucket, (_, share) in buckets)

@@ -118,30 +118,17 @@ README_TABLES = (
     ReadmeTable(
         "SNMClassifier's label sets and probabilities: test example-based F1 and top-5 ECE",
         ("data", "method", "F1 of predict", "F1 of the best fixed top-k", "top-5 ECE"),
-        tuple(
-            Rows(
-                "bench_xmc_debtags_debian_suggests",
-                "Test label sets and calibration",
-                ("method", "F1 predict", "F1 top-k", "ECE@5"),
-                tuple((data, method) for method in methods),
-                names=names,
-                label=label,
-            )
-            for data, label, methods, names in (
-                (
-                    "debtags",
-                    "debtags (3 seeds)",
-                    ("SNMClassifier (skrank)", "OneVsRestClassifier(LinearSVC(C=0.3))"),
-                    ("SNMClassifier", "one-vs-rest LinearSVC (predict: C chosen by F1)"),
-                ),
-                (
-                    "debian-suggests",
-                    "debian-suggests (3 seeds)",
-                    ("SNMClassifier (skrank)",),
-                    ("SNMClassifier",),
-                ),
-            )
-        ),
+        tuple(named("bench_xmc_debtags_debian_suggests", "Test label sets and calibration",
+                    ("method", "F1 predict", "F1 top-k", "ECE@5"),
+                    {(data, method): name for method, name in names.items()}, label)
+              for data, label, names in (
+                  ("debtags", "debtags (3 seeds)",
+                   {"SNMClassifier (skrank)": "SNMClassifier",
+                    "OneVsRestClassifier(LinearSVC(C=0.3))":
+                        "one-vs-rest LinearSVC (predict: C chosen by F1)"}),
+                  ("debian-suggests", "debian-suggests (3 seeds)",
+                   {"SNMClassifier (skrank)": "SNMClassifier"}),
+              )),
     ),
     ReadmeTable(
         "Exact retrieval metrics (mean AUPRC, Recall@k, MAP@R at once), one thread",

@@ -7,7 +7,7 @@ Image retrieval: a convolutional network with SOPRC
 (one channel) or ``(n, channels, height, width)``, ``uint8`` grey levels read as values / 255.
 With ``module=None`` it then trains a small convolutional network
 (:class:`skrank.nn.ConvNet`) instead of the MLP it trains on feature rows, and an
-``augmentation`` callable, here kornia's random shifts, transforms every training batch.
+``augmentation`` callable, here kornia's random affine maps, transforms every training batch.
 
 This example compares, on classes never seen in training, the MLP on the flattened pixels with
 the convolutional network, without and with augmentation, and shows what each retrieves. It is
@@ -54,16 +54,19 @@ print(f"train: {images_train.shape}, {len(train.target_names)} classes; "
 # ``"auto"`` is ``(32, 64, 128)``).
 #
 # ``augmentation`` receives each training batch as a float tensor ``(batch, 1, 28, 56)`` and
-# returns one of the same shape: here a random shift of up to 2 pixels each way (a crop of the
-# image padded by 2), each image's shift drawn independently. It is never applied by
-# ``transform`` or ``score``.
+# returns one of the same shape: here a random affine map (rotation up to 5 degrees, shift up
+# to 1.4 pixels each way, scale within 5%), each image's drawn independently, the strength
+# that ``benchmarks/bench_soprc_images.py`` chose on held-out training classes. It is never
+# applied by ``transform`` or ``score``.
 budget = dict(batch_size=64, max_epochs=3 if quick else 15, random_state=0)
 convolutional = dict(hidden_layer_sizes=(16, 32, 64), **budget)
-shift = K.AugmentationSequential(K.RandomCrop((28, 56), padding=2))
+affine = K.AugmentationSequential(
+    K.RandomAffine(degrees=5.0, translate=(0.025, 0.05), scale=(0.95, 1.05), p=1.0)
+)
 embedders = {
     "MLP, flattened pixels": SOPRCEmbedder(**budget),
     "CNN, images": SOPRCEmbedder(**convolutional),
-    "CNN, images, random shifts": SOPRCEmbedder(augmentation=shift, **convolutional),
+    "CNN, images, random affine maps": SOPRCEmbedder(augmentation=affine, **convolutional),
 }
 
 

@@ -4,7 +4,8 @@ Side by side in one run, alternating the two settings, on the same data with the
 parameters (the defaults): the fit's wall-clock time (median of ``--repeats`` fits each) and the
 ratio of the two, with a check that both settings learn the same metric. Data:
 
-* sklearn's digits, PCA to 31 dimensions, all 1,797 items (as ``bench_mmc.py``);
+* sklearn's digits, PCA to 31 dimensions, all 1,797 items (as the MMC part of
+  ``bench_pair_learners.py``);
 * MNIST-10k shipped with skrank, a stratified sample of 3,000 items (the training part of
   ``python -m skrank``'s MMC row), PCA keeping 90% of the variance, with all negative pairs
   and with 3,000 sampled ones (``negatives="pairs"``).

@@ -173,8 +173,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         on held-out training classes (``benchmarks/studies/``: +0.021 validation
         mean AUPRC); ``"auto"``: 0.2 rather than 0.4 at 300 training classes of 35 items on
         average (+0.014 after 5 epochs), 0.4 at 30; for images None, as ``prior_warmup``
-        (0.702 rather than 0.552 validation mean AUPRC without the warm-up); see the
-        :ref:`User Guide <soprc>`.
+        (see there); see the :ref:`User Guide <soprc>`.
     prior_warmup : float, "auto" or None, default="auto"
         Fraction of the fit's training steps over which the class prior of the loss moves
         from each query's batch rate ``|P_q| / (|P_q| + |N_q|)`` to the dataset prior ``pi_c``
@@ -186,11 +185,9 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         rows and None for images. Added in 0.2, chosen on held-out training classes: for
         feature rows on 1,000 classes (``benchmarks/studies/``: +0.008 validation mean AUPRC
         after 5 epochs, level after 20); for images on 20 held-out training classes of the
-        composite digits (``benchmarks/bench_soprc_images.py``, 5 epochs, seeds 0 and 1),
-        where the default ConvNet starts with nearly parallel embeddings and a saturated
-        loss, the warm-up kept the loss near 1 through the fit: 0.236 validation mean AUPRC
-        with both 0.25 and ``weight_averaging``'s horizon, 0.702 with neither (see
-        :ref:`soprc-images`).
+        composite digits (``benchmarks/bench_soprc_images.py``, 5 epochs, seeds 0 and 1):
+        0.861 validation mean AUPRC with both 0.25 and ``weight_averaging``'s horizon 0.4,
+        0.891 with neither (see :ref:`soprc-images`).
     augmentation : callable or None, default=None
         Applied to every training batch before the network: a callable taking a float tensor
         of shape ``(batch, *item_shape_)`` on the training device (the values the network

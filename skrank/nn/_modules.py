@@ -127,9 +127,12 @@ class ConvNet(nn.Module):
     """Small convolutional network for image items: the default network of image inputs.
 
     One block per entry of ``hidden_layer_sizes`` (a 3x3 convolution, batch normalisation,
-    ReLU, and a 2x2 max-pooling while both sides of the map are at least 2 pixels), then a
-    global average pooling and a linear projection to ``n_outputs``. The convolutions start
-    from Kaiming-normal weights (He et al., 2015, for ReLU), the projection from torch's
+    ReLU, and a 2x2 max-pooling while both sides of the map are at least 2 pixels). The last
+    map is then averaged over a coarse grid of cells, ``grid_cells`` along its shorter side and
+    about square cells along the other, so that the features keep where in the image a pattern
+    is (global average pooling, as in a ResNet, cannot tell "12" from "21"). The pooled
+    features are batch-normalised and projected linearly to ``n_outputs``. The convolutions
+    start from Kaiming-normal weights (He et al., 2015, for ReLU), the projection from torch's
     default.
 
     Parameters
@@ -142,22 +145,34 @@ class ConvNet(nn.Module):
         Output dimension.
     normalize : bool, default=False
         Whether to L2-normalise the output rows (cosine geometry).
+    grid_cells : int, default=2
+        Cells of the pooling grid along the shorter side of the last map (at most its pixels);
+        the longer side gets ``round(grid_cells * longer / shorter)`` cells, at most its pixels.
+        A 28 x 56 image has a 3 x 7 last map with the default channels, pooled over 2 x 5
+        cells.
 
     Attributes
     ----------
     item_shape : tuple of int
         ``(channels, height, width)``.
+    grid : tuple of int
+        ``(rows, columns)`` of the pooling grid.
 
     Examples
     --------
     >>> import torch
     >>> from skrank.nn import ConvNet
     >>> module = ConvNet((1, 28, 56), hidden_layer_sizes=(8, 16), n_outputs=4)
+    >>> module.grid
+    (2, 4)
     >>> tuple(module(torch.rand(5, 1, 28, 56)).shape)
     (5, 4)
     """
 
-    def __init__(self, item_shape, hidden_layer_sizes=(32, 64, 128), n_outputs=64, normalize=False):
+    def __init__(
+        self, item_shape, hidden_layer_sizes=(32, 64, 128), n_outputs=64, normalize=False,
+        grid_cells=2,
+    ):  # fmt: skip
         super().__init__()
         item_shape = tuple(item_shape)
         if len(item_shape) != 3 or not all(_positive_int(side) for side in item_shape):
@@ -173,6 +188,8 @@ class ConvNet(nn.Module):
             )
         if not _positive_int(n_outputs):
             raise ValueError(f"n_outputs must be a positive integer; got {n_outputs!r}.")
+        if not _positive_int(grid_cells):
+            raise ValueError(f"grid_cells must be a positive integer; got {grid_cells!r}.")
         self.item_shape = tuple(int(side) for side in item_shape)
         in_channels, height, width = self.item_shape
         layers = []
@@ -184,9 +201,14 @@ class ConvNet(nn.Module):
                 layers.append(nn.MaxPool2d(2))
                 height, width = height // 2, width // 2
             in_channels = out_channels
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        shorter = min(height, width)
+        self.grid = tuple(
+            min(side, max(1, round(grid_cells * side / shorter))) for side in (height, width)
+        )
+        pooled = in_channels * self.grid[0] * self.grid[1]
+        layers += [nn.AdaptiveAvgPool2d(self.grid), nn.Flatten(), nn.BatchNorm1d(pooled)]
         self.features = nn.Sequential(*layers)
-        self.projection = nn.Linear(in_channels, n_outputs)
+        self.projection = nn.Linear(pooled, n_outputs)
         self.normalize = normalize
 
     def forward(self, x):

@@ -68,17 +68,50 @@ def test_conv_net_blocks_pool_while_the_map_has_two_pixels():
     convolutions = [layer for layer in module.features if isinstance(layer, nn.Conv2d)]
     assert [c.out_channels for c in convolutions] == [2, 3, 4, 5, 6, 7]
     assert all(c.kernel_size == (3, 3) and c.padding == (1, 1) for c in convolutions)
-    assert module.projection.in_features == 7 and module.projection.out_features == 64
+    # The 1 x 3 last map is pooled over 1 x 3 cells: 7 channels x 3 features.
+    assert module.grid == (1, 3)
+    assert module.projection.in_features == 21 and module.projection.out_features == 64
     assert module(torch.rand(2, 1, 28, 56)).shape == (2, 64)
 
 
-def test_conv_net_starts_from_kaiming_weights():
+@pytest.mark.parametrize(
+    ("item_shape", "grid_cells", "grid"),
+    [
+        ((1, 28, 56), 2, (2, 5)),  # last map 3 x 7
+        ((1, 28, 84), 2, (2, 7)),  # 3 x 10
+        ((3, 32, 32), 2, (2, 2)),  # 4 x 4
+        ((1, 84, 28), 2, (7, 2)),  # 10 x 3
+        ((1, 8, 8), 2, (1, 1)),  # 1 x 1: at most the map's pixels
+        ((1, 28, 56), 1, (1, 2)),
+        ((1, 32, 32), 1, (1, 1)),  # global average pooling
+        ((1, 28, 56), 3, (3, 7)),
+    ],
+)
+def test_conv_net_pools_over_a_grid_of_about_square_cells(item_shape, grid_cells, grid):
+    module = ConvNet(item_shape, grid_cells=grid_cells).eval()
+    assert module.grid == grid
+    pooled = module.features[:-1](torch.rand(3, *item_shape))
+    assert pooled.shape == (3, 128 * grid[0] * grid[1])
+    assert isinstance(module.features[-1], nn.BatchNorm1d)
+    assert module.features[-1].num_features == module.projection.in_features == pooled.shape[1]
+
+
+def test_conv_net_features_keep_where_a_pattern_is():
+    # Two images that are each other's halves swapped: the 1 x 2 grid tells them apart; global
+    # average pooling of the same last map all but cannot (only the borders differ).
     torch.manual_seed(0)
-    module = ConvNet((1, 8, 8), hidden_layer_sizes=(256,))
-    weight = module.features[0].weight
-    # Kaiming normal, fan-out mode: std sqrt(2 / (out_channels * 3 * 3)).
-    expected = (2.0 / (256 * 9)) ** 0.5
-    assert abs(weight.std().item() / expected - 1) < 0.05
+    left = torch.rand(1, 1, 16, 16)
+    image = torch.cat([left, torch.zeros_like(left)], dim=-1)
+    swapped = torch.cat([torch.zeros_like(left), left], dim=-1)
+    module = ConvNet((1, 16, 32), (8,), grid_cells=1).eval()
+    assert module.grid == (1, 2)
+
+    def gap(pool):
+        a, b = pool(image), pool(swapped)
+        return ((a - b).norm() / a.norm()).item()
+
+    assert gap(module.features[:-1]) > 0.5
+    assert gap(lambda x: module.features[:-3](x).mean(dim=(2, 3))) < 0.1
 
 
 @pytest.mark.parametrize(
@@ -89,6 +122,7 @@ def test_conv_net_starts_from_kaiming_weights():
         (((1, 8, 8), ()), "hidden_layer_sizes"),
         (((1, 8, 8), (4, 0)), "hidden_layer_sizes"),
         (((1, 8, 8), (4,), 0), "n_outputs"),
+        (((1, 8, 8), (4,), 2, False, 0), "grid_cells"),
     ],
 )
 def test_conv_net_refuses_bad_shapes(arguments, message):

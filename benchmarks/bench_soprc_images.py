@@ -29,7 +29,8 @@ Scores: test mean AUPRC (mAP) and Recall@1 (``skrank.metrics``), mean +- sd over
 
 ``--part throughput``: steps per second of ``SOPRCEmbedder`` and of the plain ``SOPRCLoss``
 loop on the same network, augmentation and batches, the marginal rate between fits of 1 and
-``1 + --steps-epochs`` epochs (set-up, first calls and the final transform cancel).
+``1 + --steps-epochs`` epochs (set-up and the final transform cancel), after an untimed fit
+of each (the first fit of a process imports torch's compiler modules, about 15 s).
 
 Usage::
 
@@ -481,6 +482,8 @@ def throughput(args, splits, store):
             "SOPRCLoss", {}, DEFAULT_LR, recipe, X, y, 0, e
         ),
     }
+    for fit in candidates.values():  # untimed: a process's first fit imports torch's compiler
+        fit(epochs[0])
     timings = {}
     for e in epochs:  # the short runs of every candidate, then the long ones
         for name, fit in candidates.items():

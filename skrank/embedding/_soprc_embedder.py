@@ -187,7 +187,7 @@ class SOPRCEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseTorch
         after 5 epochs, level after 20); for images on 20 held-out training classes of the
         composite digits (``benchmarks/bench_soprc_images.py``, 5 epochs, seeds 0 and 1):
         0.861 validation mean AUPRC with both 0.25 and ``weight_averaging``'s horizon 0.4,
-        0.891 with neither (see :ref:`soprc-images`).
+        0.895 with neither (see :ref:`soprc-images`).
     augmentation : callable or None, default=None
         Applied to every training batch before the network: a callable taking a float tensor
         of shape ``(batch, *item_shape_)`` on the training device (the values the network

@@ -82,7 +82,7 @@ for name, embedder in embedders.items():
     embeddings[name] = embedder.transform(inputs(images_test))
     mean_auprc = mean_auprc_score(embeddings[name], test.target, metric="cosine")
     recall = recall_at_k_score(embeddings[name], test.target, k=1, metric="cosine")
-    print(f"{name:27s} test mean AUPRC {mean_auprc:.3f}, Recall@1 {recall:.3f}")
+    print(f"{name:31s} test mean AUPRC {mean_auprc:.3f}, Recall@1 {recall:.3f}")
 
 # %%
 # What each retrieves

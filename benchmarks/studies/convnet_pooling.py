@@ -39,10 +39,11 @@ def pooled(item_shape, pooling, batch_norm, seed):
     """A ConvNet of the default channels with the last map pooled as ``pooling`` says."""
     torch.manual_seed(seed)
     module = ConvNet(item_shape)
-    height, width = 3, item_shape[-1] // 8  # the last map of the default three blocks
+    features = module.features[:-3]  # the convolution blocks, without the pooling
+    with torch.no_grad():
+        channels, height, width = features.eval()(torch.zeros(1, *item_shape)).shape[1:]
+    features.train()
     grid = {"global": (1, 1), "row": (1, round(width / height)), "grid": module.grid}[pooling]
-    features = module.features[:-3]
-    channels = module.projection.in_features // (module.grid[0] * module.grid[1])
     tail = [torch.nn.AdaptiveAvgPool2d(grid), torch.nn.Flatten()]
     if batch_norm:
         tail.append(torch.nn.BatchNorm1d(channels * grid[0] * grid[1]))

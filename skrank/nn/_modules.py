@@ -170,9 +170,13 @@ class ConvNet(nn.Module):
     """
 
     def __init__(
-        self, item_shape, hidden_layer_sizes=(32, 64, 128), n_outputs=64, normalize=False,
+        self,
+        item_shape,
+        hidden_layer_sizes=(32, 64, 128),
+        n_outputs=64,
+        normalize=False,
         grid_cells=2,
-    ):  # fmt: skip
+    ):
         super().__init__()
         item_shape = tuple(item_shape)
         if len(item_shape) != 3 or not all(_positive_int(side) for side in item_shape):

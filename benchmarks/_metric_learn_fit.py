@@ -1,15 +1,11 @@
-"""metric-learn's learners, fitted in metric-learn's own environment.
-
-metric-learn 0.7 does not run with scikit-learn >= 1.8: :func:`fit_metric_learn` (called by
-``bench_pair_learners.py``) runs :func:`fit` in a child process with the Python of a separate
-environment (``_harness.METRIC_LEARN_PYTHON``: see ``_harness.py`` to create it).
-"""
+"""metric-learn's learners, fitted in a child process with the Python of metric-learn's own
+environment (``_harness.METRIC_LEARN_PYTHON``; metric-learn 0.7 does not run with scikit-learn
+>= 1.8: see ``_harness.py`` to create it), for ``bench_pair_learners.py``."""
 
 import tempfile
-import time
 from pathlib import Path
 
-from _harness import METRIC_LEARN_PYTHON, ChildFailed, run_in_child
+from _harness import METRIC_LEARN_PYTHON, ChildFailed, run_in_child, timed
 
 
 def fit(learner, data, params):
@@ -21,30 +17,19 @@ def fit(learner, data, params):
 
     arrays = np.load(data)
     model = getattr(metric_learn, learner)(random_state=0, **params)
-    start = time.perf_counter()
-    model.fit(arrays["X"], arrays["y"])
+    _, seconds = timed(model.fit, arrays["X"], arrays["y"])
     return {
         "components": model.components_,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
         "n_iter": int(getattr(model, "n_iter_", -1)),
         "converged": bool(getattr(model, "converged_", False)),
     }
 
 
 def fit_metric_learn(learner, X, y, params=None, timeout=None):
-    """Fit ``metric_learn.<learner>`` on ``(X, y)`` in metric-learn's environment.
-
-    Returns
-    -------
-    fitted : dict
-        ``components`` (an ndarray), ``seconds``, ``n_iter``, ``converged``.
-
-    Raises
-    ------
-    ChildFailed
-        The environment is absent, or the fit failed or ran past ``timeout`` seconds (its
-        ``reason`` says which, for a table's cell).
-    """
+    """:func:`fit` of ``metric_learn.<learner>`` on ``(X, y)``: ``components`` (an ndarray),
+    ``seconds``, ``n_iter``, ``converged``. Raises :class:`ChildFailed` where the environment is
+    absent, or the fit fails or runs past ``timeout`` seconds (its ``reason`` says which)."""
     import numpy as np
 
     if not METRIC_LEARN_PYTHON.exists():
@@ -52,12 +37,8 @@ def fit_metric_learn(learner, X, y, params=None, timeout=None):
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "data.npz"
         np.savez(data, X=X, y=y)
+        arguments = {"learner": learner, "data": str(data), "params": params or {}}
         fitted = run_in_child(
-            __file__,
-            "fit",
-            {"learner": learner, "data": str(data), "params": params or {}},
-            python=METRIC_LEARN_PYTHON,
-            source=None,
-            timeout=timeout,
+            __file__, "fit", arguments, python=METRIC_LEARN_PYTHON, source=None, timeout=timeout
         )
     return {**fitted, "components": np.array(fitted["components"])}

@@ -6,15 +6,13 @@ items; PCA fitted on the training items keeping 90% of the variance. For each tr
 B in {0.15 n, 0.5 n, n} K-tuples (one item per class, 45 pairs each); reported are the test-set
 objective (mean distance over dissimilar test pairs) and constraint (mean squared distance over
 similar test pairs), and the fit time, as mean and standard deviation over the runs. The claim
-to show: a small loss in objective for a large saving in time.
+to show: a small loss in objective for a large saving in time. Writes
+``benchmarks/studies/results/bench_mmc_sampling[_quick].json``.
 
 Usage::
 
     PYTHONPATH=benchmarks python benchmarks/studies/mmc_sampling.py            # n to 8,000, 5 runs
     PYTHONPATH=benchmarks python benchmarks/studies/mmc_sampling.py --quick    # smoke run
-
-Writes ``benchmarks/studies/results/bench_mmc_sampling.json`` (``bench_mmc_sampling_quick.json``
-with ``--quick``).
 """
 
 import numpy as np
@@ -26,20 +24,20 @@ from skrank import MMC
 
 # Figure 4 of the pointwise-ROC paper is about MMC as the paper states it.
 PAPER = {"scatter_ridge": 1e-8, "min_rank": None}
-
-TUPLE_FRACTIONS = (0.15, 0.5, 1.0)
+MEASURES = ("test_objective", "test_constraint", "seconds")
 
 
 def settings(n):
     """``(label, MMC parameters)`` of the compared fits at training size ``n``."""
     tuples = [
         (f"B={fraction:g}n tuples", {"negatives": "tuples", "n_samples": int(fraction * n)})
-        for fraction in TUPLE_FRACTIONS
+        for fraction in (0.15, 0.5, 1.0)
     ]
     return tuples + [("all pairs", {})]
 
 
 def run(sizes, n_runs):
+    """A record a fit: ``n``, ``negatives``, the :data:`MEASURES` and ``converged``."""
     X_train, X_test, y_train, y_test = mnist_split()
     X_train, X_test = pca(X_train, X_test)
     print(f"MNIST-10k: {X_train.shape[0]} train / {X_test.shape[0]} test, d={X_train.shape[1]}")
@@ -52,19 +50,20 @@ def run(sizes, n_runs):
                     MMC(random_state=seed, **PAPER, **params).fit, X_train[subset], y_train[subset]
                 )
                 objective, constraint = mmc.objective_and_constraint(X_test, y_test)
-                records.append((n, label, objective, constraint, seconds, mmc.converged_))
+                records.append(dict(n=n, negatives=label, test_objective=objective,
+                                    test_constraint=constraint, seconds=seconds,
+                                    converged=mmc.converged_))  # fmt: skip
     return records
 
 
 def summarise(results, records, sizes, n_runs):
-    header = ["n", "negatives", "test objective", "test constraint", "fit s", "objective / all",
-              "speed-up", "converged"]  # fmt: skip
     rows = []
     for n in sizes:
         by_label = {}
         for label, _ in settings(n):
-            chosen = [r for r in records if r[0] == n and r[1] == label]
-            by_label[label] = np.array([r[2:5] for r in chosen]), all(r[5] for r in chosen)
+            chosen = [r for r in records if r["n"] == n and r["negatives"] == label]
+            values = np.array([[r[measure] for measure in MEASURES] for r in chosen])
+            by_label[label] = values, all(r["converged"] for r in chosen)
         reference = by_label["all pairs"][0].mean(axis=0)
         for label, (values, converged) in by_label.items():
             mean = values.mean(axis=0)
@@ -75,18 +74,14 @@ def summarise(results, records, sizes, n_runs):
             )  # fmt: skip
     results.add_table(
         f"Test objective and constraint versus all pairs (mean ± std over {n_runs} runs)",
-        header,
+        ["n", "negatives", "test objective", "test constraint", "fit s", "objective / all",
+         "speed-up", "converged"],
         rows,
         notes="objective / all: mean test objective over the mean of the all-pairs fits; "
         "speed-up: mean all-pairs fit time over mean fit time; converged: every run converged.",
         show=True,
-    )
-    runs = [
-        dict(n=n, negatives=label, test_objective=objective, test_constraint=constraint,
-             seconds=seconds, converged=converged)
-        for n, label, objective, constraint, seconds, converged in records
-    ]  # fmt: skip
-    results.add_figure("runs", runs)
+    )  # fmt: skip
+    results.add_figure("runs", records)
 
 
 def main(argv=None):

@@ -2,25 +2,19 @@
 
 Side by side in one run, alternating the two settings, on the same data with the same
 parameters (the defaults): the fit's wall-clock time (median of ``--repeats`` fits each) and the
-ratio of the two, with a check that both settings learn the same metric. Data:
-
-* sklearn's digits, PCA to 31 dimensions, all 1,797 items (as the MMC part of
-  ``bench_pair_learners.py``);
-* MNIST-10k shipped with skrank, a stratified sample of 3,000 items (the training part of
-  ``python -m skrank``'s MMC row), PCA keeping 90% of the variance, with all negative pairs
-  and with 3,000 sampled ones (``negatives="pairs"``).
-
-All cores means BLAS's own default (``n_threads=None`` without a ``threadpool_limits``), as many
-threads as the machine reports CPUs. The machine's load at the start and end is recorded: on a
-shared machine the all-cores fits compete with other processes for the cores.
+ratio of the two, with a check that both settings learn the same metric. Data: sklearn's
+digits, PCA to 31 dimensions, all 1,797 items (as the MMC part of ``bench_pair_learners.py``);
+MNIST-10k shipped with skrank, a stratified sample of 3,000 items (the training part of ``python
+-m skrank``'s MMC row), PCA keeping 90% of the variance, with all negative pairs and with 3,000
+sampled ones (``negatives="pairs"``). All cores means BLAS's own default (``n_threads=None``
+without a ``threadpool_limits``), as many threads as the machine reports CPUs; on a shared
+machine they compete with other processes (the load at the start and end is recorded). Writes
+``benchmarks/studies/results/bench_mmc_threads[_quick].json``.
 
 Usage::
 
     PYTHONPATH=benchmarks python benchmarks/studies/mmc_threads.py            # 5 fits a setting
     PYTHONPATH=benchmarks python benchmarks/studies/mmc_threads.py --quick    # smoke run
-
-Writes ``benchmarks/studies/results/bench_mmc_threads.json`` (``bench_mmc_threads_quick.json``
-with ``--quick``).
 """
 
 import os
@@ -77,15 +71,10 @@ def main(argv=None):
         one, every = medians["one thread (default)"], medians["all cores"]
         rows.append([name, round(one, 3), round(every, 3), round(every / one, 2), difference])
         print(rows[-1], flush=True)
+    settings = ["one thread (default)", f"all cores ({blas} BLAS threads)"]
     results.add_table(
         f"MMC().fit: median seconds of {n_runs} fits per setting, alternating",
-        [
-            "data",
-            "one thread (default)",
-            f"all cores ({blas} BLAS threads)",
-            "ratio all / one",
-            "max |components difference|",
-        ],  # fmt: skip
+        ["data", *settings, "ratio all / one", "max |components difference|"],
         rows,
         notes="ratio > 1: the default one thread is faster.",
     )

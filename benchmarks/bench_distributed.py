@@ -1,19 +1,18 @@
 """Data-parallel training: items per second of the torch estimators on 1 and 2 processes.
 
 Each setting is launched with ``torchrun`` as a user would, gloo on the CPU (NCCL with
-``--device cuda``); each process trains on its own part of each batch and runs one torch thread.
-Throughput is marginal (the items of a 6-epoch fit minus a 2-epoch fit's, over the time
-difference, after a warm-up fit); scaling efficiency = throughput with N processes / (N x
-throughput with 1). ``--baseline REV``: the skrank of an earlier revision, measured
-alternately, its rows named after its commit. Data: 20,000 synthetic items of 64 features in
-200 classes (2,000 with ``--quick``): SOPRCEmbedder (MLP 64-512-64, 256 items a process) and
-SNMClassifier (``n_negatives=64``, 1,024 items a process).
+``--device cuda``), one torch thread a process, each training on its part of each batch.
+Marginal throughput (the items of a 6-epoch fit minus a 2-epoch fit's, over the time difference,
+after a warm-up fit); scaling efficiency = throughput with N processes / (N x throughput with
+1). ``--baseline REV``: an earlier revision's skrank, measured alternately, rows named after its
+commit. Data: 20,000 synthetic items of 64 features in 200 classes (2,000 with ``--quick``):
+SOPRCEmbedder (MLP 64-512-64, 256 items a process), SNMClassifier (``n_negatives=64``, 1,024).
 
-``--dask`` (``results/bench_distributed_dask.json``): fit time and peak anonymous memory
-(``PeakMemory(anonymous=True)``) of ``PointwiseROCSimilarity`` and ``MMC`` on a memory-mapped
-``.npy`` input 4x a memory cap, read by dask block by block (threads, 2 workers;
-``working_memory`` = cap / 4), against the in-memory fit (its peak counts the loaded copy);
-a child process a fit after a warm-up, the two alternating, twice each.
+``--dask`` (``results/bench_distributed_dask.json``): fit time and peak anonymous memory of
+``PointwiseROCSimilarity`` and ``MMC`` on a memory-mapped ``.npy`` input 4x a memory cap, read
+by dask block by block (threads, 2 workers; ``working_memory`` = cap / 4), against the
+in-memory fit (its peak counts the loaded copy); a child process a fit after a warm-up, the two
+alternating, twice each.
 
 Usage::
 
@@ -39,6 +38,13 @@ from _harness import (
 )
 from _results import Results
 
+# The torch estimators measured (their parameters but the epochs, device and seed).
+ESTIMATORS = {
+    "SOPRCEmbedder": dict(hidden_layer_sizes=(512,), n_components=64, batch_size=256),
+    "SNMClassifier": dict(
+        n_negatives=64, embedding_dim=64, hidden_layer_sizes=(512,), batch_size=1024
+    ),
+}
 DASK_MODELS = {
     "PointwiseROCSimilarity(alpha=0.49)": ("PointwiseROCSimilarity", dict(alpha=0.49)),
     "MMC(negatives='pairs', n_samples=2000)": ("MMC", dict(negatives="pairs", n_samples=2000)),
@@ -62,16 +68,8 @@ def throughput(estimator, device, n_items):
     X = (rng.normal(size=(200, 64))[y] + rng.normal(size=(n_items, 64))).astype(np.float32)
 
     def fit(epochs):
-        if estimator == "SOPRCEmbedder":
-            model = skrank.SOPRCEmbedder(
-                hidden_layer_sizes=(512,), n_components=64, batch_size=256, max_epochs=epochs,
-                device=device, random_state=0,
-            )  # fmt: skip
-        else:
-            model = skrank.SNMClassifier(
-                n_negatives=64, embedding_dim=64, hidden_layer_sizes=(512,), batch_size=1024,
-                max_epochs=epochs, device=device, random_state=0,
-            )  # fmt: skip
+        params = dict(ESTIMATORS[estimator], max_epochs=epochs, device=device, random_state=0)
+        model = getattr(skrank, estimator)(**params)
         if dist.is_initialized():
             dist.barrier()
         start = time.perf_counter()
@@ -89,14 +87,10 @@ def throughput(estimator, device, n_items):
 
 def measure_throughput(estimator, processes, device, n_items, source):
     launcher = ("-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}")
-    found = run_in_child(
-        __file__,
-        "throughput",
-        {"estimator": estimator, "device": device, "n_items": n_items},
-        launcher=launcher,
-        source=source,
-        environment={"OMP_NUM_THREADS": "1"},
-    )
+    arguments = {"estimator": estimator, "device": device, "n_items": n_items}
+    environment = {"OMP_NUM_THREADS": "1"}
+    found = run_in_child(__file__, "throughput", arguments, launcher=launcher, source=source,
+                         environment=environment)  # fmt: skip
     assert found["world_size"] == processes
     return found["items_per_second"]
 
@@ -150,11 +144,10 @@ def dask_rows(cap_mib):
     with tempfile.TemporaryDirectory() as folder:
         n_bytes = write_dask_input(Path(folder), cap_mib)
         for model in DASK_MODELS:
+            arguments = {"folder": folder, "model": model, "cap_mib": cap_mib}
             measured = alternate(
-                lambda method, model=model: run_in_child(
-                    __file__,
-                    "dask_fit",
-                    {"folder": folder, "model": model, "method": method, "cap_mib": cap_mib},
+                lambda method, arguments=arguments: run_in_child(
+                    __file__, "dask_fit", {**arguments, "method": method}
                 ),
                 ["dask", "in memory"],
                 2,
@@ -198,7 +191,7 @@ def main(argv=None):
     with sources(args.baseline) as checkouts:
         labels = {commit: "" if commit is None else f" @ {commit}" for commit in checkouts}
         rows = []
-        for name in ["SOPRCEmbedder", "SNMClassifier"]:
+        for name in ESTIMATORS:
             single = {}
             for processes in args.processes:
                 rates = alternate(
@@ -214,11 +207,9 @@ def main(argv=None):
                         single[commit] = rate
                     efficiency = rate / (processes * single[commit]) if commit in single else None
                     rows.append([name + labels[commit], processes, args.device, rate, efficiency])
-                    print(
-                        f"{name}{labels[commit]}: {processes} process(es): {rate:.0f} items/s (of "
-                        f"{[round(r) for r in measured_rates]}), efficiency {efficiency}"
-                    )
+                    print(rows[-1], f"(of {[round(r) for r in measured_rates]})", flush=True)
     rows.sort(key=lambda row: row[0])
+    baseline_note = " Rows '@ commit': the baseline revision, measured alternately."
     results = Results(results_name("bench_distributed", args, "baseline" if args.baseline else ""))
     results.add_table(
         "Training throughput under torchrun (marginal items per second)",
@@ -226,12 +217,7 @@ def main(argv=None):
         rows,
         notes="Efficiency = throughput with N processes / (N x throughput with 1 process). "
         f"The 2-core machine runs 2 processes of one thread each; {n_items:,} items. Median of "
-        f"{args.repeats} measurement(s) per row."
-        + (
-            " Rows '@ commit': the baseline revision, measured alternately."
-            if args.baseline
-            else ""
-        ),
+        f"{args.repeats} measurement(s) per row." + (baseline_note if args.baseline else ""),
     )
     results.save()
 

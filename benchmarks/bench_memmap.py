@@ -7,28 +7,24 @@ is the number its digits spell, the same in every chunk.
 
 ``--part memory``: a child process opens the file with ``np.load(..., mmap_mode="r")``, fits
 ``SOPRCEmbedder`` (``validation_fraction=0.1``, scored every epoch) and transforms every row,
-while a thread samples its anonymous resident memory (``RssAnon`` of ``/proc/self/status``: not
-the file's pages, which are the page cache's) every millisecond; reported: the peak above what
-the process held before the fit (after a warm-up fit of 1,000 rows, so that torch's own first
-allocations are not counted), and the seconds of each phase. The same fit from the array loaded
-into memory (``np.load`` without ``mmap_mode``) is the baseline. ``working_memory`` is set to
-16 MiB so that the chunks of the validation score stay small (scikit-learn's setting bounds every
-chunked computation of skrank).
+while a thread samples its anonymous resident memory (``RssAnon``: not the file's pages, which
+are the page cache's) every millisecond (``PeakMemory(anonymous=True)``); reported: the peak
+above what the process held before the fit (after a warm-up fit of 1,000 rows, so that torch's
+first allocations are not counted), and the seconds of each phase; against the same fit of the
+array loaded into memory. ``working_memory`` = 16 MiB keeps the validation score's chunks small.
 
 ``--part images``: the same from a file of the digits as ``uint8`` images ``(n, 1, 28, 84)``
-(4 x 128 MiB: 228,261 images), memory-mapped only (in memory, an array adds its own bytes, as
-the features show), fitted with the default network of images, a :class:`~skrank.nn.ConvNet`,
-here of one block of 8 channels in batches of 64 so that an epoch over the file takes minutes
-on one thread; ``validation_fraction=0.05`` (11,414 images, scored every epoch). The output
-of ``transform`` (float32, 64 columns) is not counted: its bytes are taken off its peak.
+(4 x 128 MiB: 228,261 images), memory-mapped only, fitted with a one-block
+:class:`~skrank.nn.ConvNet` of 8 channels in batches of 64 (an epoch over the file takes
+minutes on one thread), ``validation_fraction=0.05``; the bytes of the output of ``transform``
+(float32, 64 columns) are taken off its peak.
 
 ``--part reads``: the rows of a batch (200 random rows) read from the file as the engine reads
-them (in the batch's order, numpy's fancy indexing), read in increasing row order (forward
-through the file) and put back in the batch's order, and gathered from the array in memory as
-a torch tensor (what a fit of an in-memory X does); from the page cache (the file read once
-before) and after the file's pages were dropped from it (``posix_fadvise(DONTNEED)`` before
-each pass: read from the disk, or from the host's cache on a virtual machine). Median
-milliseconds per batch over the batches of a pass, and the ratio to the in-memory gather.
+them (``RowSubset.take``: in the batch's order), read in increasing row order and put back in
+the batch's order, and gathered from the array in memory as a torch tensor (a fit of an
+in-memory X); from the page cache and after the file's pages were dropped from it
+(``posix_fadvise(DONTNEED)`` before each pass). Median milliseconds per batch over a pass, and
+the ratio to the in-memory gather.
 
 Usage::
 
@@ -44,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _harness import PeakMemory, parser, results_name, run_in_child
+from _harness import PeakMemory, parser, results_name, run_in_child, timed
 from _results import Results
 
 from skrank.datasets import make_composite_digits
@@ -73,18 +69,12 @@ def fit_and_transform(path, mode, epochs, part="memory"):
     warm_up = np.array(np.load(path, mmap_mode="r")[:1000])
     SOPRCEmbedder(**{**params, "max_epochs": 1}).fit(warm_up, y[:1000]).transform(warm_up)
     del warm_up
-    seconds = {}
+    seconds, mmap_mode = {}, "r" if mode == "memory-mapped" else None
     with PeakMemory(anonymous=True) as memory:
-        clock = time.perf_counter()
-        X = np.load(path, mmap_mode="r" if mode == "memory-mapped" else None)
-        seconds["load"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        model = SOPRCEmbedder(**params).fit(X, y)
-        seconds["fit"] = time.perf_counter() - clock
+        X, seconds["load"] = timed(np.load, path, mmap_mode=mmap_mode)
+        model, seconds["fit"] = timed(SOPRCEmbedder(**params).fit, X, y)
         after_fit = memory.increase_so_far()
-        clock = time.perf_counter()
-        embedding = model.transform(X)
-        seconds["transform"] = time.perf_counter() - clock
+        embedding, seconds["transform"] = timed(model.transform, X)
     return dict(start=memory.start, fit=after_fit, all=memory.increase, seconds=seconds,
                 validation_score=model.history_[-1]["validation_score"],
                 rows=int(embedding.shape[0]), output=embedding.nbytes)  # fmt: skip
@@ -122,49 +112,29 @@ def memory(path, cap, epochs, results, part):
         )
         if part == "images":  # the transform's output is not counted
             found["all"] = max(found["fit"], found["all"] - found["output"])
-        mib = 2**20
-        seconds = found["seconds"]
         print(f"  {mode}: {found}", flush=True)
-        rows.append(
-            [
-                mode,
-                f"{found['fit'] / mib:.0f}",
-                f"{found['all'] / mib:.0f}",
-                f"{found['all'] / cap:.2f}",
-                f"{seconds['load']:.1f}",
-                f"{seconds['fit']:.1f}",
-                f"{seconds['transform']:.1f}",
-                f"{found['validation_score']:.4f}",
-            ]
-        )
+        peaks = [f"{found['fit'] / 2**20:.0f}", f"{found['all'] / 2**20:.0f}"]
+        seconds = [f"{found['seconds'][phase]:.1f}" for phase in ("load", "fit", "transform")]
+        rows.append([mode, *peaks, f"{found['all'] / cap:.2f}", *seconds,
+                     f"{found['validation_score']:.4f}"])  # fmt: skip
         results.add_figure(mode, found)
     kind = "uint8 images" if part == "images" else "X"
     settings = ", ".join(f"{name}={value}" for name, value in PARAMS[part].items())
+    less = " less its output" if part == "images" else ""
     results.add_table(
         f"Anonymous memory of a fit and transform of {kind} = 4 x the cap of {cap / 2**20:.0f} MiB",
-        [
-            "X",
-            "peak RssAnon growth, fit (MiB)",
-            "peak, fit + transform" + (" less its output" if part == "images" else "") + " (MiB)",
-            "peak / cap",
-            "s load",
-            "s fit",
-            "s transform",
-            "validation mAUPRC",
-        ],
+        ["X", "peak RssAnon growth, fit (MiB)", f"peak, fit + transform{less} (MiB)",
+         "peak / cap", "s load", "s fit", "s transform", "validation mAUPRC"],
         rows,
         notes=f"SOPRCEmbedder({settings}, max_epochs={epochs}), one torch thread, "
-        "working_memory=16 MiB; RssAnon sampled "
-        "every millisecond, growth over the process's memory after a warm-up fit.",
-    )
+        "working_memory=16 MiB; RssAnon sampled every millisecond, growth over the process's "
+        "memory after a warm-up fit.",
+    )  # fmt: skip
 
 
 def _drop_cached_pages(path):
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(descriptor)
+    with open(path, "rb") as file:
+        os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def _sorted_read(X, rows):
@@ -210,19 +180,14 @@ def reads(path, n_batches, results):
             timings[name, cache] = float(np.median(times))
             print(f"  {name}, {cache}: {timings[name, cache]:.2f} ms / batch", flush=True)
     reference = next(iter(timings.values()))
+    rows = []
+    for (name, cache), ms in timings.items():
+        mb_per_second = BATCH * in_memory.shape[1] * 4 / ms / 1000
+        rows.append([name, cache, f"{ms:.2f}", f"{mb_per_second:.0f}", f"{ms / reference:.1f}"])
     results.add_table(
         f"Reading a batch of {BATCH} random rows of {in_memory.shape[1]} float32 features",
         ["read", "from", "median ms / batch", "MB/s", "ratio to the in-memory gather"],
-        [
-            [
-                name,
-                cache,
-                f"{ms:.2f}",
-                f"{BATCH * in_memory.shape[1] * 4 / ms / 1000:.0f}",
-                f"{ms / reference:.1f}",
-            ]
-            for (name, cache), ms in timings.items()
-        ],
+        rows,
         notes=f"{n_rows:,} rows ({in_memory.nbytes / 2**30:.2f} GiB) in an .npy file; medians "
         f"over {n_batches} batches; 'pages dropped': the file's pages dropped from the page "
         "cache (posix_fadvise DONTNEED) before the pass, so that its reads go to the disk (or "

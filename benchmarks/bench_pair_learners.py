@@ -1,48 +1,21 @@
 """The pair learners (MMC, PointwiseROCSimilarity) against their peers, one part a results file.
 
-``--part`` (default ``learners``):
+``--part`` (default ``learners``), each part's protocol in its section of benchmarks/README.md:
 
-* ``learners`` (``bench_pair_learners.json``): the measures users read. MNIST-10k, stratified
-  3,000 / 2,000 train / test splits (``python -m skrank``'s MMC row's split at seed 0), one
-  seed a split. **k-NN task** (PCA fitted on the training part, 90% of the variance): the
-  Euclidean metric; :class:`~skrank.MMC` with its defaults, with the paper's criterion
-  (``scatter_ridge=1e-8, min_rank=None``) and chosen on validation folds of the training part
-  (:func:`mmc_selection`: a Pipeline before ``KNeighborsClassifier(5)``, 5 stratified folds
-  repeated 3 times, over no metric learning, ``scatter_ridge`` x ``min_rank`` with all pairs
-  and with local pairs, and the one-standard-error rule toward the Euclidean metric);
-  scikit-learn's NCA; metric-learn's ``ITML_Supervised`` and ``LMNN`` (each fit stopped after
-  ``--timeout`` seconds, default 300). **Pair task** (the first 32 principal axes, not centred,
-  as ``python -m skrank``'s PointwiseROCSimilarity row): the cosine similarity;
-  :class:`~skrank.PointwiseROCSimilarity` with its defaults, with the paper's criterion and
-  with ``preprocessing`` x ``identity_weight`` chosen by ``GridSearchCV`` with the
-  ``"tpr@fpr=0.01"`` scorer; the Euclidean metric and MMC. Scores on the test part: the 5-NN
-  accuracy (training items as neighbours) and the TPR at FPR 1% and 5% over all test pairs
-  ``i < j``. Fit times include the grid searches of the selected rows.
-* ``mmc`` (``bench_mmc.json``): MMC's fit time and figure of merit (``mean dissimilar d_A /
-  sqrt(mean similar d_A^2)`` over all pairs) against a cvxpy (Clarabel) solve of the same
-  convex problem on a small subsample of digits, and against metric-learn 0.7's
-  ``MMC_Supervised``, on sklearn's digits (PCA 31, all 1,797 items) and MNIST-10k (stratified
-  8,000 / 2,000, PCA keeping 90% of the variance), with the held-out 5-NN accuracy.
-* ``solver`` (``bench_pointwise_roc.json``), on MNIST-10k reduced by PCA to d dimensions and
-  L2-normalised, as ``PointwiseROCSimilarity`` uses it: (1) exact ``P`` and ``N`` (mean
-  symmetrised outer products over positive and negative pairs) from class sums and the Gram
-  matrix (``PairStatistics``) against explicit pair loops, then all 10,000 items at d = 784
-  (target: under 1 s); (2) the closed-form KKT solve (``solve_kkt``) against cvxpy with
-  Clarabel (``solve_cvxpy``, tolerances 1e-10 and Clarabel's defaults 1e-8), constraint
-  active (target: KKT >= 100x faster at d >= 256); (3) the threshold at a 5% false-positive
-  rate from all negative pairs, in blocks, against the 250,000 sampled negative pairs the
-  estimator uses.
-* ``pairs`` (``bench_pairs.json``): learning from given pairs drawn from labelled data, so that
-  both paths see the same constraints: (1) equality with the label path (MMC with the paper's
-  criterion on all pairs of a labelled sample, as a (n_pairs, 2, n_features) array and as row
-  indices into an item table, on a sample of negative pairs, and PointwiseROCSimilarity at a
-  fixed ``alpha``); (2) a validation screen of MMC's ``scatter_ridge`` and ``min_rank`` by the
-  ROC AUC of validation pairs; (3) metric-learn's weakly supervised ``MMC.fit(pairs, y)`` (its
-  defaults, stopped after ``--timeout``, default 900 s) on the same pairs: half similar, half
-  dissimilar, of MNIST training items (PCA to d = 20 or 100), 10^4 and 10^5 pairs.
+* ``learners`` (``bench_pair_learners.json``; section "Pair learners at the measures users
+  read"): MNIST-10k, stratified 3,000 / 2,000 splits (``python -m skrank``'s MMC row's split at
+  seed 0), a seed a split; the k-NN task (PCA 90%) and the pair task (32 principal axes, not
+  centred); fit times include the grid searches of the selected rows.
+* ``mmc`` (``bench_mmc.json``; section "MMC"): MMC's fit time and figure of merit against a
+  cvxpy (Clarabel) solve on a digits subsample and against metric-learn's ``MMC_Supervised``.
+* ``solver`` (``bench_pointwise_roc.json``; section "Pointwise ROC similarity"): exact ``P``
+  and ``N`` against pair loops, ``solve_kkt`` against cvxpy, the FPR-5% threshold.
+* ``pairs`` (``bench_pairs.json``; section "Learning from given pairs"): fits on given pairs
+  against the label path, a validation screen of MMC's settings, metric-learn's ``MMC``.
 
-metric-learn runs in its own environment (``_metric_learn_fit.py``); its rows say so where it
-is absent.
+metric-learn runs in its own environment (``_metric_learn_fit.py``), each fit stopped after
+``--timeout`` seconds (default 300 for ``learners``, 900 for ``pairs``); its rows say so where
+it is absent.
 
 Usage::
 
@@ -119,11 +92,6 @@ def knn_accuracy(Z_train, y_train, Z_test, y_test, n_neighbors=5):
     return KNeighborsClassifier(n_neighbors).fit(Z_train, y_train).score(Z_test, y_test)
 
 
-def print_rows(rows):
-    for row in rows:
-        print("  ".join(str(cell) for cell in row), flush=True)
-
-
 # ------------------------------------------------------------------------------ learners
 ROC_GRID = {"preprocessing": ["none", "standardize"], "identity_weight": [0.0, 1.0, 3.0, 10.0]}
 COLUMNS = ["method", "5-NN accuracy", "TPR@FPR=0.01", "TPR@FPR=0.05", "fit seconds"]
@@ -147,10 +115,8 @@ def similarity_scores(similarity_to_train, similarity_test, y_train, y_test):
 
 
 def roc_model_scores(model, Z_train, y_train, Z_test, y_test):
-    return similarity_scores(
-        model.pairwise_similarity(Z_test, Z_train), model.pairwise_similarity(Z_test), y_train,
-        y_test,
-    )  # fmt: skip
+    to_train, test = model.pairwise_similarity(Z_test, Z_train), model.pairwise_similarity(Z_test)
+    return similarity_scores(to_train, test, y_train, y_test)
 
 
 def validation_summary(search):
@@ -198,13 +164,10 @@ def knn_task(X_train, y_train, X_test, y_test, metric_learn, timeout, selection)
         rows.append(row(name, model.transform, seconds))
     search, seconds = timed(lambda: mmc_selection().fit(Z_train, y_train))
     selection.append(validation_summary(search))
-    chosen = search.best_estimator_[0]
-    embed = (lambda Z: Z) if chosen == "passthrough" else chosen.transform
-    selected = {k.removeprefix("mmc__"): v for k, v in search.best_params_.items()}
-    rows.append(row(f"MMC, CV-selected {selected}", embed, seconds))
-    nca, seconds = timed(
-        lambda: NeighborhoodComponentsAnalysis(random_state=0, max_iter=100).fit(Z_train, y_train)
-    )
+    embed = search.best_estimator_[:-1].transform  # the chosen MMC, or passthrough
+    rows.append(row(f"MMC, CV-selected {selection[-1][-1]}", embed, seconds))
+    nca = NeighborhoodComponentsAnalysis(random_state=0, max_iter=100)
+    nca, seconds = timed(nca.fit, Z_train, y_train)
     rows.append(row("sklearn NCA (max_iter=100)", nca.transform, seconds))
     for learner, params in (("ITML_Supervised", {}), ("LMNN", {"n_neighbors": 5, "max_iter": 100})):
         name = f"metric-learn {learner} {params or '(defaults)'}"
@@ -232,9 +195,7 @@ def pair_task(X_train, y_train, X_test, y_test):
         ("PointwiseROCSimilarity, defaults", {}),
         ("PointwiseROCSimilarity, paper's criterion", {"identity_weight": 0.0}),
     ):
-        model, seconds = timed(
-            lambda params=params: PointwiseROCSimilarity(**base, **params).fit(Z_train, y_train)
-        )
+        model, seconds = timed(PointwiseROCSimilarity(**base, **params).fit, Z_train, y_train)
         rows.append([name, *roc_model_scores(model, Z_train, y_train, Z_test, y_test), seconds])
     search = GridSearchCV(
         PointwiseROCSimilarity(**base),
@@ -278,9 +239,7 @@ def learners_part(results, args):
                 extra = (not args.quick, args.timeout, selection) if task is knn_task else ()
                 rows = task(X_train, y_train, X_test, y_test, *extra)
                 tasks[title].append(rows)
-                print(f"\nseed {seed}, {title}")
-                print_rows(rows)
-                results.add_table(f"{title}, seed {seed}", COLUMNS, rows)
+                results.add_table(f"{title}, seed {seed}", COLUMNS, rows, show=True)
             results.save()  # after every seed: a long run leaves what it measured
     results.add_table(
         "MMC selection on validation folds (5 x 3 repeated stratified folds of the training part)",
@@ -471,22 +430,19 @@ def statistics_from_sums(X, y):
     return statistics.positive_matrix(), statistics.negative_matrix()
 
 
-def statistics_python_loop(X, y):
+def statistics_by_pairs(X, y, pairs_per_block=None):
+    """P and N summed over the pairs i < j: one by one in Python (``pairs_per_block`` None),
+    else over blocks of ``pairs_per_block`` pairs in numpy."""
     d = X.shape[1]
     sums = {True: np.zeros((d, d)), False: np.zeros((d, d))}
     counts = {True: 0, False: 0}
-    for i in range(len(y)):
-        for j in range(i + 1, len(y)):
-            same = bool(y[i] == y[j])
-            sums[same] += np.outer(X[i], X[j])
-            counts[same] += 1
-    return tuple((sums[s] + sums[s].T) / (2 * counts[s]) for s in (True, False))
-
-
-def statistics_blocked_pairs(X, y, pairs_per_block=1 << 16):
-    d = X.shape[1]
-    sums = {True: np.zeros((d, d)), False: np.zeros((d, d))}
-    counts = {True: 0, False: 0}
+    if pairs_per_block is None:
+        for i in range(len(y)):
+            for j in range(i + 1, len(y)):
+                same = bool(y[i] == y[j])
+                sums[same] += np.outer(X[i], X[j])
+                counts[same] += 1
+        return tuple((sums[s] + sums[s].T) / (2 * counts[s]) for s in (True, False))
     all_first, all_second = np.triu_indices(len(y), k=1)
     for start in range(0, all_first.shape[0], pairs_per_block):
         first = all_first[start : start + pairs_per_block]
@@ -504,17 +460,16 @@ def active_level(P, N):
     return (-np.linalg.norm(N) + np.vdot(N, P) / np.linalg.norm(P)) / 2
 
 
-def statistics_tables(results, quick):
-    cases = [(100, 16, statistics_python_loop), (1000, 16, statistics_blocked_pairs)]
-    if not quick:
-        cases += [(200, 64, statistics_python_loop), (2000, 64, statistics_blocked_pairs),
-                  (1000, 256, statistics_blocked_pairs)]  # fmt: skip
+def statistics_tables(results, args):
+    cases = [(100, 16, None), (1000, 16, 1 << 16)]  # pairs per block: None, one by one
+    if not args.quick:
+        cases += [(200, 64, None), (2000, 64, 1 << 16), (1000, 256, 1 << 16)]
     rows = []
-    for n, d, loop in cases:
+    for n, d, block in cases:
         X, y = unit_mnist(d, n)
-        loop_time, _, by_loop = median_time(1, loop, X, y)
+        loop_time, _, by_loop = median_time(1, statistics_by_pairs, X, y, block)
         sums_time, _, by_sums = median_time(5, statistics_from_sums, X, y)
-        name = "python" if loop is statistics_python_loop else "blocked numpy"
+        name = "python" if block is None else "blocked numpy"
         difference = max(np.abs(a - b).max() for a, b in zip(by_loop, by_sums, strict=True))
         rows.append([n, d, name, loop_time, sums_time, loop_time / sums_time, difference])
     results.add_table(
@@ -526,7 +481,7 @@ def statistics_tables(results, quick):
         "same over blocks of 65,536 pairs. Loop: one call; class sums: median of 5.",
         show=True,
     )
-    n, d = (2000, 784) if quick else (10000, 784)
+    n, d = (2000, 784) if args.quick else (10000, 784)
     sums_time, spread, _ = median_time(5, statistics_from_sums, *unit_mnist(d, n))
     results.add_table(
         "1b. P and N of all items at d = 784 (target < 1 s at n = 10,000)",
@@ -536,10 +491,10 @@ def statistics_tables(results, quick):
     )
 
 
-def solver_table(results, quick):
+def solver_table(results, args):
     rows = []
-    for d in [16, 64] if quick else [16, 64, 256, 784]:
-        P, N = statistics_from_sums(*unit_mnist(d, 2000 if quick else 10000))
+    for d in [16, 64] if args.quick else [16, 64, 256, 784]:
+        P, N = statistics_from_sums(*unit_mnist(d, 2000 if args.quick else 10000))
         beta = active_level(P, N)
         kkt_time, _, kkt = median_time(20, solve_kkt, P, N, beta)
         assert kkt.case == "active"
@@ -556,7 +511,7 @@ def solver_table(results, quick):
                      loose_time, loose_time / kkt_time, loose_difference])  # fmt: skip
     results.add_table(
         "2. KKT closed form (solve_kkt) vs cvxpy with Clarabel (solve_cvxpy), same problem, "
-        f"constraint active (MNIST, n = {2000 if quick else 10000})",
+        f"constraint active (MNIST, n = {2000 if args.quick else 10000})",
         ["d", "KKT (s)", "cvxpy (s)", "ratio", "rel. diff. A", "cvxpy 1e-8 (s)", "ratio 1e-8",
          "rel. diff. A 1e-8"],
         rows,
@@ -568,9 +523,9 @@ def solver_table(results, quick):
     )  # fmt: skip
 
 
-def calibration_table(results, quick):
+def calibration_table(results, args):
     rows = []
-    for n, d in [(2000, 64)] if quick else [(5000, 64), (10000, 64), (10000, 784)]:
+    for n, d in [(2000, 64)] if args.quick else [(5000, 64), (10000, 64), (10000, 784)]:
         X, y = unit_mnist(d, n)
         P, N = statistics_from_sums(X, y)
         A = solve_kkt(P, N, active_level(P, N)).A
@@ -593,27 +548,16 @@ def calibration_table(results, quick):
     )  # fmt: skip
 
 
-def solver_part(results, args):
-    statistics_tables(results, args.quick)
-    solver_table(results, args.quick)
-    calibration_table(results, args.quick)
-
-
 # ------------------------------------------------------------------------------ pairs
-def all_label_pairs(y):
-    """Every pair ``i < j`` of a labelled sample, and 1 (same class) or -1 (different)."""
-    first, second = np.triu_indices(y.shape[0], k=1)
-    return np.stack([first, second], axis=1), np.where(y[first] == y[second], 1, -1)
-
-
 def relative_difference(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
-def equality_section(results, quick):
-    n = 200 if quick else 500
+def equality_section(results, args):
+    n = 200 if args.quick else 500
     X, y = (part[:n] for part in digits(20))
-    indices, labels = all_label_pairs(y)
+    first, second = np.triu_indices(n, k=1)  # every pair i < j: 1 (same class) or -1
+    indices, labels = np.stack([first, second], axis=1), np.where(y[first] == y[second], 1, -1)
     pairs = X[indices]
     rows = []
 
@@ -652,8 +596,8 @@ def equality_section(results, quick):
         notes="A: largest entry of |A_pairs - A_labels| over the largest of |A_labels|. "
         "Objective: MMC's mean dissimilar distance at the end of each fit; PointwiseROC: the "
         "difference of the calibrated thresholds.",
+        show=True,
     )  # fmt: skip
-    print_rows(rows)
 
 
 def draw_pairs(y, n_pairs, rng):
@@ -690,30 +634,26 @@ def pair_distances(pairs, components):
     return np.linalg.norm((pairs[:, 0] - pairs[:, 1]) @ components.T, axis=1)
 
 
-def pair_merit(pairs, labels, components):
-    """Mean distance over the dissimilar pairs / root mean squared over the similar ones."""
-    distances = pair_distances(pairs, components)
-    return distances[labels == -1].mean() / np.sqrt(np.mean(distances[labels == 1] ** 2))
-
-
 def held_out_auc(pairs, labels, components):
     return roc_auc_score(labels == 1, -pair_distances(pairs, components))
 
 
 def pair_scores(pairs, labels, test_pairs, test_labels, components):
-    """The merit on the training pairs and the held-out ROC AUC of the metric ``components``."""
-    return [f"{pair_merit(pairs, labels, components):.4f}",
-            f"{held_out_auc(test_pairs, test_labels, components):.4f}"]  # fmt: skip
+    """The merit on the training pairs (mean distance over the dissimilar ones / root mean
+    squared over the similar ones) and the held-out ROC AUC of the metric ``components``."""
+    distances = pair_distances(pairs, components)
+    merit = distances[labels == -1].mean() / np.sqrt(np.mean(distances[labels == 1] ** 2))
+    return [f"{merit:.4f}", f"{held_out_auc(test_pairs, test_labels, components):.4f}"]
 
 
-def metric_learn_section(results, quick, timeout):
+def metric_learn_section(results, args):
     X_train, X_test, y_train, y_test = mnist_split()
     rows = []
-    for d in [20] if quick else [20, 100]:
+    for d in [20] if args.quick else [20, 100]:
         Z_train, Z_test = pca(X_train, X_test, n_components=d)
         test_indices, test_labels = draw_pairs(y_test, 20_000, np.random.RandomState(1))
         test_pairs = Z_test[test_indices]
-        for n_pairs in [1_000, 10_000] if quick else [10_000, 100_000]:
+        for n_pairs in [1_000, 10_000] if args.quick else [10_000, 100_000]:
             indices, labels = draw_pairs(y_train, n_pairs, np.random.RandomState(0))
             pairs = Z_train[indices]
             fits = {}
@@ -724,11 +664,11 @@ def metric_learn_section(results, quick, timeout):
             index_seconds = median_time(3, MMC(**PAPER, items=Z_train).fit, indices, labels)[0]
             print(f"  d={d}, {n_pairs} pairs: fitting metric-learn ...", flush=True)
             try:
-                fitted = fit_metric_learn("MMC", pairs, labels, timeout=timeout)
+                fitted = fit_metric_learn("MMC", pairs, labels, timeout=args.timeout)
                 components, seconds = fitted["components"], fitted["seconds"]
             except ChildFailed as failure:
                 components, seconds = None, failure.reason
-            speed_up = functools.partial(speed_up_over, seconds, timeout)
+            speed_up = functools.partial(speed_up_over, seconds, args.timeout)
             scores = functools.partial(pair_scores, pairs, labels, test_pairs, test_labels)
             for name, (fitted, fit_seconds, n_iter) in fits.items():
                 rows.append([d, n_pairs, name, round(fit_seconds, 3), speed_up(fit_seconds),
@@ -741,8 +681,8 @@ def metric_learn_section(results, quick, timeout):
             else:
                 rows.append([d, n_pairs, f"metric-learn MMC: {seconds}", "-", "-", "-", "-", "-"])
             rows.append([d, n_pairs, "Euclidean metric", "-", "-", *scores(np.eye(d)), "-"])
-            print_rows(rows[-5:])
-            add_metric_learn_table(results, rows, timeout)
+            print(*rows[-5:], sep="\n", flush=True)
+            add_metric_learn_table(results, rows, args.timeout)
             results.save()  # keep what is measured if a later fit is stopped
 
 
@@ -764,16 +704,16 @@ def add_metric_learn_table(results, rows, timeout):
     )  # fmt: skip
 
 
-def validation_section(results, quick):
+def validation_section(results, args):
     """Held-out pair ROC AUC of MMC's settings, on validation pairs of the training items."""
     X_train, _, y_train, _ = mnist_split()
     X_fit, X_val, y_fit, y_val = train_test_split(
         X_train, y_train, test_size=0.5, stratify=y_train, random_state=0
     )
-    ridges = [1e-8, 1.0] if quick else [1e-8, 0.1, 1.0, 10.0]
-    ranks = [None, 0.5] if quick else [None, 0.1, 0.25, 0.5]
+    ridges = [1e-8, 1.0] if args.quick else [1e-8, 0.1, 1.0, 10.0]
+    ranks = [None, 0.5] if args.quick else [None, 0.1, 0.25, 0.5]
     rows = []
-    for d in [20] if quick else [20, 100]:
+    for d in [20] if args.quick else [20, 100]:
         Z_fit, Z_val = pca(X_fit, X_val, n_components=d)
         indices, labels = draw_pairs(y_fit, 10_000, np.random.RandomState(0))
         val_indices, val_labels = draw_pairs(y_val, 20_000, np.random.RandomState(1))
@@ -782,7 +722,7 @@ def validation_section(results, quick):
             model = MMC(scatter_ridge=ridge, min_rank=rank).fit(Z_fit[indices], labels)
             auc = held_out_auc(Z_val[val_indices], val_labels, model.components_)
             rows.append([d, ridge, str(rank), f"{auc:.4f}", f"{euclidean:.4f}"])
-            print_rows(rows[-1:])
+            print(rows[-1], flush=True)
     results.add_table(
         "Validation screen: MMC settings on MNIST pairs (validation items, not the test items)",
         ["d", "scatter_ridge", "min_rank", "validation pair ROC AUC", "Euclidean"],
@@ -793,32 +733,29 @@ def validation_section(results, quick):
     )
 
 
-def pairs_part(results, args):
-    equality_section(results, args.quick)
-    validation_section(results, args.quick)
-    results.save()
-    metric_learn_section(results, args.quick, args.timeout)
-
-
 # ------------------------------------------------------------------------------ main
-# Each part: its results file, the peers whose versions it records, its --timeout's default.
+# Each part: its sections (each called as section(results, args)), its results file, the peers
+# whose versions it records, its --timeout's default.
 PARTS = {
-    "learners": (learners_part, "bench_pair_learners", ("cvxpy",), 300.0),
-    "mmc": (mmc_part, "bench_mmc", ("cvxpy", "clarabel"), None),
-    "solver": (solver_part, "bench_pointwise_roc", ("cvxpy", "clarabel"), None),
-    "pairs": (pairs_part, "bench_pairs", (), 900.0),
-}
+    "learners": ([learners_part], "bench_pair_learners", ("cvxpy",), 300.0),
+    "mmc": ([mmc_part], "bench_mmc", ("cvxpy", "clarabel"), None),
+    "solver": ([statistics_tables, solver_table, calibration_table], "bench_pointwise_roc",
+               ("cvxpy", "clarabel"), None),
+    "pairs": ([equality_section, validation_section, metric_learn_section], "bench_pairs", (),
+              900.0),
+}  # fmt: skip
 
 
 def main(argv=None):
     arguments = parser(__doc__, "quick", "seeds", "tag", "timeout", seeds=[0, 1, 2, 3, 4])
     arguments.add_argument("--part", choices=PARTS, default="learners", help="(default: learners)")
     args = arguments.parse_args(argv)
-    run, name, packages, timeout = PARTS[args.part]
+    sections, name, packages, timeout = PARTS[args.part]
     args.timeout = timeout if args.timeout is None else args.timeout
     results = Results(results_name(name, args), packages=packages)
-    run(results, args)
-    results.save()
+    for section in sections:
+        section(results, args)
+        results.save()  # after every section: a long run leaves what it measured
 
 
 if __name__ == "__main__":

@@ -75,6 +75,13 @@ ESTIMATOR_BUDGET = dict(
     samples_per_class=PER_CLASS,
 )
 
+# The loss the estimator trains: its settings of SOPRCLoss's parameters.
+SOPRC_DEFAULTS = {
+    name: value
+    for name, value in SOPRCEmbedder().get_params().items()
+    if name in inspect.signature(SOPRCLoss).parameters
+}
+
 # Loss -> (factory of the loss from the class counts and its settings, [defaults, grid...]).
 LOSSES = {
     "SOPRCLoss (plain loop)": (
@@ -390,10 +397,8 @@ def budget_curve(args, results):
         curve.add("SOPRCEmbedder", setting, *found)
     if "SOPRCLoss (plain loop)" in wanted:
         # The loss the estimator trains, in the plain loop: the fit-time ratio of the targets.
-        accepted = inspect.signature(SOPRCLoss).parameters
-        loss_setting = {k: v for k, v in SOPRCEmbedder().get_params().items() if k in accepted}
         name = "SOPRCLoss (plain loop)"
-        found = loop_at_budgets(name, loss_setting, test, seeds, budgets, device)
+        found = loop_at_budgets(name, SOPRC_DEFAULTS, test, seeds, budgets, device)
         curve.add(name, {"the estimator's loss": "defaults"}, *found)
     epoch_seconds = []
     for name in [n for n in LOSSES if n in wanted and n != "SOPRCLoss (plain loop)"]:

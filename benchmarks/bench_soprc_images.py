@@ -1,25 +1,21 @@
 """SOPRC on images of classes never seen in training: the CNN path against plain torch loops.
 
-Data: ``make_composite_digits`` as uint8 images ``(n, 1, 28, 28 d)``, ``--digits 2`` (100
-classes) or ``--digits 3`` (300), the test half's classes and MNIST images apart from the
-training half's; every test item a query against the others, by cosine similarity. Validation
-(every choice: the augmentation, each loss's learning rate and own parameters, the estimator's
-learning rate): ``_data.validation_images``, 40% of the training classes held out, class- and
-image-disjoint, fitted on the others with seed 0 for 5 epochs; the test classes play no part.
+Data: ``make_composite_digits`` as uint8 images ``(n, 1, 28, 28 d)`` (``--digits 2``: 100
+classes; ``3``: 300), half the classes to train, the other half (from other MNIST images)
+retrieved by cosine similarity. ``--part validation`` makes every choice (the augmentation, each
+loss's learning rate and own parameters, the estimator's learning rate) on held-out training
+classes (``_data.validation_images``: class- and image-disjoint, seed 0, 5 epochs); the test
+classes play no part. Rows, ``--epochs`` epochs on one torch thread: ``SOPRCEmbedder`` on the
+images (its default ConvNet, the augmentation chosen) and on the flattened pixels (its MLP), and
+plain torch loops (:func:`plain_loop`: a fresh ConvNet, the same augmentation, the estimator's
+class-balanced batches and SGD) with ``SOPRCLoss``, ``MultiSimilarityLoss`` or ``FastAPLoss``.
+Scores: test mean AUPRC and Recall@1, mean ± sd over the seeds. See benchmarks/README.md,
+section "Images of classes unseen in training".
 
-Rows, each trained for ``--epochs`` epochs on one torch thread: ``SOPRCEmbedder`` on the images
-(its default ConvNet and the augmentation chosen, :func:`augmentation`) and on the flattened
-pixels (its default MLP, no augmentation); plain torch loops (:func:`plain_loop`: a fresh
-ConvNet, the same augmentation, the estimator's class-balanced batches and SGD) with
-``SOPRCLoss``, ``MultiSimilarityLoss`` or ``FastAPLoss`` at the learning rate and parameters
-chosen by ``--part validation`` (their defaults when it has not run). Scores: test mean AUPRC
-and Recall@1, mean ± sd over the seeds. See benchmarks/README.md, section "Images of classes
-unseen in training".
-
-``--part throughput``: steps per second of ``SOPRCEmbedder`` and of the plain ``SOPRCLoss``
-loop on the same network, augmentation and batches, the marginal rate between fits of 1 and
-``1 + --steps-epochs`` epochs, after an untimed fit of each (a process's first fit imports
-torch's compiler modules, about 15 s).
+``--part throughput``: steps per second of the estimator and of the plain ``SOPRCLoss`` loop on
+the same network, augmentation and batches, the marginal rate between fits of 1 and ``1 +
+--steps-epochs`` epochs, after an untimed fit of each (a process's first fit imports torch's
+compiler modules, about 15 s).
 
 Usage::
 
@@ -71,14 +67,10 @@ DEFAULT_LR, DEFAULT_AUGMENTATION = 0.05, "shift 2"
 
 
 def augmentation(recipe, width):
-    """The augmentation of ``recipe``, each item's parameters drawn independently (kornia):
-
-    - ``"shift p"``: a random shift of up to ``p`` whole pixels each way (``RandomCrop`` of the
-      image padded by ``p`` zeros: no resampling, the pixels stay sharp);
-    - ``"affine s"``: a random affine map (bilinear), rotation up to ``10 s`` degrees, shift up
-      to ``2.8 s`` pixels each way, scale within ``1 +- 0.1 s``;
-    - ``"none"``: None.
-    """
+    """The augmentation of ``recipe`` (kornia, each item's parameters drawn independently):
+    ``"shift p"``, a random shift of up to ``p`` whole pixels each way (no resampling);
+    ``"affine s"``, a random affine map, rotation up to ``10 s`` degrees, shift up to ``2.8 s``
+    pixels each way, scale within ``1 +- 0.1 s``; ``"none"``, None."""
     if recipe == "none":
         return None
     import kornia.augmentation as K
@@ -131,11 +123,8 @@ def sampler_for(codes, seed):
     )
 
 
-def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
-    """Train a fresh ConvNet with ``loss`` in a plain torch loop; returns the embedding function.
-
-    ``steps``: stop after that many steps (the throughput part), else ``epochs`` epochs.
-    """
+def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs):
+    """Train a fresh ConvNet with ``loss`` in a plain torch loop; returns the embedding function."""
     torch.manual_seed(seed)  # the network's weights and kornia's draws
     codes = np.unique(y, return_inverse=True)[1]
     module = ConvNet(X.shape[1:])
@@ -146,7 +135,6 @@ def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
     augment = augmentation(recipe, X.shape[-1])
     sampler = sampler_for(codes, seed)
     images, codes_t = torch.from_numpy(X), torch.from_numpy(codes)
-    done = 0
     module.train()
     for _ in range(epochs):
         for indices, valid, groups in zip(*sampler.epoch(), strict=True):
@@ -164,9 +152,6 @@ def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
             optimizer.zero_grad()
             value.backward()
             optimizer.step()
-            done += 1
-            if steps is not None and done == steps:
-                break
     module.eval()
 
     def embed(X_new):

@@ -2,12 +2,11 @@
 
 - **MNIST-10k** (the 10,000 test digits shipped with skrank, pixels in [0, 1]):
   :func:`mnist_split` (a stratified train/test split), :func:`mnist_rows` (the first rows),
-  :func:`pca` (principal axes fitted on the
-  first part, centred or not);
+  :func:`pca` (principal axes fitted on the first part, centred or not);
 - **composite digits** (two to four MNIST digits side by side, classes disjoint between the
   halves): :func:`composite_digits` (the training and test halves at 100, 1,000 or 10,000
-  classes) and :func:`composite_validation` (held-out training classes, and the same rebuilt
-  from disjoint images);
+  classes), :func:`composite_validation` and :func:`validation_images` (held-out training
+  classes, the latter rebuilt from disjoint images);
 - **extreme classification** (sparse rows, indicator targets): :func:`xmc_split` serves debtags
   and debian-suggests (:func:`text_labels`: TF-IDF rows of Debian package names and descriptions,
   the fixed splits of ``shared/data``), Bibtex and Corel5k (the Mulan splits shipped with
@@ -48,19 +47,9 @@ SHARED_DATA = Path(
 
 # ------------------------------------------------------------------------------ MNIST
 def mnist_split(train_size=None, test_size=2000, seed=0, dtype=np.float64):
-    """A stratified split of MNIST-10k: ``X_train, X_test, y_train, y_test``.
-
-    Parameters
-    ----------
-    train_size : int or None, default=None
-        Training items; the rest of the 10,000 when None.
-    test_size : int or float, default=2000
-        Test items (or their share).
-    seed : int, default=0
-        ``random_state`` of the split.
-    dtype : dtype, default=np.float64
-        The pixels' type.
-    """
+    """A stratified split of MNIST-10k: ``X_train, X_test, y_train, y_test``: ``train_size``
+    items (the rest when None), ``test_size`` items (or their share), ``seed`` the split's
+    ``random_state``, pixels of type ``dtype``."""
     X, y = load_mnist(return_X_y=True)
     return train_test_split(
         X.astype(dtype), y, train_size=train_size, test_size=test_size, stratify=y,
@@ -127,23 +116,33 @@ def composite_digits(classes=100, large=False):
 
 
 def composite_validation(classes=100, large=False, image_disjoint=False):
-    """The validation split of the training half: ``X_fit, y_fit, X_val, y_val``.
-
-    20 of 50 training classes held out (``GroupShuffleSplit(test_size=0.4, random_state=0)``,
-    classes as groups). ``image_disjoint``: the split rebuilt as the test split is, class- *and*
-    image-disjoint: the training half's MNIST images cut into halves stratified by digit, every
-    item of the fitting classes redrawn from the first (same class, same digits), every item of
-    the held-out classes from the second. The test half plays no part.
-    """
+    """The validation split of the training half: ``X_fit, y_fit, X_val, y_val``, 20 of 50
+    training classes held out (``image_disjoint``: redrawn as :func:`validation_images` does).
+    The test half plays no part."""
     train = make_composite_digits(**composite_scale(classes, large), subset="train", random_state=0)
-    fit_rows, val_rows = next(
-        GroupShuffleSplit(n_splits=1, test_size=0.4, random_state=0).split(
-            train.data, train.target, groups=train.target
-        )
-    )
-    if not image_disjoint:
-        return (train.data[fit_rows], train.target[fit_rows],
-                train.data[val_rows], train.target[val_rows])  # fmt: skip
+    if image_disjoint:
+        X_fit, y_fit, X_val, y_val = validation_images(train)
+        return X_fit.reshape(len(X_fit), -1), y_fit, X_val.reshape(len(X_val), -1), y_val
+    fit_rows, val_rows = _held_out(train)
+    return (train.data[fit_rows], train.target[fit_rows],
+            train.data[val_rows], train.target[val_rows])  # fmt: skip
+
+
+def _held_out(train):
+    """The rows of the fitting and of the held-out classes (40% of them) of a training half."""
+    split = GroupShuffleSplit(n_splits=1, test_size=0.4, random_state=0)
+    return next(split.split(train.target, groups=train.target))
+
+
+def validation_images(train):
+    """The class- *and* image-disjoint validation split of a ``make_composite_digits`` training
+    half ``train``: ``X_fit, y_fit, X_val, y_val``, X images ``(n, 28, 28 d)`` in [0, 1].
+
+    40% of the classes held out (``GroupShuffleSplit(test_size=0.4, random_state=0)``, classes
+    as groups); the MNIST images of ``train`` cut into halves stratified by digit, every item of
+    the fitting classes redrawn from the first (same class, same digits), every item of the
+    held-out classes from the second, as the test half is built.
+    """
     rng = np.random.default_rng(0)
     images, digits = load_mnist(return_X_y=True)
     pool = np.unique(train.source_indices)
@@ -152,15 +151,14 @@ def composite_validation(classes=100, large=False, image_disjoint=False):
         rows = rng.permutation(pool[digits[pool] == digit])
         halves[0, digit], halves[1, digit] = np.array_split(rows, 2)
     parts = []
-    for half, rows in enumerate((fit_rows, val_rows)):
+    for half, rows in enumerate(_held_out(train)):
         item_digits = train.digits[rows]
         sources = np.empty_like(item_digits)
         for digit in range(10):
             where = item_digits == digit
             sources[where] = rng.choice(halves[half, digit], size=int(where.sum()))
         side = images.reshape(-1, 28, 28)[sources]  # (n, n_digits, 28, 28)
-        data = side.transpose(0, 2, 1, 3).reshape(rows.shape[0], -1)
-        parts += [np.ascontiguousarray(data, dtype=np.float32), train.target[rows]]
+        parts += [side.transpose(0, 2, 1, 3).reshape(rows.shape[0], 28, -1), train.target[rows]]
     return tuple(parts)
 
 
@@ -197,13 +195,13 @@ def text_labels(name, quick=False):
     """debtags' or debian-suggests' rows: ``X_train, Y_train, X_test, Y_test``.
 
     One row a Debian package: TF-IDF of its name (split on ``-`` and ``.``, and ``+`` in
-    debian-suggests) and its
-    one-line description (the vocabulary of the training rows); labels: its tags (debtags) or
-    the packages it recommends or suggests (debian-suggests), on the file's fixed split.
-    ``Y_test`` has a column more for each label seen only in test rows, after the training
-    labels: no method predicts it, so it counts as a miss. ``quick``: the first 4,000 training
-    and 1,000 test rows. The files are read from ``$SKRANK_DEBTAGS`` (debtags) or
-    ``$SKRANK_DEBIAN_SUGGESTS``, else from the data set's folder of :data:`SHARED_DATA`.
+    debian-suggests) and its one-line description (the vocabulary of the training rows);
+    labels: its tags (debtags) or the packages it recommends or suggests (debian-suggests), on
+    the file's fixed split. ``Y_test`` has a column more for each label seen only in test rows,
+    after the training labels: no method predicts it, so it counts as a miss. ``quick``: the
+    first 4,000 training and 1,000 test rows. The files are read from ``$SKRANK_DEBTAGS``
+    (debtags) or ``$SKRANK_DEBIAN_SUGGESTS``, else from the data set's folder of
+    :data:`SHARED_DATA`.
     """
     import pandas as pd
     from sklearn.feature_extraction.text import TfidfVectorizer

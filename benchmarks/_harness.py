@@ -1,16 +1,9 @@
-"""The benchmarks' harness (standard library only, so that a child running in a peer's own
-environment imports it too): declared benchmarks, common arguments, timing, child processes,
-peak memory, baselines. Results are written through ``_results.py``, data read through
-``_data.py``.
-
-A script declares a :class:`Benchmark` (after asv's shape): its data, its methods
-(:class:`Method`, skrank and its peers, a peer in its own environment) and its scores;
-:func:`run_benchmark` owns the loop over methods and seeds, the child process of each fit
-(:func:`run_in_child`), its wall and CPU seconds, its peak memory (:class:`PeakMemory`) and the
-records kept for ``--resume``; ``_results.summary_rows`` turns the records into a table.
-:func:`parser` adds the arguments the scripts share (:data:`COMMON_ARGUMENTS`) and
-:func:`results_name` names the results file from them. ``--baseline REV`` runs children on the
-skrank of another revision (:func:`sources`).
+"""The benchmarks' harness, standard library only (a child running in a peer's own environment
+imports it too): declared benchmarks (:class:`Benchmark`, :class:`Method`, :func:`run_benchmark`;
+see benchmarks/README.md, section "How a benchmark is written"; ``bench_soprc_disjoint.py`` is a
+full one), the arguments the scripts share (:func:`parser`, :func:`results_name`), timing, child
+processes (:func:`run_in_child`), peak memory (:class:`PeakMemory`), and the skrank of another
+revision (``--baseline REV``: :func:`sources`).
 
 The peers' environments (libpecos pins numpy < 2 and scipy < 1.14; metric-learn 0.7 does not
 run with scikit-learn >= 1.8)::
@@ -20,24 +13,6 @@ run with scikit-learn >= 1.8)::
     benchmarks/.venv-pecos/bin/pip install libpecos --no-deps
     python3 -m venv benchmarks/.venv-ml              # or set SKRANK_METRIC_LEARN_PYTHON
     benchmarks/.venv-ml/bin/pip install "scikit-learn<1.6" metric-learn numpy scipy
-
-A benchmark of two embedders (``bench_soprc_disjoint.py`` is a full one)::
-
-    def fit_soprc(data, seed, **params):  # in the child: measured
-        return SOPRCEmbedder(random_state=seed, **params).fit(data[0], data[1])
-
-    def embed(model, data):  # in the child, timed apart
-        return model.transform(data[2])
-
-    def score(data, embedding):  # in the parent
-        return {"mAUPRC": mean_auprc_score(np.asarray(embedding), data[3])}
-
-    BENCHMARK = Benchmark(
-        "bench_example", composite_digits,
-        (Method("defaults", fit_soprc), Method("5 epochs", fit_soprc, {"max_epochs": 5})),
-        predict=embed, score=score, data_params={"classes": 100},
-    )
-    records = run_benchmark(BENCHMARK, args.seeds, environment={"OMP_NUM_THREADS": "1"})
 """
 
 import argparse
@@ -455,40 +430,29 @@ def measure(script, data, data_params, fit, params, predict, seed, anonymous=Fal
 
 # ------------------------------------------------------------------------------ baselines
 @contextlib.contextmanager
-def source_at(revision):
-    """The ``skrank`` package of git ``revision`` (``git archive``) in a temporary folder, to
-    pass as ``source`` to :func:`run_in_child`."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPOSITORY), "archive", revision, "skrank"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tempfile.TemporaryDirectory() as folder:
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(folder, filter="data")
-        yield Path(folder)
-
-
-@contextlib.contextmanager
 def sources(baseline=None):
     """``{None: this checkout, commit: folder}``: the sources to measure, as ``source`` of
-    :func:`run_in_child`: this checkout, and the skrank of the ``baseline`` revision (keyed by
-    its abbreviated commit) when one is given."""
+    :func:`run_in_child`: this checkout, and when given the ``skrank`` package of the
+    ``baseline`` revision (``git archive``) in a temporary folder, keyed by its abbreviated
+    commit."""
     if baseline is None:
         yield {None: REPOSITORY}
         return
-    with source_at(baseline) as folder:
-        yield {None: REPOSITORY, short_commit(baseline): folder}
+    archive = _git("archive", baseline, "skrank", text=False)
+    with tempfile.TemporaryDirectory() as folder:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(folder, filter="data")
+        yield {None: REPOSITORY, short_commit(baseline): Path(folder)}
+
+
+def _git(*arguments, text=True):
+    command = ["git", "-C", str(REPOSITORY), *arguments]
+    return subprocess.run(command, capture_output=True, text=text, check=True).stdout
 
 
 def short_commit(revision="HEAD"):
     """The abbreviated commit of ``revision`` in this repository."""
-    return subprocess.run(
-        ["git", "-C", str(REPOSITORY), "rev-parse", "--short", revision],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    return _git("rev-parse", "--short", revision).strip()
 
 
 # ------------------------------------------------------------------------------ environments

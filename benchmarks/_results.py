@@ -1,20 +1,13 @@
 """Results of the benchmarks: one JSON file per run, and the tables of ``benchmarks/README.md``.
 
 Every benchmark script builds a :class:`Results` and calls :meth:`Results.save`, which writes
-``benchmarks/results/<name>.json`` holding
-
-- ``benchmark``, ``command`` (the exact command line), ``date`` (ISO, UTC);
-- ``machine``: host name, platform, CPU count and model, memory, load average at start and end,
-  the GPU when one is used;
-- ``versions``: Python, skrank (with the git commit when available) and every library the
-  benchmark names (numpy, scipy, scikit-learn, torch, and its peers);
-- ``tables``: the measured tables, each ``{"title", "columns", "rows", "notes"}``;
-- ``figures``: any other measured values, by name.
-
-``python benchmarks/report.py`` renders each file's tables into ``benchmarks/README.md`` between
-the markers ``<!-- results: <name> -->`` and ``<!-- end results -->``; the prose around them is
-written by hand. Nothing here holds a path of a particular machine: results live next to the
-scripts, wherever the repository is.
+``benchmarks/results/<name>.json``: ``benchmark``, ``command`` (the exact command line),
+``date`` (ISO, UTC), ``machine`` (host, platform, CPUs, memory, the GPU, the load average at
+start and end), ``versions`` (Python, skrank and its git commit, numpy, scipy, scikit-learn,
+torch and the peers named), ``tables`` (each ``{"title", "columns", "rows", "notes"}``) and
+``figures`` (other measured values, by name). ``python benchmarks/report.py`` renders the tables
+into ``benchmarks/README.md`` between ``<!-- results: <name> -->`` and ``<!-- end results -->``.
+No path of a particular machine is kept: results live next to the scripts.
 """
 
 import datetime
@@ -88,9 +81,7 @@ def _gpu():
         import torch
     except ImportError:
         return None
-    if not torch.cuda.is_available():
-        return None
-    return torch.cuda.get_device_name(0)
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
 def machine_description():
@@ -107,17 +98,9 @@ def machine_description():
 
 
 class Results:
-    """The results of one benchmark run.
-
-    Parameters
-    ----------
-    name : str
-        File name (without ``.json``) under ``benchmarks/results``, e.g. ``"bench_mmc"`` or
-        ``"bench_snm_scaling"`` for one part of a script.
-    packages : iterable of str, default=()
-        Libraries whose versions to record besides numpy, scipy, scikit-learn and torch (the
-        peers the benchmark compares with).
-    """
+    """The results of one benchmark run: ``name``, the file's name without ``.json`` (e.g.
+    ``"bench_snm_scaling"`` for one part of a script); ``packages``, the libraries whose
+    versions to record besides numpy, scipy, scikit-learn and torch (the peers)."""
 
     def __init__(self, name, packages=()):
         self.name = name

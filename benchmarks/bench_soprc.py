@@ -1,23 +1,17 @@
 """SOPRCEmbedder against pytorch-metric-learning losses on MNIST-10k; ablations; step times.
 
-Data: the 10,000 MNIST digits shipped with skrank in halves stratified by digit
-(``_data.mnist_split(test_size=0.5, seed=0)``, float32): trained on one half, every item of the
-other a query against the others (unseen items of seen classes).
+Data: MNIST-10k in halves stratified by digit (``_data.mnist_split(test_size=0.5, seed=0)``,
+float32): trained on one half, every item of the other a query against the others. Every row
+trains the same MLP (784 -> 256 -> 64) through the same engine, batches (``--samples-per-class``
+items of each digit), optimiser, schedule and weight averaging (``PeerEmbedder`` is a
+``SOPRCEmbedder``); only the loss differs: SOPRC, pytorch-metric-learning's SmoothAP, FastAP,
+triplet margin and contrastive losses at their defaults, and the ablations of Table 2 of the
+SOPRC paper. Reported: test mean AUPRC and Recall@{1,4,16}, mean ± sd over the seeds. See
+benchmarks/README.md, section "Same-class MNIST against pytorch-metric-learning".
 
-Every row trains the same MLP (784 -> 256 -> 64, L2-normalised) through the same engine, with
-the same class-balanced batches (``--samples-per-class`` items of each class: the default 22
-gives 220 items, the nearest to the paper's 224; 4, the estimator's default, gives 40), the same
-optimiser, schedule, epochs and weight averaging (``PeerEmbedder`` is a ``SOPRCEmbedder``); only
-the loss differs. Rows: SOPRC (skrank), SmoothAP, FastAP, triplet margin and contrastive losses
-of pytorch-metric-learning with their defaults, and the ablations of Table 2 of the SOPRC
-paper. Reported: test mean AUPRC and Recall@{1,4,16}, mean and standard deviation over seeds.
-
-Second part (``--step-times-only``): one loss step (forward + backward on random embeddings) at
-batch 224 (56 classes x 4) x 512 dims, SOPRC (``SOPRCLoss``'s defaults, and ``SOPRCEmbedder``'s
-batch TPR and lambda (10, 2)) against SmoothAP and FastAP, interleaved, one thread.
-
-Everything runs in one torch thread (on a busy machine torch's pool made these small steps up
-to ten times slower). The studies that tuned the settings are in ``benchmarks/studies/``.
+``--step-times-only``: one loss step (forward + backward on random embeddings) at batch 224 (56
+classes x 4) x 512 dims, SOPRC (``SOPRCLoss``'s defaults, and ``SOPRCEmbedder``'s batch TPR and
+lambda (10, 2)) against SmoothAP and FastAP, interleaved. Everything on one torch thread.
 
 Usage::
 
@@ -76,24 +70,23 @@ ROWS = {
     "triplet (PML)": peer("TripletEmbedder", losses.TripletMarginLoss),
     "contrastive (PML)": peer("ContrastiveEmbedder", losses.ContrastiveLoss),
 }
-# Table 2 of the paper: (prior, TPR source, regulariser, optimiser), every parameter set
-# explicitly (the estimator's defaults changed since: batch TPR, lambda (10, 2)); the regulariser
-# at the paper's weights (5, 1).
-_NO_REGULARISER = dict(lambda_pos=0.0, lambda_neg=0.0)
-_PAPER_SOPRC = dict(prior="dataset", tpr_source="auxiliary", lambda_pos=5.0, lambda_neg=1.0)
+
+
+def _table2(prior, tpr_source, lambda_pos=0.0, lambda_neg=0.0, **other):
+    """A row of Table 2 of the paper, every parameter set explicitly (the estimator's defaults
+    changed since: batch TPR, lambda (10, 2)); the regulariser at the paper's weights (5, 1)."""
+    return dict(
+        prior=prior, tpr_source=tpr_source, lambda_pos=lambda_pos, lambda_neg=lambda_neg, **other
+    )
+
+
 ABLATIONS = {
-    "1: batch prior, batch TPR, no reg.": dict(
-        prior="batch", tpr_source="batch", **_NO_REGULARISER
-    ),
-    "2: dataset prior, batch TPR, no reg.": dict(
-        prior="dataset", tpr_source="batch", **_NO_REGULARISER
-    ),
-    "3: dataset prior, aux. vectors, no reg.": dict(
-        prior="dataset", tpr_source="auxiliary", **_NO_REGULARISER
-    ),
-    "4: full SOPRC of the paper (SGD)": _PAPER_SOPRC,
-    "5: full SOPRC of the paper (Adam, lr 1e-3)": dict(
-        _PAPER_SOPRC, optimizer="adam", learning_rate=1e-3
+    "1: batch prior, batch TPR, no reg.": _table2("batch", "batch"),
+    "2: dataset prior, batch TPR, no reg.": _table2("dataset", "batch"),
+    "3: dataset prior, aux. vectors, no reg.": _table2("dataset", "auxiliary"),
+    "4: full SOPRC of the paper (SGD)": _table2("dataset", "auxiliary", 5.0, 1.0),
+    "5: full SOPRC of the paper (Adam, lr 1e-3)": _table2(
+        "dataset", "auxiliary", 5.0, 1.0, optimizer="adam", learning_rate=1e-3
     ),
 }
 

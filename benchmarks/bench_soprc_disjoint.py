@@ -1,40 +1,24 @@
 """SOPRC on classes never seen in training, against pytorch-metric-learning's losses.
 
-Data (``_data.composite_digits``): ``make_composite_digits(10_000, n_digits=2, n_classes=100,
-random_state=0)``, two MNIST digits side by side (1,568 pixels), 100 classes of 520 down to 56
-items. The training half (50 classes, 5,141 items) trains; the test half (50 other classes,
-4,859 items, built from other MNIST images) is retrieved: every test item a query against the
-other test items, by cosine similarity. Validation (the choice of every tuned setting):
-``_data.composite_validation``, 20 of the 50 training classes held out, fitted on the other 30
-with seed 0; the test classes play no part.
+Data: ``_data.composite_digits`` (two MNIST digits side by side, 100 classes): the training half
+(50 classes, 5,141 items) trains, the test half (50 other classes, 4,859 items, other MNIST
+images) is retrieved, every test item a query against the others by cosine similarity; every
+tuned setting is chosen on ``_data.composite_validation`` (20 of the 50 training classes held
+out, seed 0). Every method trains the same MLP (1568 -> 512 -> 128) for 10 epochs of SGD (lr
+0.05, momentum 0.9, weight decay 4e-4) on batches of 50 classes x 4 items, one torch thread, a
+child process a fit (``_harness.run_benchmark``): ``SOPRCEmbedder``, and a plain torch loop
+(:func:`plain_loop`) with ``SOPRCLoss`` or a pytorch-metric-learning loss (SmoothAP with
+``--smoothap``) at its defaults and at the best point of its grid (:data:`LOSSES`). Reported:
+test mean AUPRC and R@1, mean ± sd over the seeds, seconds per fit. See benchmarks/README.md,
+section "Classes unseen in training".
 
-Every method trains the same MLP (1568 -> 512 -> 128, ReLU, L2-normalised at retrieval) for 10
-epochs of SGD (lr 0.05, momentum 0.9, weight decay 4e-4) on batches of 50 classes x 4 items, one
-torch thread, each fit in a child process of its own (``_harness.run_benchmark``):
-
-- ``SOPRCEmbedder``: the estimator, only the architecture, epochs, batch and lr set;
-- plain loops (:func:`plain_loop`): a 15-line torch loop, ``len(y) // batch`` steps per epoch,
-  each drawing its classes uniformly without replacement and 4 items of each (with replacement
-  when a class is smaller, as pytorch-metric-learning's ``MPerClassSampler``), with
-  ``skrank.losses.SOPRCLoss`` or a pytorch-metric-learning loss (FastAP, MultiSimilarity,
-  Contrastive, TripletMargin with all triplets; SmoothAP with ``--smoothap``).
-
-Each loss runs with its documented defaults and with the best point of a small grid
-(:data:`LOSSES`) on the validation split. Reported: test mean AUPRC and R@1, mean ± sd over the
-seeds, seconds per fit. The studies that chose SOPRCEmbedder's defaults on this data are in
-``studies/``.
-
-``--part budget`` (``bench_soprc_budget[_large]_<tag>.json``): the same methods by training
-budget (``--budgets``, 2, 5, 10 and 20 epochs), on the composite digits of ``--classes`` classes
-(``_data.COMPOSITE_SCALES``; ``--large-classes``: tens to hundreds of items a class,
-``_data.LARGE_CLASS_SCALES``), in this process: ``SOPRCEmbedder`` a separate fit per budget
-(``max_epochs``), with ``--estimator NAME=VALUE`` changes to its defaults; ``SOPRCLoss (plain
-loop)``, the estimator's loss and settings in the plain loop; the pytorch-metric-learning losses
-at their defaults, scored after each budget's epoch of one run (the loop has no schedule: the
-same as separate fits), and tuned at the last budget on the validation split
-(``--image-disjoint``: the class- and image-disjoint one); SmoothAP (with ``--smoothap``) only
-if an epoch takes at most 3x the other losses'. Results: after every method (a run cut short
-keeps what it measured).
+``--part budget`` (``bench_soprc_budget[_large]_<tag>.json``): the same methods after each of
+``--budgets`` epochs on ``--classes`` classes (``_data.COMPOSITE_SCALES``; ``--large-classes``:
+tens to hundreds of items a class), in this process: ``SOPRCEmbedder`` a fit per budget
+(``--estimator NAME=VALUE`` changes its defaults); the plain loops (``SOPRCLoss (plain loop)``
+with the estimator's loss) scored after each budget's epoch of one run, and tuned at the last
+budget on the validation split (``--image-disjoint``: the class- and image-disjoint one);
+SmoothAP only if an epoch takes at most 3x the other losses'. Results: after every method.
 
 Usage::
 
@@ -58,7 +42,6 @@ from _data import composite_digits, composite_scale, composite_validation
 from _harness import Benchmark, Method, parser, results_name, run_benchmark, synchronize, timed
 from _results import Results, summary, summary_rows
 from pytorch_metric_learning import losses as pml
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from skrank import SOPRCEmbedder
 from skrank.losses import SOPRCLoss
@@ -74,6 +57,13 @@ ESTIMATOR_BUDGET = dict(
     batch_size=CLASSES_PER_BATCH * PER_CLASS,
     samples_per_class=PER_CLASS,
 )
+
+# The loss the estimator trains: its settings of SOPRCLoss's parameters.
+SOPRC_DEFAULTS = {
+    name: value
+    for name, value in SOPRCEmbedder().get_params().items()
+    if name in inspect.signature(SOPRCLoss).parameters
+}
 
 # Loss -> (factory of the loss from the class counts and its settings, [defaults, grid...]).
 LOSSES = {
@@ -121,15 +111,15 @@ def evaluate(embedding, y):
     }
 
 
-def plain_loop(loss, setting, X, y, seed, epochs=EPOCHS, averaging=None, report=None, device="cpu"):
-    """Train the MLP with the loss ``LOSSES[loss]`` in a plain torch loop; returns the embedding
-    function.
+def plain_loop(loss, setting, X, y, seed, epochs=EPOCHS, report=None, device="cpu"):
+    """Train the MLP with the loss ``LOSSES[loss]`` in a plain torch loop, ``len(y) // batch``
+    steps an epoch, each drawing its classes uniformly without replacement and 4 items of each
+    (with replacement when a class is smaller, as pytorch-metric-learning's ``MPerClassSampler``);
+    returns the embedding function.
 
-    ``averaging=(decay, start_epoch)`` embeds with torch's ``AveragedModel`` of the weights after
-    every step from ``start_epoch`` on (EMA, or SWA with decay None), as
-    ``skrank.nn.WeightAveraging`` does for the estimator. ``report(epoch, embed, seconds)`` is
-    called after every epoch with the embedding function of the weights then and the seconds of
-    training so far: the loop has no schedule, so these are the fits of ``epoch`` epochs.
+    ``report(epoch, embed, seconds)`` is called after every epoch with the embedding function
+    of the weights then and the seconds of training so far: the loop has no schedule, so these
+    are the fits of ``epoch`` epochs.
     """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -141,11 +131,6 @@ def plain_loop(loss, setting, X, y, seed, epochs=EPOCHS, averaging=None, report=
     loss_fn = LOSSES[loss][0](np.bincount(codes), **setting).to(device)
     optimizer = torch.optim.SGD(module.parameters(), lr=LR, momentum=0.9, weight_decay=4e-4)
     X_t, codes_t = torch.from_numpy(X).to(device), torch.from_numpy(codes).to(device)
-    averaged = None
-    if averaging is not None:
-        decay, start_epoch = averaging
-        multi_avg_fn = None if decay is None else get_ema_multi_avg_fn(decay)
-        averaged = AveragedModel(module, multi_avg_fn=multi_avg_fn, use_buffers=True)
     trained = 0.0
     for epoch in range(1, epochs + 1):
         synchronize(device)
@@ -163,16 +148,12 @@ def plain_loop(loss, setting, X, y, seed, epochs=EPOCHS, averaging=None, report=
             optimizer.zero_grad()
             value.backward()
             optimizer.step()
-            if averaged is not None and epoch >= averaging[1]:
-                averaged.update_parameters(module)
         synchronize(device)
         trained += time.perf_counter() - start
         if report is not None:
             module.eval()
             report(epoch, _embedding(module, device), trained)
             module.train()
-    if averaged is not None:
-        module = averaged.module
     module.eval()
     return _embedding(module, device)
 
@@ -326,16 +307,16 @@ def scored(embed, data):
 
 
 def estimator_at_budgets(setting, data, seeds, budgets, device):
+    """Test scores and fit seconds of the estimator, a fit per budget and seed."""
     scores, seconds = {}, {}
     for budget in budgets:
+        parameters = {**ESTIMATOR_BUDGET, "device": device, **setting, "max_epochs": budget}
         runs = []
         for seed in seeds:
-            parameters = {**ESTIMATOR_BUDGET, "device": device, **setting, "max_epochs": budget}
             model = SOPRCEmbedder(**parameters, random_state=seed)
-            _, fit_seconds = timed(model.fit, data[0], data[1], device=device)
-            runs.append((scored(model.transform, data), fit_seconds))
-        scores[budget] = np.array([run[0] for run in runs])
-        seconds[budget] = float(np.mean([run[1] for run in runs]))
+            fit_seconds = timed(model.fit, data[0], data[1], device=device)[1]
+            runs.append([*scored(model.transform, data), fit_seconds])
+        scores[budget], seconds[budget] = np.array(runs)[:, :2], float(np.mean(runs, 0)[2])
     return scores, seconds
 
 
@@ -349,7 +330,7 @@ def loop_at_budgets(loss, setting, data, seeds, budgets, device):
             seconds[epoch].append(trained)
 
     for seed in seeds:
-        plain_loop(loss, setting, data[0], data[1], seed, max(budgets), None, report, device)
+        plain_loop(loss, setting, data[0], data[1], seed, max(budgets), report, device)
     return {b: np.array(v) for b, v in scores.items()}, {b: np.mean(v) for b, v in seconds.items()}
 
 
@@ -390,10 +371,8 @@ def budget_curve(args, results):
         curve.add("SOPRCEmbedder", setting, *found)
     if "SOPRCLoss (plain loop)" in wanted:
         # The loss the estimator trains, in the plain loop: the fit-time ratio of the targets.
-        accepted = inspect.signature(SOPRCLoss).parameters
-        loss_setting = {k: v for k, v in SOPRCEmbedder().get_params().items() if k in accepted}
         name = "SOPRCLoss (plain loop)"
-        found = loop_at_budgets(name, loss_setting, test, seeds, budgets, device)
+        found = loop_at_budgets(name, SOPRC_DEFAULTS, test, seeds, budgets, device)
         curve.add(name, {"the estimator's loss": "defaults"}, *found)
     epoch_seconds = []
     for name in [n for n in LOSSES if n in wanted and n != "SOPRCLoss (plain loop)"]:
@@ -419,9 +398,8 @@ def budget_curve(args, results):
         values = []
         for setting in grid:
             embed, fit_seconds = timed(
-                plain_loop, name, setting, *validation[:2], 0, end, None, None, device,
-                device=device,
-            )  # fmt: skip
+                plain_loop, name, setting, *validation[:2], 0, end, None, device, device=device
+            )
             score = scored(embed, validation)
             values.append(score[0])
             curve.validation_rows.append(

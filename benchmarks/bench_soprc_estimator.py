@@ -1,19 +1,14 @@
 """Bias of the SOPRC estimator against the in-batch AP estimator (SOPRC paper, Appendix B.2).
 
 For each score distribution of :func:`skrank.datasets.make_score_simulation` (100,000 scores,
-positive rate pi = 0.1) and each batch positive rate pi0, draws 500 batches (positives and
-negatives sampled without replacement in the proportions pi0 : 1 - pi0) and evaluates on each
+positive rate pi = 0.1) and each batch positive rate pi0, 500 batches (positives and negatives
+drawn without replacement in the proportions pi0 : 1 - pi0), each scored by the SOPRC estimator
+(``soprc_query_loss(..., exact=True)``, the dataset prior, all 10,000 positive scores as the
+auxiliary vector) and by the in-batch AP estimator (1 - the batch's average precision): their
+mean, sd and bias against 1 - AUPRC of all the scores. See benchmarks/README.md, section "SOPRC".
 
-* the SOPRC estimator with exact indicators, the dataset prior pi and the ideal auxiliary vector
-  (all 10,000 positive scores): :func:`skrank.losses.soprc_query_loss` with ``exact=True``;
-* the in-batch AP estimator: 1 - average precision of the batch.
-
-It prints the mean and standard deviation of both over the batches next to the target
-1 - AUPRC of the full set of scores, and the biases (mean - target).
-
-Usage: ``python benchmarks/bench_soprc_estimator.py [--quick]``. Writes
-``benchmarks/results/bench_soprc_estimator.json`` (``bench_soprc_estimator_quick.json`` with
-``--quick``), whose table ``python benchmarks/report.py`` renders into ``benchmarks/README.md``.
+Usage: ``python benchmarks/bench_soprc_estimator.py [--quick]`` (writes
+``benchmarks/results/bench_soprc_estimator[_quick].json``).
 """
 
 import numpy as np
@@ -76,12 +71,15 @@ def main(argv=None):
     batch_sizes, n_batches = ((256,), 50) if args.quick else ((256, 1024), 500)  # quick: 50 batches
     results = Results(results_name("bench_soprc_estimator", args))
     rows, seconds = timed(simulate, batch_sizes, n_batches)
-    table = [
-        [distribution.replace("_", " "), batch_size, f"{rate:.2f}", f"{target:.4f}",
-         f"{soprc.mean():.4f} ± {soprc.std():.3f}", f"{ap.mean():.4f} ± {ap.std():.3f}",
-         f"{soprc.mean() - target:+.4f}", f"{ap.mean() - target:+.4f}"]
-        for distribution, batch_size, rate, target, soprc, ap in rows
-    ]  # fmt: skip
+    table, biases = [], {}
+    for distribution, batch_size, rate, target, soprc, ap in rows:
+        name, bias = distribution.replace("_", " "), (soprc.mean() - target, ap.mean() - target)
+        table.append(
+            [name, batch_size, f"{rate:.2f}", f"{target:.4f}",
+             f"{soprc.mean():.4f} ± {soprc.std():.3f}", f"{ap.mean():.4f} ± {ap.std():.3f}",
+             f"{bias[0]:+.4f}", f"{bias[1]:+.4f}"]
+        )  # fmt: skip
+        biases.setdefault((name, batch_size), []).append(np.abs(bias))
     print(f"{seconds:.1f} s")
     results.add_table(
         f"Bias of the SOPRC and in-batch AP estimators of 1 - AUPRC ({n_batches} batches per "
@@ -96,17 +94,7 @@ def main(argv=None):
     results.add_table(
         "Largest bias over the positive rates pi0 of the batches",
         ["distribution", "batch", "largest |SOPRC bias|", "largest |AP bias|"],
-        [
-            [
-                distribution.replace("_", " "),
-                batch_size,
-                f"{max(abs(soprc.mean() - target) for *_, target, soprc, _ in group):.4f}",
-                f"{max(abs(ap.mean() - target) for *_, target, _, ap in group):.4f}",
-            ]
-            for distribution in DISTRIBUTIONS
-            for batch_size in batch_sizes
-            if (group := [row for row in rows if row[:2] == (distribution, batch_size)])
-        ],
+        [[*key, *(f"{value:.4f}" for value in np.max(found, 0))] for key, found in biases.items()],
         notes=f"Over pi0 in {', '.join(f'{rate:.2f}' for rate in BATCH_RATES)}.",
         show=True,
     )

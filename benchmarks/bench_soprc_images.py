@@ -1,36 +1,21 @@
 """SOPRC on images of classes never seen in training: the CNN path against plain torch loops.
 
-Data: ``make_composite_digits`` as images, uint8 grey levels of shape ``(n, 1, 28, 28 d)``:
-``--digits 2`` (28 x 56; 12,000 items, 100 classes: the training half 50 classes of 67 to 628
-items, 6,171 in all; the test half 50 other classes, 5,829 items, from other MNIST images) or
-``--digits 3`` (28 x 84; 12,000 items, 300 classes: 150 classes of 23 to 329 items to train,
-6,094 items; 150 others to test, 5,906 items). Every test item is a query against the other
-test items, by cosine similarity. Validation (every choice: the augmentation, each
-loss's learning rate and own parameters, the recipe's learning rate): 40% of the training
-classes held out (``GroupShuffleSplit(test_size=0.4, random_state=0)``, the classes as groups),
-fitted on the others with seed 0 for 5 epochs, the two parts redrawn from disjoint halves of
-the training half's MNIST images as the test half is (class- and image-disjoint: a network that
-memorises the training pixels gains nothing); the test classes play no part.
+Data: ``make_composite_digits`` as uint8 images ``(n, 1, 28, 28 d)`` (``--digits 2``: 100
+classes; ``3``: 300), half the classes to train, the other half (from other MNIST images)
+retrieved by cosine similarity. ``--part validation`` makes every choice (the augmentation, each
+loss's learning rate and own parameters, the estimator's learning rate) on held-out training
+classes (``_data.validation_images``: class- and image-disjoint, seed 0, 5 epochs); the test
+classes play no part. Rows, ``--epochs`` epochs on one torch thread: ``SOPRCEmbedder`` on the
+images (its default ConvNet, the augmentation chosen) and on the flattened pixels (its MLP), and
+plain torch loops (:func:`plain_loop`: a fresh ConvNet, the same augmentation, the estimator's
+class-balanced batches and SGD) with ``SOPRCLoss``, ``MultiSimilarityLoss`` or ``FastAPLoss``.
+Scores: test mean AUPRC and Recall@1, mean ± sd over the seeds. See benchmarks/README.md,
+section "Images of classes unseen in training".
 
-Rows, each trained for ``--epochs`` epochs on one torch thread:
-
-- ``SOPRCEmbedder``, image items: its default convolutional network and the augmentation
-  chosen on the validation split (``augmentation``: kornia's random shifts by whole pixels, or
-  random affine maps, each item's parameters drawn independently);
-- ``SOPRCEmbedder`` on the flattened pixels: its default MLP, no augmentation;
-- plain torch loops (``plain_loop``): a fresh ``skrank.nn.ConvNet`` of the same shape, the same
-  augmentation, the same class-balanced batches (``skrank.sampling.ClassBalancedBatchSampler``,
-  4 items a class, 224 items a batch or every class when fewer), SGD (momentum 0.9, weight
-  decay 4e-4, as the estimator), with skrank's ``SOPRCLoss`` or pytorch-metric-learning's
-  ``MultiSimilarityLoss`` or ``FastAPLoss``, each at the learning rate and parameters chosen on
-  the validation split (``--part validation``; their defaults when it has not run).
-
-Scores: test mean AUPRC (mAP) and Recall@1 (``skrank.metrics``), mean +- sd over the seeds.
-
-``--part throughput``: steps per second of ``SOPRCEmbedder`` and of the plain ``SOPRCLoss``
-loop on the same network, augmentation and batches, the marginal rate between fits of 1 and
-``1 + --steps-epochs`` epochs (set-up and the final transform cancel), after an untimed fit
-of each (the first fit of a process imports torch's compiler modules, about 15 s).
+``--part throughput``: steps per second of the estimator and of the plain ``SOPRCLoss`` loop on
+the same network, augmentation and batches, the marginal rate between fits of 1 and ``1 +
+--steps-epochs`` epochs, after an untimed fit of each (a process's first fit imports torch's
+compiler modules, about 15 s).
 
 Usage::
 
@@ -40,20 +25,20 @@ Usage::
     python benchmarks/bench_soprc_images.py --quick [--part ...]   # a smoke run, small data
 """
 
-import inspect
 import json
-import time
+from functools import partial
 
 import numpy as np
 import torch
-from _harness import marginal_rate, results_name
+from _data import validation_images
+from _harness import marginal_rate, results_name, timed
 from _harness import parser as harness_parser
-from _results import RESULTS_DIR, Results
-from pytorch_metric_learning import losses as pml
-from sklearn.model_selection import GroupShuffleSplit
+from _results import RESULTS_DIR, Results, summary
+from bench_soprc_disjoint import LOSSES as MLP_LOSSES
+from bench_soprc_disjoint import SOPRC_DEFAULTS, label
 
 from skrank import SOPRCEmbedder
-from skrank.datasets import load_mnist, make_composite_digits
+from skrank.datasets import make_composite_digits
 from skrank.losses import SOPRCLoss
 from skrank.metrics import mean_auprc_score, recall_at_k_score
 from skrank.nn import ConvNet
@@ -65,30 +50,16 @@ DATASETS = {
     3: dict(n_samples=12_000, n_digits=3, n_classes=300),
 }
 QUICK = dict(n_samples=1_500, n_classes=40)
-# The losses of the plain loop: (factory from the class counts and settings, default settings,
-# grid of their own parameters). SOPRCLoss's defaults are the estimator's.
-SOPRC_DEFAULTS = {
-    name: value
-    for name, value in SOPRCEmbedder().get_params().items()
-    if name in inspect.signature(SOPRCLoss).parameters
-}
+# The losses of the plain loop: (factory from the class counts and settings, grid of their own
+# parameters, the defaults first); SOPRCLoss's defaults are the estimator's, the others' grids
+# those of bench_soprc_disjoint.py.
 LOSSES = {
     "SOPRCLoss": (
         lambda counts, **kw: SOPRCLoss(counts, **{**SOPRC_DEFAULTS, **kw}),
         [dict(tpr_source="batch"), dict(tpr_source="auxiliary")],
     ),
-    "MultiSimilarity": (
-        lambda counts, **kw: pml.MultiSimilarityLoss(**kw),
-        [
-            dict(alpha=2, beta=50, base=0.5),
-            dict(alpha=2, beta=40, base=0.7),
-            dict(alpha=1, beta=50, base=0.3),
-        ],
-    ),
-    "FastAP": (
-        lambda counts, **kw: pml.FastAPLoss(**kw),
-        [dict(num_bins=10), dict(num_bins=30), dict(num_bins=50)],
-    ),
+    "MultiSimilarity": MLP_LOSSES["MultiSimilarity"],
+    "FastAP": MLP_LOSSES["FastAP"],
 }
 LEARNING_RATES = [0.02, 0.05, 0.1]  # extended past an edge that wins (0.01, 0.2, ...)
 AUGMENTATIONS = ["none", "shift 2", "shift 4", "affine 0.5", "affine 1"]
@@ -96,14 +67,10 @@ DEFAULT_LR, DEFAULT_AUGMENTATION = 0.05, "shift 2"
 
 
 def augmentation(recipe, width):
-    """The augmentation of ``recipe``, each item's parameters drawn independently (kornia):
-
-    - ``"shift p"``: a random shift of up to ``p`` whole pixels each way (``RandomCrop`` of the
-      image padded by ``p`` zeros: no resampling, the pixels stay sharp);
-    - ``"affine s"``: a random affine map (bilinear), rotation up to ``10 s`` degrees, shift up
-      to ``2.8 s`` pixels each way, scale within ``1 +- 0.1 s``;
-    - ``"none"``: None.
-    """
+    """The augmentation of ``recipe`` (kornia, each item's parameters drawn independently):
+    ``"shift p"``, a random shift of up to ``p`` whole pixels each way (no resampling);
+    ``"affine s"``, a random affine map, rotation up to ``10 s`` degrees, shift up to ``2.8 s``
+    pixels each way, scale within ``1 +- 0.1 s``; ``"none"``, None."""
     if recipe == "none":
         return None
     import kornia.augmentation as K
@@ -122,43 +89,18 @@ def augmentation(recipe, width):
     )
 
 
-def composite_images(digits, quick=False):
-    """``{"test": (X, y, X_test, y_test), "validation": (...)}``: uint8 images (n, 1, 28, W).
+def pixels(images):
+    """Grey levels in [0, 1] as uint8 images with their channel: ``(n, 1, 28, W)``."""
+    return np.rint(images * 255).astype(np.uint8)[:, None]
 
-    The validation split is built as the test split is, class- *and* image-disjoint: the MNIST
-    images of the training half are cut into halves stratified by digit, and every item of the
-    fitted classes is redrawn from the first half (same class, same digits), every item of the
-    held-out classes from the second, so that no held-out pixel is seen in fitting.
-    """
+
+def composite_images(digits, quick=False):
+    """``{"test": (X, y, X_test, y_test), "validation": (...)}``: uint8 images (n, 1, 28, W),
+    the validation split class- and image-disjoint (``_data.validation_images``)."""
     settings = {**DATASETS[digits], **(QUICK if quick else {})}
     train = make_composite_digits(**settings, subset="train", random_state=0)
     test = make_composite_digits(**settings, subset="test", random_state=0)
-    fit_rows, val_rows = next(
-        GroupShuffleSplit(n_splits=1, test_size=0.4, random_state=0).split(
-            train.images, train.target, groups=train.target
-        )
-    )
-    rng = np.random.default_rng(0)
-    mnist, mnist_digits = load_mnist(return_X_y=True)
-    pool = np.unique(train.source_indices)
-    halves = {}
-    for digit in range(10):
-        rows = rng.permutation(pool[mnist_digits[pool] == digit])
-        halves[0, digit], halves[1, digit] = np.array_split(rows, 2)
-    validation = []
-    for half, rows in enumerate((fit_rows, val_rows)):
-        item_digits = train.digits[rows]
-        sources = np.empty_like(item_digits)
-        for digit in range(10):
-            where = item_digits == digit
-            sources[where] = rng.choice(halves[half, digit], size=int(where.sum()))
-        side = mnist.reshape(-1, 28, 28)[sources]  # (n, digits, 28, 28)
-        validation += [side.transpose(0, 2, 1, 3).reshape(len(rows), 28, -1), train.target[rows]]
-
-    def pixels(images):
-        return np.rint(images * 255).astype(np.uint8)[:, None]
-
-    X_fit, y_fit, X_val, y_val = validation
+    X_fit, y_fit, X_val, y_val = validation_images(train)
     return {
         "test": (pixels(train.images), train.target, pixels(test.images), test.target),
         "validation": (pixels(X_fit), y_fit, pixels(X_val), y_val),
@@ -181,27 +123,21 @@ def sampler_for(codes, seed):
     )
 
 
-def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
-    """Train a fresh ConvNet with ``loss`` in a plain torch loop; returns the embedding function.
-
-    ``steps``: stop after that many steps (the throughput part), else ``epochs`` epochs.
-    """
+def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs):
+    """Train a fresh ConvNet with ``loss`` in a plain torch loop; returns the embedding function."""
     torch.manual_seed(seed)  # the network's weights and kornia's draws
     codes = np.unique(y, return_inverse=True)[1]
     module = ConvNet(X.shape[1:])
-    factory = LOSSES[loss][0]
-    loss_fn = factory(np.bincount(codes), **setting)
+    loss_fn = LOSSES[loss][0](np.bincount(codes), **setting)
     optimizer = torch.optim.SGD(
         module.parameters(), lr=lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
     )
     augment = augmentation(recipe, X.shape[-1])
     sampler = sampler_for(codes, seed)
     images, codes_t = torch.from_numpy(X), torch.from_numpy(codes)
-    done = 0
     module.train()
     for _ in range(epochs):
-        batches = sampler.epoch()
-        for indices, valid, groups in zip(*batches, strict=True):
+        for indices, valid, groups in zip(*sampler.epoch(), strict=True):
             inputs = images[indices].float().div_(255)
             if augment is not None:
                 inputs = augment(inputs)
@@ -216,9 +152,6 @@ def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
             optimizer.zero_grad()
             value.backward()
             optimizer.step()
-            done += 1
-            if steps is not None and done == steps:
-                break
     module.eval()
 
     def embed(X_new):
@@ -233,17 +166,12 @@ def plain_loop(loss, setting, lr, recipe, X, y, seed, epochs, steps=None):
     return embed
 
 
-def estimator_params(recipe, width, epochs, lr=None):
+def fit_estimator(recipe, epochs, X, y, seed, lr=None):
     """The estimator on image items: its defaults, the augmentation, ``epochs`` epochs."""
-    params = dict(max_epochs=epochs, augmentation=augmentation(recipe, width), device="cpu")
+    params = dict(max_epochs=epochs, augmentation=augmentation(recipe, X.shape[-1]), device="cpu")
     if lr is not None:
         params["learning_rate"] = lr
-    return params
-
-
-def fit_estimator(params, X, y, seed):
-    model = SOPRCEmbedder(**params, random_state=seed).fit(X, y)
-    return model.transform
+    return SOPRCEmbedder(**params, random_state=seed).fit(X, y).transform
 
 
 def fit_mlp(epochs, X, y, seed):
@@ -255,9 +183,7 @@ def fit_mlp(epochs, X, y, seed):
 def scored(fit, data, seed):
     """[mean AUPRC, Recall@1, seconds of the fit] of ``fit(X, y, seed)`` on one split."""
     X, y, X_eval, y_eval = data
-    start = time.perf_counter()
-    embed = fit(X, y, seed)
-    seconds = time.perf_counter() - start
+    embed, seconds = timed(fit, X, y, seed)
     return [*evaluate(embed(X_eval), y_eval), seconds]
 
 
@@ -292,32 +218,29 @@ def validation(args, splits, store):
     best with the SOPRCLoss loop at its defaults), then each loss's learning rate at its default
     parameters and its parameters at that rate, then the estimator's learning rate with that
     augmentation."""
-    data, epochs, width = splits["validation"], args.validation_epochs, splits["test"][0].shape[-1]
+    data, epochs = splits["validation"], args.validation_epochs
     rows, chosen = {}, {}
 
     def best(method, candidates, run):
-        """The candidate of the best validation mAUPRC; ``candidates``: {candidate: label}."""
+        """The candidate of the best validation mAUPRC; ``candidates``: {candidate: setting}."""
         scores = {}
-        for candidate, label in candidates.items():
-            found = store.get(f"{method} | {label}", lambda c=candidate: run(c))
-            rows[method, label] = [method, label, *[round(value, 4) for value in found]]
+        for candidate, setting in candidates.items():
+            found = store.get(f"{method} | {setting}", lambda c=candidate: run(c))
+            rows[method, setting] = [method, setting, *[round(value, 4) for value in found]]
             scores[candidate] = found[0]
         return max(scores, key=scores.get)
 
-    def lr_search(method, label, run):
+    def lr_search(method, setting, run):
         """The best learning rate, the grid extended past a winning edge (6 rates at most)."""
         rates = list(LEARNING_RATES)
         while True:
-            lr = best(method, {r: f"{label}, lr={r}" for r in rates}, run)
+            lr = best(method, {r: f"{setting}, lr={r}" for r in rates}, run)
             if lr == rates[0] and len(rates) < 6:
                 rates.insert(0, round(rates[0] / 2, 4))
             elif lr == rates[-1] and len(rates) < 6:
                 rates.append(round(rates[-1] * 2, 4))
             else:
                 return lr
-
-    def describe(setting):
-        return ", ".join(f"{k}={v}" for k, v in setting.items())
 
     def table():
         store.results.add_table(
@@ -335,16 +258,12 @@ def validation(args, splits, store):
     store.tables = table
 
     def run_loss(loss, setting, lr, recipe):
-        return scored(
-            lambda X, y, seed: plain_loop(loss, setting, lr, recipe, X, y, seed, epochs),
-            data,
-            0,
-        )
+        return scored(partial(plain_loop, loss, setting, lr, recipe, epochs=epochs), data, 0)
 
     defaults = LOSSES["SOPRCLoss"][1][0]
     recipe = args.augmentation or best(
         "SOPRCLoss loop",
-        {a: f"augmentation {a}, {describe(defaults)}, lr={DEFAULT_LR}" for a in AUGMENTATIONS},
+        {a: f"augmentation {a}, {label(defaults)}, lr={DEFAULT_LR}" for a in AUGMENTATIONS},
         lambda a: run_loss("SOPRCLoss", defaults, DEFAULT_LR, a),
     )
     chosen["augmentation"] = recipe
@@ -354,12 +273,12 @@ def validation(args, splits, store):
         method = f"{loss} loop"
         lr = lr_search(
             method,
-            f"augmentation {recipe}, {describe(grid[0])}",
+            f"augmentation {recipe}, {label(grid[0])}",
             lambda r, loss=loss, grid=grid: run_loss(loss, grid[0], r, recipe),
         )
         index = best(
             method,
-            {i: f"augmentation {recipe}, {describe(s)}, lr={lr}" for i, s in enumerate(grid)},
+            {i: f"augmentation {recipe}, {label(s)}, lr={lr}" for i, s in enumerate(grid)},
             lambda i, loss=loss, grid=grid, lr=lr: run_loss(loss, grid[i], lr, recipe),
         )
         chosen[loss] = {"setting": grid[index], "lr": lr}
@@ -368,13 +287,7 @@ def validation(args, splits, store):
         lr = lr_search(
             "SOPRCEmbedder (images)",
             f"augmentation {recipe}, defaults",
-            lambda r: scored(
-                lambda X, y, seed: fit_estimator(
-                    estimator_params(recipe, width, epochs, lr=r), X, y, seed
-                ),
-                data,
-                0,
-            ),
+            lambda r: scored(partial(fit_estimator, recipe, epochs, lr=r), data, 0),
         )
         chosen["SOPRCEmbedder"] = {"lr": lr}
     store.save()
@@ -395,12 +308,13 @@ def compare(args, splits, store, seeds):
     with ``--resume``, the runs of an earlier file are kept and the table shows them all."""
     chosen, source = chosen_settings(args)
     recipe = chosen.get("augmentation", DEFAULT_AUGMENTATION)
-    width, epochs = splits["test"][0].shape[-1], args.epochs
-    methods = {  # name: (row key of --rows, setting, fit)
+    epochs = args.epochs
+    # name: (row key of --rows, setting, fit(X, y, seed))
+    methods = {
         "SOPRCEmbedder, CNN + augmentation": (
             "estimator",
             "defaults",
-            lambda X, y, seed: fit_estimator(estimator_params(recipe, width, epochs), X, y, seed),
+            partial(fit_estimator, recipe, epochs),
         ),
     }
     tuned_lr = chosen.get("SOPRCEmbedder", {}).get("lr", DEFAULT_LR)
@@ -408,24 +322,15 @@ def compare(args, splits, store, seeds):
         methods["SOPRCEmbedder, CNN + augmentation, tuned"] = (
             "estimator",
             f"learning_rate={tuned_lr}",
-            lambda X, y, seed: fit_estimator(
-                estimator_params(recipe, width, epochs, lr=tuned_lr), X, y, seed
-            ),
+            partial(fit_estimator, recipe, epochs, lr=tuned_lr),
         )
-    methods["SOPRCEmbedder, flattened pixels (MLP)"] = (
-        "mlp",
-        "defaults",
-        lambda X, y, seed: fit_mlp(epochs, X, y, seed),
-    )
+    methods["SOPRCEmbedder, flattened pixels (MLP)"] = ("mlp", "defaults", partial(fit_mlp, epochs))
     for loss, (_, grid) in LOSSES.items():
         picked = chosen.get(loss, {"setting": grid[0], "lr": DEFAULT_LR})
-        label = ", ".join(f"{k}={v}" for k, v in {**picked["setting"], "lr": picked["lr"]}.items())
         methods[f"{loss} loop" + (", tuned" if loss in chosen else "")] = (
             loss,
-            label,
-            lambda X, y, seed, loss=loss, picked=picked: plain_loop(
-                loss, picked["setting"], picked["lr"], recipe, X, y, seed, epochs
-            ),
+            label({**picked["setting"], "lr": picked["lr"]}),
+            partial(plain_loop, loss, picked["setting"], picked["lr"], recipe, epochs=epochs),
         )
     X, y, X_test, y_test = splits["test"]
     raw = store.get(
@@ -434,50 +339,45 @@ def compare(args, splits, store, seeds):
 
     def table():
         rows = [["raw pixels (cosine)", "", f"{raw[0]:.4f}", f"{raw[1]:.4f}", "", ""]]
-        for name, (_, label, _) in methods.items():
+        for name, (_, setting, _) in methods.items():
             done = sorted(
                 int(key.rpartition(" | ")[2]) for key in store.runs if key.startswith(f"{name} | ")
             )
             if not done:
                 continue
             found = np.array([store.runs[f"{name} | {seed}"] for seed in done])
-            mean, sd = found.mean(0), found.std(0)
             rows.append(
-                [name, label, f"{mean[0]:.4f} ± {sd[0]:.4f}", f"{mean[1]:.4f} ± {sd[1]:.4f}",
-                 f"{mean[2]:.0f}", ", ".join(map(str, done))]
+                [name, setting, summary(found[:, 0]), summary(found[:, 1]),
+                 f"{found[:, 2].mean():.0f}", ", ".join(map(str, done))]
             )  # fmt: skip
         store.results.add_table(
             f"Class-disjoint image retrieval, {args.digits} digits (test classes), {epochs} epochs",
             ["method", "setting", "test mAUPRC", "test R@1", "s / fit", "seeds"],
             rows,
-            notes=f"Composite digits as 28 x {width} uint8 images, {len(np.unique(y))} classes "
-            f"({len(y):,} items) to train, {len(np.unique(y_test))} unseen ({len(y_test):,}) to "
-            f"test; one torch thread; mean ± sd over the seeds of each row (sd 0 for one seed). "
-            f"Augmentation {recipe!r} for every CNN row; loops: ConvNet defaults, SGD momentum "
-            f"0.9, weight decay 4e-4, batches of 4 a class; settings chosen on held-out training "
-            f"classes ({source or 'not run: defaults'}).",
+            notes=f"Composite digits as 28 x {X.shape[-1]} uint8 images, {len(np.unique(y))} "
+            f"classes ({len(y):,} items) to train, {len(np.unique(y_test))} unseen "
+            f"({len(y_test):,}) to test; one torch thread; mean ± sd over the seeds of each row "
+            f"(sd 0 for one seed). Augmentation {recipe!r} for every CNN row; loops: ConvNet "
+            "defaults, SGD momentum 0.9, weight decay 4e-4, batches of 4 a class; settings chosen "
+            f"on held-out training classes ({source or 'not run: defaults'}).",
         )
 
     store.tables = table
     for seed in seeds:
         for name, (row, _, fit) in methods.items():
             if row in args.rows:
-                store.get(
-                    f"{name} | {seed}",
-                    lambda fit=fit, seed=seed: scored(fit, splits["test"], seed),
-                )
+                store.get(f"{name} | {seed}", partial(scored, fit, splits["test"], seed))
     store.save()
 
 
 def throughput(args, splits, store):
     """Marginal steps per second of the estimator and of the SOPRCLoss loop, same batches."""
     X, y = splits["test"][:2]
-    width, recipe = X.shape[-1], DEFAULT_AUGMENTATION
-    codes = np.unique(y, return_inverse=True)[1]
-    per_epoch = len(sampler_for(codes, 0))
+    recipe = DEFAULT_AUGMENTATION
+    per_epoch = len(sampler_for(np.unique(y, return_inverse=True)[1], 0))
     epochs = (1, 1 + args.steps_epochs)
     candidates = {
-        "SOPRCEmbedder": lambda e: fit_estimator(estimator_params(recipe, width, e), X, y, 0),
+        "SOPRCEmbedder": lambda e: fit_estimator(recipe, e, X, y, 0),
         "SOPRCLoss plain loop": lambda e: plain_loop(
             "SOPRCLoss", {}, DEFAULT_LR, recipe, X, y, 0, e
         ),
@@ -487,15 +387,10 @@ def throughput(args, splits, store):
     timings = {}
     for e in epochs:  # the short runs of every candidate, then the long ones
         for name, fit in candidates.items():
-            start = time.perf_counter()
-            fit(e)
-            timings[name, e] = time.perf_counter() - start
+            timings[name, e] = timed(fit, e)[1]
             print(f"  {name}, {e} epoch(s): {timings[name, e]:.1f} s", flush=True)
     rates = {
-        name: marginal_rate(
-            (timings[name, epochs[0]], epochs[0] * per_epoch),
-            (timings[name, epochs[1]], epochs[1] * per_epoch),
-        )
+        name: marginal_rate(*((timings[name, e], e * per_epoch) for e in epochs))
         for name in candidates
     }
     reference = rates["SOPRCLoss plain loop"]
@@ -512,7 +407,7 @@ def throughput(args, splits, store):
             ]
             for name in candidates
         ],  # fmt: skip
-        notes=f"{args.digits}-digit training half ({len(y):,} items, 28 x {width}), "
+        notes=f"{args.digits}-digit training half ({len(y):,} items, 28 x {X.shape[-1]}), "
         f"{per_epoch} batches an epoch; the default ConvNet, augmentation {recipe!r}; "
         f"marginal rate between {epochs[0]} and {epochs[1]} epochs "
         f"({(epochs[1] - epochs[0]) * per_epoch} steps), one run each; the estimator at its "
@@ -523,29 +418,17 @@ def throughput(args, splits, store):
 
 def main(argv=None):
     parser = harness_parser(__doc__, "quick", "seeds", "tag", "resume", seeds=[0])
-    parser.add_argument(
-        "--part", choices=["compare", "validation", "throughput"], default="compare"
-    )
-    parser.add_argument("--digits", type=int, choices=sorted(DATASETS), default=2)
-    parser.add_argument("--epochs", type=int, default=5, help="epochs of every row")
-    parser.add_argument("--validation-epochs", type=int, default=5, help="validation epochs")
-    parser.add_argument(
-        "--validation-from",
-        help="--part compare: the validation results to take the choices from (a name in "
-        "results/; default: the validation run of the same digits)",
-    )
-    parser.add_argument(
-        "--rows",
-        nargs="+",
-        default=["estimator", "mlp", *LOSSES],
-        help="rows to run: estimator, mlp, and loss names (default: all)",
-    )
-    parser.add_argument(
-        "--augmentation", choices=AUGMENTATIONS, help="--part validation: take it, no search"
-    )
-    parser.add_argument(
-        "--steps-epochs", type=int, default=2, help="--part throughput: epochs measured"
-    )
+    add = parser.add_argument
+    add("--part", choices=["compare", "validation", "throughput"], default="compare")
+    add("--digits", type=int, choices=sorted(DATASETS), default=2)
+    add("--epochs", type=int, default=5, help="epochs of every row")
+    add("--validation-epochs", type=int, default=5, help="validation epochs")
+    add("--validation-from", help="--part compare: the validation results to take the choices "
+        "from (a name in results/; default: the validation run of the same digits)")  # fmt: skip
+    add("--rows", nargs="+", default=["estimator", "mlp", *LOSSES],
+        help="rows to run: estimator, mlp, and loss names (default: all)")  # fmt: skip
+    add("--augmentation", choices=AUGMENTATIONS, help="--part validation: take it, no search")
+    add("--steps-epochs", type=int, default=2, help="--part throughput: epochs measured")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.quick:
@@ -557,13 +440,8 @@ def main(argv=None):
         f"({len(y)} items), {len(np.unique(y_test))} test classes ({len(y_test)} items)",
         flush=True,
     )
-    parts = {
-        "validation": ("validation",),
-        "throughput": ("throughput",),
-        "compare": (f"{args.epochs}_epochs",),
-    }[args.part]
-    name = results_name(f"bench_soprc_images_{args.digits}_digits", args, *parts)
-    store = Store(name, args.resume)
+    part = args.part if args.part != "compare" else f"{args.epochs}_epochs"
+    store = Store(results_name(f"bench_soprc_images_{args.digits}_digits", args, part), args.resume)
     if args.part == "validation":
         validation(args, splits, store)
     elif args.part == "throughput":

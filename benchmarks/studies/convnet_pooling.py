@@ -2,14 +2,10 @@
 
 On the validation split of ``bench_soprc_images.py`` (held-out training classes of the 2- and
 3-digit composite images, class- and image-disjoint; 5 epochs, no augmentation, one thread),
-``SOPRCEmbedder`` with a ConvNet of the default channels whose last map is pooled:
-
-- globally (one cell, as a ResNet), with and without batch norm of the pooled features;
-- over one cell a digit (a row of ``round(width / height)`` cells), with it;
-- over the default grid (``grid_cells=2``: 2 x 5 cells for 28 x 56), with and without it;
-
-and, with the default network, the feature rows' ``prior_warmup=0.25`` and
-``weight_averaging=0.4`` against ``"auto"`` (None for images), seeds 0 and 1.
+``SOPRCEmbedder`` with a ConvNet of the default channels whose last map is pooled as
+:data:`POOLINGS` says (globally, a cell a digit, or the default grid, with or without batch norm
+of the pooled features); and, with the default network, the feature rows' ``prior_warmup=0.25``
+and ``weight_averaging=0.4`` against ``"auto"`` (None for images), seeds 0 and 1.
 
 Usage::
 
@@ -32,6 +28,10 @@ POOLINGS = {  # name: (the grid of the last map, batch norm of the pooled featur
     "a cell a digit + batch norm": ("row", True),
     "grid_cells=2 + batch norm (default)": ("grid", True),
     "grid_cells=2": ("grid", False),
+}
+IMAGE_DEFAULTS = {  # name: the estimator's parameters, with the default network
+    '"auto" (None for images)': {},
+    "prior_warmup=0.25, weight_averaging=0.4": dict(prior_warmup=0.25, weight_averaging=0.4),
 }
 
 
@@ -72,12 +72,7 @@ def main(argv=None):
             print(rows[-1], flush=True)
     data = composite_images(2)["validation"]
     for seed in (0, 1):
-        for name, params in {
-            '"auto" (None for images)': {},
-            "prior_warmup=0.25, weight_averaging=0.4": dict(
-                prior_warmup=0.25, weight_averaging=0.4
-            ),
-        }.items():
+        for name, params in IMAGE_DEFAULTS.items():
             rows.append(["2 digits", name, seed, *fit_and_score(data, seed, **params)])
             print(rows[-1], flush=True)
     results.add_table(

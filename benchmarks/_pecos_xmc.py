@@ -1,8 +1,5 @@
-"""PECOS XR-Linear with its documented defaults, run in the PECOS environment.
-
-``bench_xmc.py`` calls :func:`train_and_predict` in a child process running the Python of the
-PECOS environment (``_harness.run_in_child(..., python=PECOS_PYTHON)``; see ``_harness.py``).
-"""
+"""PECOS XR-Linear with its documented defaults: ``bench_xmc.py`` calls
+:func:`train_and_predict` with the Python of the PECOS environment (``_harness.run_in_child``)."""
 
 from pathlib import Path
 
@@ -12,30 +9,23 @@ from _harness import PeakMemory, gib, timed, timed_cpu
 
 
 def train_and_predict(directory, k, threads=-1):
-    """Train on ``X_train``, ``Y_train`` (scipy ``.npz`` of ``directory``) as the PECOS README's
-    quick start does (PIFA label embedding, hierarchical clustering, ``XLinearModel.train``)
-    and predict the top ``k`` labels of ``X_test``, on ``threads`` threads (-1: PECOS's default,
-    every CPU; it does not read ``OMP_NUM_THREADS``).
-
-    Returns the label indices (best first, -1 where fewer than ``k``), the fit's wall and CPU
-    seconds, the prediction's seconds, and the peak resident memory from the start of the fit
-    to the end of prediction with its increase over the start (GiB), the data loaded before.
-    """
+    """Fit on the ``.npz`` rows of ``directory`` as the PECOS README's quick start does (PIFA
+    label embedding, hierarchical clustering, ``XLinearModel.train``) and predict the top ``k``
+    labels of ``X_test`` (-1 where fewer), on ``threads`` threads (-1: PECOS's default, every
+    CPU; it does not read ``OMP_NUM_THREADS``); with the fit's and prediction's seconds and the
+    peak memory of both (GiB), the data loaded before."""
     from pecos.xmc import Indexer, LabelEmbeddingFactory
     from pecos.xmc.xlinear.model import XLinearModel
 
-    directory = Path(directory)
     X_train, Y_train, X_test = (
-        sp.load_npz(directory / f"{part}.npz").astype(np.float32).tocsr()
+        sp.load_npz(Path(directory) / f"{part}.npz").astype(np.float32).tocsr()
         for part in ("X_train", "Y_train", "X_test")
     )
 
     def fit():
-        label_features = LabelEmbeddingFactory.create(
-            Y_train, X_train, method="pifa", threads=threads
-        )
-        cluster_chain = Indexer.gen(label_features, threads=threads)
-        return XLinearModel.train(X_train, Y_train, C=cluster_chain, threads=threads)
+        features = LabelEmbeddingFactory.create(Y_train, X_train, method="pifa", threads=threads)
+        chain = Indexer.gen(features, threads=threads)
+        return XLinearModel.train(X_train, Y_train, C=chain, threads=threads)
 
     with PeakMemory() as memory:
         model, fit_seconds, fit_cpu_seconds = timed_cpu(fit)

@@ -1,20 +1,14 @@
 """Exact retrieval metrics: skrank's torch and numpy paths, the matmul floor, PML, sklearn.
 
-The exact mean AUPRC, Recall@1, Recall@10, MAP@R and R-precision of N random clustered
-embeddings (dimension 128, 100 Gaussian clusters, L2-normalised, cosine) with:
-
-- ``torch``: ``skrank.metrics.retrieval_scores(..., at_r=True, device=--device)`` (float32,
-  ranks counted without sorting, numba's tile loop when installed and the call repays loading
-  it); ``torch-no-numba``: the same without numba, up to ``--no-numba-max``;
-- ``numpy``: ``device="numpy"`` (float64, one sort per query), up to ``--numpy-max``;
-- ``floor``: the float32 products ``X[block] @ X.T`` alone, blocks of 1024 queries, discarded;
-- ``pml``: pytorch-metric-learning's ``AccuracyCalculator(k=None)``, exact faiss k-NN; its
-  memory grows as N^2 (about 6.6 GB at N = 10,000): up to ``--pml-max``.
-
-Each method runs in its own child process, killed past ``--memory-limit-gib`` or ``--timeout``;
-with ``--repeats R`` the methods of a size run R times, alternated, each keeping its fastest.
-Time: the metric computation only; "peak": the child's peak resident memory during it, "extra"
-the part above its start (``_harness.PeakMemory``). Values are compared with skrank's.
+The methods (``torch`` on ``--device``, ``torch-no-numba``, ``numpy``, ``floor``: the products
+``X[block] @ X.T`` in blocks of 1024 queries, ``pml``) and the embeddings: see
+benchmarks/README.md, section "Exact retrieval metrics". ``torch-no-numba``, ``numpy`` and
+``pml`` (memory growing as N^2, about 6.6 GB at N = 10,000) run up to ``--no-numba-max``,
+``--numpy-max`` and ``--pml-max``. Each method runs in its own child process, killed past
+``--memory-limit-gib`` or ``--timeout``; with ``--repeats R`` the methods of a size run R times,
+alternated, each keeping its fastest. Time: the metric computation only; "peak": the child's
+peak resident memory during it, "extra" the part above its start. Values are compared with
+skrank's.
 
 Usage::
 
@@ -82,28 +76,18 @@ def load_floor(device):
     return run
 
 
+PML_KEYS = {"mean_average_precision": "mean_auprc", "precision_at_1": "recall@1",
+            "mean_average_precision_at_r": "map@r", "r_precision": "r_precision"}  # fmt: skip
+
+
 def load_pml(device):
     import torch
     from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 
     def run(X, y):
-        calculator = AccuracyCalculator(
-            include=(
-                "mean_average_precision",
-                "precision_at_1",
-                "mean_average_precision_at_r",
-                "r_precision",
-            ),
-            k=None,
-            device=torch.device(device),
-        )
-        scores = calculator.get_accuracy(X, y)
-        return {
-            "mean_auprc": scores["mean_average_precision"],
-            "recall@1": scores["precision_at_1"],
-            "map@r": scores["mean_average_precision_at_r"],
-            "r_precision": scores["r_precision"],
-        }
+        pml = AccuracyCalculator(include=tuple(PML_KEYS), k=None, device=torch.device(device))
+        scores = pml.get_accuracy(X, y)
+        return {ours: scores[theirs] for theirs, ours in PML_KEYS.items()}
 
     return run
 
@@ -128,41 +112,21 @@ def worker(method, n_samples, device):
     return {"seconds": seconds, "peak_mib": peak, "extra_mib": extra, **values}
 
 
-def run_child(method, n_samples, device, memory_limit_gib, timeout):
-    """One method in a child process, killed past the memory limit or the timeout."""
-    try:
-        return run_in_child(
-            __file__,
-            "worker",
-            {"method": method, "n_samples": n_samples, "device": device},
-            timeout=timeout,
-            memory_limit_gib=memory_limit_gib,
-        )
-    except ChildFailed as failure:
-        return {"failure": f"killed: {failure.reason}"}
-
-
 COLUMNS = ["N", "method", "time (s)", "time / floor", "peak RSS (MiB)", "extra (MiB)",
            "mean AUPRC", "Recall@1", "Recall@10", "MAP@R", "R-precision",
            "max abs diff vs torch"]  # fmt: skip
 
 
-def table_rows(rows):
-    """Rows of the results table: ``rows`` holds (N, method, result, torch result, floor)."""
-    table = []
-    for n_samples, method, result, reference, floor in rows:
-        if "failure" in result:
-            table.append([n_samples, method, result["failure"]] + ["" for _ in COLUMNS[3:]])
-            continue
-        common = [key for key in KEYS if key in result and reference and key in reference]
-        difference = max((abs(result[key] - reference[key]) for key in common), default=None)
-        ratio = result["seconds"] / floor["seconds"] if floor and "seconds" in floor else None
-        table.append(
-            [n_samples, method, round(result["seconds"], 2),
-             None if ratio is None else round(ratio, 2), round(result["peak_mib"]),
-             round(result["extra_mib"]), *[result.get(key) for key in KEYS], difference]
-        )  # fmt: skip
-    return table
+def table_row(n_samples, method, result, reference, floor):
+    """A row of the results table: a method's ``result``, the torch path's and the floor's."""
+    if "failure" in result:
+        return [n_samples, method, result["failure"]] + ["" for _ in COLUMNS[3:]]
+    common = [key for key in KEYS if key in result and reference and key in reference]
+    difference = max((abs(result[key] - reference[key]) for key in common), default=None)
+    ratio = result["seconds"] / floor["seconds"] if floor and "seconds" in floor else None
+    return [n_samples, method, round(result["seconds"], 2),
+            None if ratio is None else round(ratio, 2), round(result["peak_mib"]),
+            round(result["extra_mib"]), *[result.get(key) for key in KEYS], difference]  # fmt: skip
 
 
 def main(argv=None):
@@ -186,16 +150,18 @@ def main(argv=None):
         f"{args.device}; {os.cpu_count()} CPUs; memory limit {args.memory_limit_gib:g} GiB\n"
     )
     rows = []
+    child_limits = {"timeout": args.timeout, "memory_limit_gib": args.memory_limit_gib}
+    limits = {"torch-no-numba": args.no_numba_max, "numpy": args.numpy_max, "pml": args.pml_max}
     for n_samples in args.sizes:
-        limits = (
-            ("torch-no-numba", args.no_numba_max),
-            ("numpy", args.numpy_max),
-            ("pml", args.pml_max),
-        )
-        methods = ["floor", "torch"] + [name for name, largest in limits if n_samples <= largest]
+        methods = ["floor", "torch", *(m for m, largest in limits.items() if n_samples <= largest)]
 
         def measure(method, n_samples=n_samples):
-            result = run_child(method, n_samples, args.device, args.memory_limit_gib, args.timeout)
+            """One method in a child process, killed past the memory limit or the timeout."""
+            arguments = {"method": method, "n_samples": n_samples, "device": args.device}
+            try:
+                result = run_in_child(__file__, "worker", arguments, **child_limits)
+            except ChildFailed as failure:
+                result = {"failure": f"killed: {failure.reason}"}
             print(f"N={n_samples:,} {method}: {result}", file=sys.stderr, flush=True)
             return result
 
@@ -205,9 +171,7 @@ def main(argv=None):
         }
         reference = results["torch"] if "failure" not in results["torch"] else None
         floor = results["floor"] if "failure" not in results["floor"] else None
-        for method in methods:
-            rows.append((n_samples, method, results[method], reference, floor))
-    table = table_rows(rows)
+        rows += [table_row(n_samples, m, results[m], reference, floor) for m in methods]
     device = args.device.replace(":", "") if args.device != "cpu" else None
     results = Results(
         results_name("bench_metrics", args, device),
@@ -217,7 +181,7 @@ def main(argv=None):
         f"Exact retrieval metrics, dimension {DIMENSION}, {N_CLUSTERS} clusters, "
         f"device {args.device}",
         COLUMNS,
-        table,
+        rows,
         notes=(
             f"{args.repeats} alternated run(s) per method, the fastest kept; "
             f"numpy path up to N = {args.numpy_max:,}, PML up to N = {args.pml_max:,}, "

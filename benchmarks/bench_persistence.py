@@ -1,14 +1,9 @@
 """Saved estimators: size and load time of each estimator's skops file, beside its pickle.
 
-Fits each estimator once, saves it with ``skops.io.dumps`` and ``pickle.dumps`` (protocol 5, as
-joblib) and times loading it from memory: skops with ``get_untrusted_types`` and
-``loads(trusted=...)`` (listing the types is part of a safe load) against ``pickle.loads``,
-alternated, each keeping its fastest of ``--repeats``. Every loaded estimator must predict as
-the original (bitwise), and the types skops lists must be skrank's own. Estimators:
-``SOPRCEmbedder`` (784-256-64, MNIST), ``SNMClassifier`` (defaults, Bibtex; and 100,000 labels
-of ``make_large_output_classification``, ``embedding_dim=64``: 6.4 million floats),
-``PointwiseROCSimilarity`` (MNIST, ``A`` 784 x 784) and ``MMC`` (digits); the torch ones train
-for ``--epochs`` epochs.
+The estimators, the safe skops load (``get_untrusted_types``, then ``loads(trusted=...)``) against
+``pickle.loads`` (protocol 5, as joblib) and the checks of the loaded models: see
+benchmarks/README.md, section "Saved estimators". Loads alternate, each keeping its fastest of
+``--repeats``; the torch estimators train for ``--epochs`` epochs.
 
 Usage::
 
@@ -69,6 +64,10 @@ def outputs(estimator, X):
     return (estimator.transform(X),)
 
 
+def saved(estimator):
+    return {"skops": sio.dumps(estimator), "pickle": pickle.dumps(estimator, protocol=5)}
+
+
 def load_skops(data):
     return sio.loads(data, trusted=sio.get_untrusted_types(data=data))
 
@@ -94,12 +93,7 @@ def main(argv=None):
     rows = []
     n_labels = 10_000 if args.quick else 100_000
     for name, data, estimator, X in fitted_estimators(args.epochs, n_labels):
-        files, save_seconds = timed(
-            lambda estimator=estimator: {
-                "skops": sio.dumps(estimator),
-                "pickle": pickle.dumps(estimator, protocol=5),
-            }
-        )
+        files, save_seconds = timed(saved, estimator)
         untrusted = sio.get_untrusted_types(data=files["skops"])
         if not all(type_name.startswith("skrank.") for type_name in untrusted):
             raise AssertionError(f"{name}: skops lists types other than skrank's: {untrusted}")

@@ -1,26 +1,18 @@
 """Stochastic Negative Mining: accuracy against the baselines users already have, the paper's
 Table 2 with the estimator's defaults, and the cost per step as the number of labels grows.
 
-Part ``accuracy`` (one table per data set, same splits for every method): Bibtex (159 labels)
-and Corel5k (374 labels) with their own train/test splits, and
-:func:`skrank.datasets.make_sparse_multilabel_classification` with 2,000 labels and 20 rows per
-label, single-label, a quarter held out for test (about 15 training rows per label). Methods:
-``SNMClassifier()`` with its defaults (top-16 SNM), the same with top-1 mining (the paper's)
-and with negative sampling (``negative_weights="uniform"``) -- the paper's Table 2, with ratios
-to negative sampling --, the same network trained by a full softmax over all labels (public
-engine API: ``get_loss(batch, targets)``), one-vs-rest logistic regression, nearest centroid
-(cosine) and k-nearest neighbours (cosine, TF-IDF weighted features; ``k`` chosen on a
-validation split of the training set). Neural methods: mean ± std over 3 seeds; the others
-are deterministic. Metrics (:func:`skrank.metrics.top_k_label_scores`): P@1, P@3, P@5,
-nDCG@3, nDCG@5, PSP@5 (propensities of the training labels), R@5.
+Part ``accuracy`` (one table per data set, the same splits for every method; methods: see
+benchmarks/README.md, section "Stochastic Negative Mining"): Bibtex and Corel5k with their own
+splits, :func:`skrank.datasets.make_sparse_multilabel_classification` with 2,000 labels and 20
+rows per label (single-label, a quarter held out). The full softmax trains SNM's network through
+the public engine API (``get_loss(batch, targets)``); kNN's ``k`` is chosen on a validation split
+of the training set. Neural methods: mean ± std over 3 seeds. Metrics
+(:func:`skrank.metrics.top_k_label_scores`): P@1, P@3, P@5, nDCG@3, nDCG@5, PSP@5, R@5.
 
-Part ``scaling``: time of one SNM training step (the estimator's own ``train_step``, timed
-through the public ``get_loss`` hook) for K in {10^3, ..., 10^6} labels: one model per K in
-one process, trained in interleaved short rounds (random order each round), per-step times
-after warm-up, medians and interquartile ranges; target: within 1.2x from 10^3 to 10^6.
-
-The studies that chose the defaults (validation screens, blend weights, learning curves, the
-label search) are records of ``benchmarks/studies/``.
+Part ``scaling``: time of one SNM training step (timed through the public ``get_loss`` hook) for
+K in {10^3, ..., 10^6} labels: one model per K in one process, trained in interleaved short
+rounds (random order each round), per-step times after warm-up, medians and interquartile
+ranges; target: within 1.2x from 10^3 to 10^6.
 
 Usage::
 
@@ -66,9 +58,7 @@ def load(name, quick):
     X, y = make_sparse_multilabel_classification(
         n_labels=n_labels, samples_per_label=20, random_state=0
     )
-    Y = sp.csr_matrix(
-        (np.ones(len(y), dtype=np.int8), (np.arange(len(y)), y)), shape=(len(y), n_labels)
-    )
+    Y = sp.identity(n_labels, dtype=np.int8, format="csr")[y]  # single-label indicator rows
     train, test = train_test_split(np.arange(len(y)), test_size=0.25, random_state=0)
     return X[train], Y[train], X[test], Y[test]
 
@@ -85,11 +75,9 @@ def metrics(Y_test, scores, propensities):
 
 # ------------------------------------------------------------------------------ methods
 class FullSoftmaxClassifier(SNMClassifier):
-    """SNMClassifier's network and defaults, trained by a softmax cross-entropy over all K
-    labels (every row of the label table read at every step); through the public engine hooks:
-    the label table is read through its :class:`skrank.nn.RowSparseOptimizer` (the last of
-    ``optimizers_``), the positives drawn as SNMClassifier draws them (a generator seeded as its
-    negative sampler's)."""
+    """SNMClassifier's network and defaults, trained by a softmax cross-entropy over all K labels
+    through the public engine hooks: the label table read through its ``RowSparseOptimizer``
+    (the last of ``optimizers_``), the positives drawn as SNMClassifier's sampler draws them."""
 
     def get_batch_sampler(self, y, device, random_state):
         seeds = copy.deepcopy(random_state)  # what SNMClassifier's negative sampler draws
@@ -178,7 +166,8 @@ def choose_knn_k(X_train, Y_train):
 
 def run_accuracy(args, results):
     for name in args.data:
-        X_train, Y_train, X_test, Y_test = load(name, args.quick)
+        data = load(name, args.quick)
+        X_train, Y_train, X_test, Y_test = data
         propensities = label_propensities(Y_train)
         print(f"\n{name}: {X_train.shape[0]} train / {X_test.shape[0]} test rows, "
               f"{X_train.shape[1]} features, {Y_train.shape[1]} labels", flush=True)  # fmt: skip
@@ -188,17 +177,13 @@ def run_accuracy(args, results):
                 continue
             if method == "full softmax" and Y_train.shape[1] > args.max_softmax_labels:
                 continue
-            runs, seconds, epochs = [], [], []
-            for seed in args.seeds:
-                (scores, n_epochs), taken = timed(
-                    fit_predict_neural, make, seed, X_train, Y_train, X_test
-                )
-                seconds.append(taken)
-                epochs.append(n_epochs)
-                runs.append(metrics(Y_test, scores, propensities))
+            fits = [timed(fit_predict_neural, make, seed, *data[:3]) for seed in args.seeds]
+            runs = [metrics(Y_test, scores, propensities) for (scores, _), _ in fits]
             means[method] = np.mean(runs, axis=0)
             cells = [summary(column, 3) for column in zip(*runs, strict=True)]
-            rows.append([method, *cells, f"{np.mean(seconds):.1f}", f"{np.mean(epochs):.0f}"])
+            seconds = np.mean([taken for _, taken in fits])
+            epochs = np.mean([n_epochs for (_, n_epochs), _ in fits])
+            rows.append([method, *cells, f"{seconds:.1f}", f"{epochs:.0f}"])
             print("  ", rows[-1], flush=True)
         knn_k = choose_knn_k(X_train, Y_train)
         baselines = {
@@ -211,8 +196,7 @@ def run_accuracy(args, results):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # labels without a training row
                 scores, seconds = timed(function, X_train, Y_train, X_test, *extra)
-            mean = metrics(Y_test, scores, propensities)
-            means[method] = mean
+            means[method] = mean = metrics(Y_test, scores, propensities)
             rows.append([method, *(f"{m:.3f}" for m in mean), f"{seconds:.1f}", "-"])
             print("  ", rows[-1], flush=True)
         results.add_table(

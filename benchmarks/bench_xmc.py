@@ -1,29 +1,12 @@
 """Extreme classification at scale: ``SNMClassifier`` against the libraries of the field.
 
-Methods (``--methods``), each with its documented defaults: ``snm`` (``SNMClassifier``),
-``snm-2-epochs`` (``max_epochs=2``), ``pecos`` (PECOS XR-Linear, its README's quick start, in
-its own environment), ``omikuji-parabel`` and ``omikuji-bonsai`` (unbalanced k-means,
-``cluster_k=100``, ``max_depth=3``), ``napkinxc-plt``, ``centroid`` (each label's centroid of
-its unit-norm TF-IDF training rows; a row's labels are those of highest cosine) and ``linear``
-(``OneVsRestClassifier(LinearSVC(C=C))``, ``C`` in :data:`LINEAR_C` chosen by P@1 on the
-validation split, then refitted; debtags, Bibtex and Corel5k only, the others' binary SVMs
-exceeding a 2-core machine's budget). One child process a run (data set, method, seed), its
-own JSON under ``results/bench_xmc_runs`` (``--resume``).
-
-Data (``--data``, :func:`_data.xmc_split`): debtags and debian-suggests (the Debian package
-index, TF-IDF rows, the file's fixed split; labels of test rows only count as misses), Bibtex and
-Corel5k (their splits; the peers read sublinear TF-IDF rows of unit norm, as SNM makes them),
-and :func:`skrank.datasets.make_extreme_classification` rows shaped like AmazonCat-13K,
-WikiLSHTC-325K and Amazon-670K (40,000 rows, a fifth for test).
-
-Measured per run (``skrank.metrics.top_k_label_scores``): P@1/3/5, PSP@1/3/5 (``A=0.55,
-B=1.5``), nDCG@5, fit wall and CPU seconds, the top 10 of the test rows' seconds, the peak
-resident memory above the start of the fit (imports and data loaded; ``PeakMemory``) to the end
-of prediction; the example-based F1 of each fixed top-k (k = 1 ... 10) and of the method's own
-``predict``; the recall of the top 5 by the label's training rows; the top-5 expected
-calibration error of the methods that estimate probabilities. Each test run has a run on the
-validation split (20 % of the training rows, ``random_state=0``), where the fixed top-k of best
-F1 is chosen (``--splits``).
+Methods (:data:`METHODS`, ``--methods``, each with its documented defaults), data (``--data``,
+:func:`_data.xmc_split`), what is measured and the targets: see benchmarks/README.md, section
+"Extreme classification"; the tables' notes say how each score is computed. ``linear`` runs on
+debtags, Bibtex and Corel5k only (the others' binary SVMs exceed a 2-core machine's budget). One
+child process a run (data set, method, seed), its own JSON under ``results/bench_xmc_runs``
+(``--resume``); each test run has a run on the validation split (20 % of the training rows),
+where the fixed top-k of best F1 is chosen (``--splits``).
 
 Usage::
 
@@ -36,6 +19,7 @@ Usage::
 
 import atexit
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -45,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from _data import GENERATED, TEXT_LABELS, tfidf, xmc_split
+from _data import TEXT_LABELS, XMC_DATA, tfidf, xmc_split
 from _harness import (
     PECOS_PYTHON,
     ChildFailed,
@@ -64,74 +48,68 @@ from _results import RESULTS_DIR, Results, summary
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "xmc"
 RUNS = RESULTS_DIR / "bench_xmc_runs"
-K = 5
-# The labels a run ranks: the top K for P@k and PSP@k, up to TOP_SETS for the F1 of a fixed
-# top-k (k chosen on the validation split).
+K = 5  # the top K labels for P@k and PSP@k, up to TOP_SETS for the F1 of a fixed top-k
 TOP_SETS = 10
-# The validation split of the training rows, where the fixed top-k is chosen (and the linear
-# baseline's C): its share of the training rows and its seed.
-VALIDATION_FRACTION = 0.2
+VALIDATION_FRACTION = 0.2  # of the training rows (random_state=0): a fixed top-k's, C's choice
 # The buckets of a label's training rows in which the recall of the top 5 is reported.
 FREQUENCY_BUCKETS = ((0, 0), (1, 1), (2, 5), (6, 20), (21, None))
 REAL = (*TEXT_LABELS, "bibtex", "corel5k")
 LINEAR_DATA = ("debtags", "bibtex", "corel5k")  # where the one-vs-rest SVMs fit the budget
 LINEAR_C = (0.1, 0.3, 1.0, 3.0, 10.0)
 PARTS = ("X_train", "Y_train", "X_test")
+ALL_PARTS = (*PARTS, "Y_test")
 # Threads of every method: OMP_NUM_THREADS (torch and BLAS read it; PECOS, omikuji and napkinXC
 # are given it), else each library's default.
 THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
 
 
 # ------------------------------------------------------------------------------ data
-def data_directory(name, quick):
-    return CACHE / (name + ("-quick" if quick else ""))
+def folder(name, quick, split="test"):
+    """The folder of a data set's matrices and of its runs."""
+    return name + ("-validation" if split == "validation" else "") + ("-quick" if quick else "")
+
+
+def save(directory, parts):
+    directory.mkdir(parents=True, exist_ok=True)
+    for part, matrix in parts.items():
+        sp.save_npz(directory / f"{part}.npz", matrix)
 
 
 def prepare(name, quick):
-    """Write the row's train/test matrices once (scipy ``.npz``); return their directory."""
-    directory = data_directory(name, quick)
-    if (directory / "Y_test.npz").exists():
-        return directory
-    directory.mkdir(parents=True, exist_ok=True)
-    parts = xmc_split(name, quick)
-    for part, matrix in zip(("X_train", "Y_train", "X_test", "Y_test"), parts, strict=True):
-        sp.save_npz(directory / f"{part}.npz", matrix)
-    if name in ("bibtex", "corel5k"):  # counts: the peers read TF-IDF rows
-        peers = directory / "tfidf"
-        peers.mkdir(exist_ok=True)
-        X_train, X_test = tfidf(parts[0], parts[2])
-        for part, matrix in (("X_train", X_train), ("X_test", X_test), ("Y_train", parts[1])):
-            sp.save_npz(peers / f"{part}.npz", matrix)
+    """Write the data set's train/test matrices once (scipy ``.npz``); return their directory."""
+    directory = CACHE / folder(name, quick)
+    if not (directory / "Y_test.npz").exists():
+        parts = dict(zip(ALL_PARTS, xmc_split(name, quick), strict=True))
+        save(directory, parts)
+        if name in ("bibtex", "corel5k"):  # counts: the peers read TF-IDF rows
+            X_train, X_test = tfidf(parts["X_train"], parts["X_test"])
+            peers = {"X_train": X_train, "X_test": X_test, "Y_train": parts["Y_train"]}
+            save(directory / "tfidf", peers)
     return directory
 
 
 def validation_split(n_rows):
-    """The rows that fit and the rows held out of ``n_rows`` training rows: the validation
-    split where a fixed top-k (and the linear baseline's C) is chosen."""
+    """The rows that fit and the rows held out of ``n_rows`` training rows."""
     from sklearn.model_selection import train_test_split
 
     return train_test_split(np.arange(n_rows), test_size=VALIDATION_FRACTION, random_state=0)
 
 
 def prepare_validation(name, quick):
-    """Write the validation split of the training rows of ``prepare(name, quick)`` as a data
-    set of its own (its held-out rows as ``X_test``, ``Y_test``); return its directory."""
-    directory = data_directory(name + "-validation", quick)
+    """Write the validation split of ``prepare(name, quick)``'s training rows as a data set of
+    its own (its held-out rows as ``X_test``, ``Y_test``); return its directory."""
+    directory = CACHE / folder(name, quick, "validation")
     if (directory / "Y_test.npz").exists():
         return directory
     source = prepare(name, quick)
     fit, held_out = validation_split(load(source, "Y_train")[0].shape[0])
     for inputs, outputs in ((source, directory), (source / "tfidf", directory / "tfidf")):
-        if not inputs.exists():
-            continue
-        outputs.mkdir(parents=True, exist_ok=True)
-        X_train, Y_train = load(inputs, "X_train", "Y_train")
-        parts = {"X_train": X_train[fit], "Y_train": Y_train[fit], "X_test": X_train[held_out]}
-        if inputs == source:
-            parts["Y_test"] = Y_train[held_out]
-        for part, matrix in parts.items():
-            matrix.sort_indices()
-            sp.save_npz(outputs / f"{part}.npz", matrix)
+        if inputs.exists():
+            X_train, Y_train = load(inputs, "X_train", "Y_train")
+            parts = {"X_train": X_train[fit], "Y_train": Y_train[fit], "X_test": X_train[held_out]}
+            if inputs == source:
+                parts["Y_test"] = Y_train[held_out]
+            save(outputs, {part: matrix.sorted_indices() for part, matrix in parts.items()})
     return directory
 
 
@@ -157,13 +135,12 @@ def training_file(directory):
 # ------------------------------------------------------------------------------ methods
 @dataclasses.dataclass(frozen=True)
 class XMCMethod(Method):
-    """A row of the tables (a :class:`_harness.Method`): ``fit(*training, seed, **params)``
-    measured, then ``predict(model, X_test)`` timed, which returns the top-TOP_SETS labels
-    (``"top"``, best first, -1 where it ranks fewer) and any estimates of their probabilities
-    (``"top_proba"``). ``inputs(directory)``: ``(training, X_test)``, read before (default: the
-    rows and labels); ``select(*training, seed)``: ``(fit parameters, what to record)``, timed
-    apart before the fit; ``describe(model, training, X_test, found)``: what else a run records
-    (e.g. the label sets of its ``predict``, ``"sets"``), outside the measured region;
+    """A row of the tables: ``fit(*training, seed, **params)`` measured, then ``predict(model,
+    X_test)`` timed: the top-TOP_SETS labels (``"top"``, best first, -1 where fewer) and any
+    probabilities (``"top_proba"``). ``inputs(directory)``: ``(training, X_test)``, read before
+    (default: :func:`load_rows`); ``select(*training, seed)``: ``(fit parameters, what to
+    record)``, timed apart before the fit; ``describe(model, training, X_test, found)``: what
+    else a run records (e.g. ``predict``'s label sets, ``"sets"``), outside the measured region;
     ``own_rows``: the counts of Bibtex and Corel5k, not their TF-IDF rows."""
 
     inputs: object = None
@@ -208,9 +185,10 @@ def omikuji_inputs(directory):
     return (str(training_file(directory)),), load(directory, "X_test")[0]
 
 
-def load_rows(directory):
-    X_train, Y_train, X_test = load(directory, *PARTS)
-    return (X_train, Y_train), X_test
+def load_rows(directory, dtype=None):
+    """The training rows and labels, and the test rows (of ``dtype`` where given)."""
+    found = [m if dtype is None else m.astype(dtype) for m in load(directory, *PARTS)]
+    return found[:2], found[2]
 
 
 def fit_omikuji(path, seed, **settings):
@@ -230,12 +208,6 @@ def predict_omikuji(model, X_test):
         labels = [label for label, _ in model.predict(pairs, top_k=TOP_SETS)]
         top[i, : len(labels)] = labels
     return {"top": top}
-
-
-def napkinxc_inputs(directory):
-    """napkinXC reads float CSR matrices only (an int8 indicator is refused)."""
-    found = [sp.csr_matrix(m, dtype=np.float32) for m in load(directory, *PARTS)]
-    return found[:2], found[2]
 
 
 def fit_napkinxc(X_train, Y_train, seed):
@@ -270,11 +242,6 @@ def top_k_in_chunks(X, n_labels, score, k=TOP_SETS):
         order = np.argsort(-np.take_along_axis(chunk, best, axis=1), axis=1, kind="stable")
         top[begin : begin + chunk.shape[0]] = np.take_along_axis(best, order, axis=1)
     return top
-
-
-def centroid_inputs(directory):
-    X_train, Y_train, X_test = load(directory, *PARTS)
-    return (X_train.astype(np.float32), Y_train), X_test.astype(np.float32)
 
 
 def fit_centroid(X_train, Y_train, seed):
@@ -354,19 +321,19 @@ def describe_linear(model, training, X_test, found):
     return {"sets": model.sets(X_test)}
 
 
+FLOAT_ROWS = functools.partial(load_rows, dtype=np.float32)  # napkinXC refuses int8 labels
 SNM = dict(fit=fit_snm, predict=predict_snm, describe=describe_snm, own_rows=True)
 OMIKUJI = dict(fit=fit_omikuji, predict=predict_omikuji, inputs=omikuji_inputs)
 BONSAI = {"cluster_balanced": False, "cluster_k": 100, "max_depth": 3}
 METHODS = {
     "snm": XMCMethod("SNMClassifier (skrank)", **SNM),
-    "snm-2-epochs": XMCMethod("SNMClassifier(max_epochs=2)", **SNM, params={"max_epochs": 2}),
     "pecos": XMCMethod("PECOS XR-Linear", None, python=PECOS_PYTHON),  # _pecos_xmc.py
     "omikuji-parabel": XMCMethod("omikuji, Parabel settings", **OMIKUJI),
     "omikuji-bonsai": XMCMethod("omikuji, Bonsai settings", **OMIKUJI, params=BONSAI),
     "napkinxc-plt": XMCMethod("napkinXC PLT", fit_napkinxc, {}, predict_napkinxc,
-                              inputs=napkinxc_inputs),
+                              inputs=FLOAT_ROWS),
     "centroid": XMCMethod("nearest centroid (baseline)", fit_centroid, {}, predict_centroid,
-                          inputs=centroid_inputs),
+                          inputs=FLOAT_ROWS),
     "linear": XMCMethod("one-vs-rest LinearSVC (baseline)", OneVsRest.fit, {}, OneVsRest.predict,
                         select=select_linear_c, describe=describe_linear),
 }  # fmt: skip
@@ -407,11 +374,8 @@ def run_method(method, directory, seed):
 
 
 def evaluate(Y_train, Y_test, top):
-    """P@1/3/5, PSP@1/3/5 and nDCG@5 of the top-5 label indices ``top`` (-1: no prediction).
-
-    ``Y_test`` may have more columns than ``Y_train`` (labels of test rows only, never
-    predicted); their propensities are those of labels without a training row.
-    """
+    """P@1/3/5, PSP@1/3/5 and nDCG@5 of the top-5 labels ``top`` (-1: none); the columns of
+    ``Y_test`` past ``Y_train``'s (test rows' labels only) have the propensity of unseen labels."""
     from skrank.metrics import label_propensities, top_k_label_scores
 
     unseen = sp.csr_matrix((Y_train.shape[0], Y_test.shape[1] - Y_train.shape[1]))
@@ -428,24 +392,24 @@ def evaluate(Y_train, Y_test, top):
 
 def hits_of(Y, top):
     """Whether each of the label columns ``top`` (-1: no label) is a label of its row of the
-    indicator ``Y``, and each row's number of labels."""
+    indicator ``Y``, and ``Y`` as a float CSR matrix without explicit zeros."""
     Y = sp.csr_matrix(Y, dtype=np.float64)
     Y.eliminate_zeros()
     padded = sp.hstack([Y, sp.csr_matrix((Y.shape[0], 1))], format="csr")  # -1: no row's
     rows = np.repeat(np.arange(top.shape[0]), top.shape[1])
     hits = np.asarray(padded[rows, np.where(top < 0, Y.shape[1], top).ravel()]) != 0
-    return hits.reshape(top.shape), Y.getnnz(axis=1)
+    return hits.reshape(top.shape), Y
 
 
 def f1_of_top(Y, top):
     """Example-based F1 (scikit-learn's ``f1_score(..., average="samples")``) of each fixed
     top-k label set, k = 1 ... ``top.shape[1]``, of the label columns ``top`` (best first, -1:
     no label), against the indicator ``Y``: a list, k = 1 first."""
-    hits, n_true = hits_of(Y, top)
+    hits, Y = hits_of(Y, top)
     found = np.cumsum(hits, axis=1)
     predicted = np.cumsum(top >= 0, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(found > 0, 2 * found / (predicted + n_true[:, None]), 0.0)
+        f1 = np.where(found > 0, 2 * found / (predicted + Y.getnnz(axis=1)[:, None]), 0.0)
     return [float(value) for value in f1.mean(axis=0)]
 
 
@@ -465,14 +429,8 @@ def recall_by_frequency(Y_train, Y, top):
     the pairs in each: ``{"1": (recall, share), "2-5": ...}`` (None where a bucket is empty)."""
     frequency = np.zeros(Y.shape[1], dtype=np.int64)
     frequency[: Y_train.shape[1]] = Y_train.getnnz(axis=0)
-    predicted = sp.csr_matrix(
-        (np.ones(top.size), np.where(top < 0, Y.shape[1], top).ravel(),
-         np.arange(0, top.size + 1, top.shape[1])), shape=(Y.shape[0], Y.shape[1] + 1),
-    )[:, : Y.shape[1]]  # fmt: skip
-    pairs = sp.csr_matrix(Y, dtype=np.float64)
-    pairs.eliminate_zeros()
-    hits = np.asarray(pairs.multiply(predicted > 0).sum(axis=0)).ravel()
-    true = np.asarray(pairs.sum(axis=0)).ravel()
+    hits, Y = hits_of(Y, top)
+    hits, true = np.bincount(top[hits], minlength=Y.shape[1]), Y.getnnz(axis=0)
     found = {}
     for low, high in FREQUENCY_BUCKETS:
         inside = (frequency >= low) & (frequency <= (high if high is not None else np.inf))
@@ -496,7 +454,7 @@ def top_calibration_error(Y, top, top_proba):
 def measure(data, method, seed, quick, split="test"):
     """One run, in a child process of its own (``run_in_child``): its record, on the test split
     or (``split="validation"``) on the validation split of the training rows."""
-    directory = data_directory(data + ("-validation" if split == "validation" else ""), quick)
+    directory = CACHE / folder(data, quick, split)
     found = run_method(method, directory, seed)
     Y_train, Y_test = load(directory, "Y_train", "Y_test")
     top = found.pop("top")
@@ -517,16 +475,13 @@ def measure(data, method, seed, quick, split="test"):
 
 # ------------------------------------------------------------------------------ parent
 def run_path(name, method, seed, quick, split="test"):
-    folder = name + ("-validation" if split == "validation" else "") + ("-quick" if quick else "")
-    return RUNS / folder / f"{method}-seed{seed}.json"
+    return RUNS / folder(name, quick, split) / f"{method}-seed{seed}.json"
 
 
 def run_all(args):
     for split in args.splits:  # the test runs first: the validation runs only choose k
         for name in args.data:
-            directory = prepare(name, args.quick)
-            if split == "validation":
-                directory = prepare_validation(name, args.quick)
+            directory = (prepare_validation if split == "validation" else prepare)(name, args.quick)
             if any(m.startswith("omikuji") for m in args.methods):
                 training_file(peer_directory(directory))
             for method in args.methods:
@@ -638,12 +593,11 @@ def report(args):
             finished, stopped = finished_runs(name, method, args.seeds, args.quick)
             runs[method] = finished + stopped
             threads.update(run.get("threads") for run in runs[method])
+            if stopped and not finished:
+                limit = max(run["timed_out_after_seconds"] for run in stopped)
+                rows.append([name, METHODS[method].name, 0] + [None] * (len(COLUMNS) - 3))
+                rows[-1][COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
             if not finished:
-                if stopped:
-                    limit = max(run["timed_out_after_seconds"] for run in stopped)
-                    row = [name, METHODS[method].name, 0] + [None] * (len(COLUMNS) - 3)
-                    row[COLUMNS.index("fit s")] = f"> {limit:.0f} (stopped)"
-                    rows.append(row)
                 continue
             rows.append(_score_row(name, method, finished, COLUMNS))
             validation, _ = finished_runs(name, method, args.seeds, args.quick, "validation")
@@ -702,9 +656,7 @@ def report(args):
 
 def _data_note(name, quick, runs):
     """The note of one data set: its shape, SNM's settings, the linear baseline's choice."""
-    X_train, Y_train, X_test, Y_test = load(
-        prepare(name, quick), "X_train", "Y_train", "X_test", "Y_test"
-    )
+    X_train, Y_train, X_test, Y_test = load(prepare(name, quick), *ALL_PARTS)
     note = (
         f"{name}: {X_train.shape[0]:,} training rows, {X_test.shape[0]:,} test rows, "
         f"{X_train.shape[1]:,} features ({X_train.nnz / X_train.shape[0]:.1f} non-zeros a "
@@ -735,13 +687,8 @@ def main(argv=None):
     arguments = parser(
         __doc__, "quick", "seeds", "tag", "resume", "report_only", "timeout", seeds=[0, 1, 2]
     )
-    arguments.add_argument("--data", nargs="+", choices=[*REAL, *GENERATED], default=list(REAL))
-    arguments.add_argument(
-        "--methods",
-        nargs="+",
-        default=[method for method in METHODS if method != "snm-2-epochs"],
-        choices=METHODS,
-    )
+    arguments.add_argument("--data", nargs="+", choices=XMC_DATA, default=list(REAL))
+    arguments.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     arguments.add_argument(
         "--splits",
         nargs="+",

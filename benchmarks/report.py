@@ -1,16 +1,12 @@
 """Render the JSON results of the benchmarks: the tables of ``benchmarks/README.md`` and the
 results section of the repository's ``README.md``.
 
-``benchmarks/README.md``: each block between ``<!-- results: NAME -->`` and
-``<!-- end results -->`` is replaced by the tables of ``benchmarks/results/NAME.json``, with a
-line giving the date, machine, versions and command of that run. ``<!-- results: NAME
-tables=2,3 -->`` renders only those tables of the file (counted from 1); the JSON keeps the
-others. The rest of the page is prose written by hand.
-
-``README.md``: the block between ``<!-- results section -->`` and
-``<!-- end results section -->`` holds one small table per entry of :data:`README_TABLES`, each
-with the rows and columns it names picked from one or more results files, the command that
-produced them and the machine. Adding a table is adding an entry.
+``benchmarks/README.md``: each block between ``<!-- results: NAME [tables=2,3] -->`` and
+``<!-- end results -->`` is replaced by a line giving the date, machine, versions and command of
+``results/NAME.json`` and its tables (only those numbered, from 1, where given). ``README.md``:
+the block between ``<!-- results section -->`` and ``<!-- end results section -->`` holds a table
+per entry of :data:`README_TABLES`, the rows and columns it names picked from results files, with
+their commands and machines. The rest of both pages is prose written by hand.
 
 Usage::
 
@@ -41,10 +37,9 @@ README_BLOCK = re.compile(
 
 @dataclass(frozen=True)
 class Rows:
-    """Rows of the table of ``results/<benchmark>.json`` whose title starts with ``table``, for a
-    table of the project's README: the ``columns`` shown, the ``rows`` by their leading cells
-    (e.g. ``("SOPRCEmbedder",)``), in this order, with ``names`` in place of each row's first
-    shown cell and ``label`` as a first cell of every row where given."""
+    """Rows of the table of ``results/<benchmark>.json`` whose title starts with ``table``: the
+    ``columns`` shown, the ``rows`` by their leading cells (e.g. ``("SOPRCEmbedder",)``), with
+    ``names`` in place of each row's first shown cell and ``label`` first where given."""
 
     benchmark: str
     table: str
@@ -218,30 +213,23 @@ def machine(results):
 
 
 def render(results, tables=None):
-    """Markdown for one results file: a provenance line, then each table with its notes.
-
-    ``tables``: the numbers (from 1) of the tables to render; all when None.
-    """
+    """Markdown for one results file: a provenance line, then each table with its notes
+    (``tables``: the numbers, from 1, of the tables to render; all when None)."""
     described, versions = results["machine"], results["versions"]
     peers = ", ".join(
         f"{name} {version}"
         for name, version in versions.items()
         if name not in ("python", "skrank", "skrank_commit") and version
     )
-    cpu = f"{described.get('cpu_count')} CPUs"
-    if described.get("gpu"):
-        cpu += f", GPU {described['gpu']}"
+    gpu = described.get("gpu")
+    cpu = f"{described.get('cpu_count')} CPUs" + (f", GPU {gpu}" if gpu else "")
     load = described.get("load_average_at_start")
     all_tables = results["tables"]
     numbers = tables or range(1, len(all_tables) + 1)
-    for number in numbers:
-        if not 1 <= number <= len(all_tables):
-            raise ValueError(
-                f"{results['benchmark']}.json has {len(all_tables)} tables, not a table {number}."
-            )
-    shown = ""
-    if tables:
-        shown = f" (tables {', '.join(map(str, tables))} of {len(all_tables)} shown)"
+    if wrong := [number for number in numbers if not 1 <= number <= len(all_tables)]:
+        name, count = results["benchmark"], len(all_tables)
+        raise ValueError(f"{name}.json has {count} tables, not a table {wrong[0]}.")
+    shown = f" (tables {', '.join(map(str, tables))} of {len(all_tables)} shown)" if tables else ""
     lines = [
         f"Run {results['date'][:10]} on {described.get('host')} ({cpu}, "
         f"load {load[0] if load else 'n/a'} at start); skrank {versions.get('skrank')} "
@@ -255,8 +243,7 @@ def render(results, tables=None):
         lines.append(f"**{table['title']}**")  # a table may follow a paragraph's line
         lines += _markdown_table(table["columns"], table["rows"])
         if table.get("notes"):
-            lines.append("")
-            lines.append(table["notes"])
+            lines += ["", table["notes"]]
         lines.append("")
     return "\n".join(lines)
 
@@ -337,19 +324,17 @@ def updated_readme(text, tables=README_TABLES, results_dir=RESULTS_DIR):
     return README_BLOCK.sub(lambda match: match.group(1) + body + "\n" + match.group(3), text)
 
 
+PAGES = {BENCHMARK_PAGE: updated_benchmark_page, PROJECT_README: updated_readme}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a page is stale")
     args = parser.parse_args(argv)
-    pages = {
-        BENCHMARK_PAGE: updated_benchmark_page,
-        PROJECT_README: updated_readme,
-    }
     stale = []
-    for page, update in pages.items():
+    for page, update in PAGES.items():
         text = page.read_text()
-        new_text = update(text)
-        if new_text == text:
+        if (new_text := update(text)) == text:
             continue
         if args.check:
             stale.append(page.relative_to(HERE.parent).as_posix())
